@@ -1,0 +1,3 @@
+// The cosine-feature kernels compiled for the avx2 instruction set (flags set in CMakeLists.txt).
+#define RFFKERN_ISA_NS isa_avx2
+#include "rffkern/isa/cos_kernels_impl.hpp"
