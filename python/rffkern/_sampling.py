@@ -1,0 +1,47 @@
+"""Spectral samplers: frequencies for shift-invariant kernels (ALGORITHMS.md section 1).
+
+ω is drawn for unit length-scale and divided by ``length_scale``; offsets are U[0, 2π).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+KERNELS = ("gaussian", "laplace", "cauchy")
+
+
+def check_kernel(kernel):
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    return kernel
+
+
+def draw_frequencies(kernel, n_features, n_components, length_scale, rng, dtype=np.float64):
+    """W of shape (n_features, n_components) with columns drawn from the kernel's spectral density.
+
+    gaussian exp(-|δ|²/(2σ²)) -> N(0, I/σ²); laplace exp(-|δ|₁/σ) -> Cauchy(0, 1/σ) per coordinate;
+    cauchy ∏ 1/(1 + δ_j²/σ²) -> Laplace(0, 1/σ) per coordinate.
+    """
+    check_kernel(kernel)
+    shape = (n_features, n_components)
+    if kernel == "gaussian":
+        W = rng.standard_normal(shape)
+    elif kernel == "laplace":
+        W = rng.standard_cauchy(shape)
+    else:
+        W = rng.laplace(0.0, 1.0, shape)
+    return (W / length_scale).astype(dtype, copy=False)
+
+
+def draw_offsets(n_components, rng, dtype=np.float64):
+    return rng.uniform(0.0, 2.0 * np.pi, n_components).astype(dtype, copy=False)
+
+
+def exact_kernel(kernel, X, Y, length_scale):
+    """The kernel matrix k(x - y) itself, for tests and diagnostics (O(n m d) memory)."""
+    check_kernel(kernel)
+    D = (X[:, None, :] - Y[None, :, :]) / length_scale
+    if kernel == "gaussian":
+        return np.exp(-0.5 * (D**2).sum(-1))
+    if kernel == "laplace":
+        return np.exp(-np.abs(D).sum(-1))
+    return np.prod(1.0 / (1.0 + D**2), axis=-1)

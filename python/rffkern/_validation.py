@@ -1,0 +1,154 @@
+"""Input conversion and checks shared by every public function and estimator.
+
+Python converts, C++ checks: arrays reach the core C-contiguous, finite, float32 or float64
+(keeping the caller's precision), with the right number of dimensions.
+"""
+from __future__ import annotations
+
+import numbers
+import os
+
+import numpy as np
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def float_dtype_of(X) -> np.dtype:
+    """The working dtype for ``X``: float32 stays float32, everything else real becomes float64."""
+    dtype = np.asarray(X).dtype if not hasattr(X, "dtype") else X.dtype
+    if dtype == np.float32:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def check_array_2d(X, name="X", *, dtype=None, allow_empty=False, min_rows=1) -> np.ndarray:
+    """Return ``X`` as a finite C-contiguous 2-D float array (a copy only when needed).
+
+    Integers and booleans are converted; complex, object and string data raise ``TypeError``.
+    """
+    arr = np.asarray(X)
+    if arr.dtype.kind == "c":
+        raise TypeError(f"{name} is complex ({arr.dtype}); rffkern needs real-valued input")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_features), got {arr.ndim}-D with shape {arr.shape}; "
+            "reshape 1-D data with .reshape(-1, 1) for one feature or .reshape(1, -1) for one sample"
+        )
+    if dtype is None:
+        dtype = float_dtype_of(arr)
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if not allow_empty:
+        if arr.shape[0] < min_rows:
+            raise ValueError(
+                f"{name} has {arr.shape[0]} sample(s); at least {min_rows} required"
+            )
+        if arr.shape[1] == 0:
+            raise ValueError(f"{name} has 0 features; at least 1 required")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return arr
+
+
+def check_vector(v, name, length, dtype) -> np.ndarray:
+    """A finite 1-D array of ``length`` entries in ``dtype``."""
+    arr = np.asarray(v)
+    if arr.dtype.kind == "c":
+        raise TypeError(f"{name} is complex; a real array is required")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+    if arr.ndim != 1 or arr.shape[0] != length:
+        raise ValueError(f"{name} must have shape ({length},), got {arr.shape}")
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return arr
+
+
+def check_matrix(a, name, shape, dtype) -> np.ndarray:
+    """A finite C-contiguous 2-D array with the given shape (None entries are free)."""
+    arr = np.asarray(a)
+    if arr.dtype.kind == "c":
+        raise TypeError(f"{name} is complex; a real array is required")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+    if arr.ndim != 2 or any(w is not None and w != g for w, g in zip(shape, arr.shape)):
+        want = "(" + ", ".join("*" if w is None else str(w) for w in shape) + ")"
+        raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return arr
+
+
+def check_out(out, name, shape, dtype) -> np.ndarray:
+    """A caller's output buffer: used as is, never copied, so it must match exactly."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(out).__name__}")
+    if out.dtype != dtype:
+        raise TypeError(f"{name} must have dtype {np.dtype(dtype)}, got {out.dtype}")
+    if out.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {out.shape}")
+    if not out.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous")
+    if not out.flags.writeable:
+        raise ValueError(f"{name} is read-only")
+    return out
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def resolve_n_threads(n_jobs) -> int:
+    """scikit-learn's meaning: None = all usable cores, -1 = all, -k = all but k-1, 0 = error."""
+    cores = available_cores()
+    if n_jobs is None:
+        return cores
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs must be an int or None, got {n_jobs!r}")
+    n_jobs = int(n_jobs)
+    if n_jobs == 0:
+        raise ValueError("n_jobs == 0 has no meaning; use None, a positive count or -1 for all cores")
+    if n_jobs < 0:
+        return max(1, cores + 1 + n_jobs)
+    return n_jobs
+
+
+def check_positive_int(value, name, minimum=1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_positive_float(value, name, *, allow_zero=False) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be finite and {bound}, got {value}")
+    return value
+
+
+def as_generator(random_state) -> np.random.Generator:
+    """A NumPy Generator from None, an int seed, a Generator or a legacy RandomState."""
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative int, got {random_state}")
+        return np.random.default_rng(int(random_state))
+    raise TypeError(
+        f"random_state must be None, an int, a numpy Generator or RandomState, got {random_state!r}"
+    )

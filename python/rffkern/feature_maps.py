@@ -1,0 +1,95 @@
+"""Random Fourier feature maps as scikit-learn transformers."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from rffkern import kernels
+from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
+from rffkern._validation import as_generator, resolve_n_threads
+
+__all__ = ["RandomFourierFeatures"]
+
+
+class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Random Fourier features of a shift-invariant kernel (Rahimi & Recht), computed by the fused
+    compiled kernel.
+
+    ``transform(X) == sqrt(2/s) * cos(X @ weights_ + offsets_)`` with ``s = n_components``, so that
+    ``transform(X) @ transform(Y).T`` approximates the kernel matrix with error O(1/sqrt(s)).
+
+    Parameters
+    ----------
+    n_components : int, default=100
+        Number of output features.
+    kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
+        gaussian ``exp(-|x-y|^2 / (2 length_scale^2))``, laplace ``exp(-|x-y|_1 / length_scale)``,
+        cauchy ``prod_j 1 / (1 + (x_j-y_j)^2 / length_scale^2)``.
+    length_scale : float, default=1.0
+    pair : bool, default=False
+        Use ``n_components // 2`` frequencies, each giving ``[cos, sin]`` (no random phase, lower
+        variance); ``n_components`` must then be even.
+    random_state : int, Generator, RandomState or None, default=None
+    n_jobs : int or None, default=None
+        Threads of the compiled kernel (None: all usable cores, -1: all).
+
+    Attributes
+    ----------
+    weights_ : ndarray of shape (n_features_in_, n_frequencies)
+    offsets_ : ndarray of shape (n_frequencies,)
+        Zeros in the pair form.
+    scale_ : float
+    n_features_in_ : int
+    """
+
+    _parameter_constraints = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "kernel": [StrOptions(set(KERNELS))],
+        "length_scale": [Interval(numbers.Real, 0, None, closed="neither")],
+        "pair": ["boolean"],
+        "random_state": ["random_state", np.random.Generator],
+        "n_jobs": [numbers.Integral, None],
+    }
+
+    def __init__(self, n_components=100, *, kernel="gaussian", length_scale=1.0, pair=False,
+                 random_state=None, n_jobs=None):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.length_scale = length_scale
+        self.pair = pair
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y=None):
+        """Draw the frequencies and phases for X's number of features (X's values are not used)."""
+        self._validate_params()
+        if self.pair and self.n_components % 2:
+            raise ValueError(
+                f"n_components must be even with pair=True (each frequency gives a cos and a sin), "
+                f"got {self.n_components}")
+        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_all_finite=True)
+        rng = as_generator(self.random_state)
+        n_freq = self.n_components // 2 if self.pair else self.n_components
+        self.weights_ = draw_frequencies(self.kernel, X.shape[1], n_freq, self.length_scale, rng, X.dtype)
+        self.offsets_ = (np.zeros(n_freq, X.dtype) if self.pair else draw_offsets(n_freq, rng, X.dtype))
+        self.scale_ = kernels.default_scale(n_freq, self.pair)
+        self._n_features_out = self.n_components
+        return self
+
+    def transform(self, X):
+        """Map X (n_samples, n_features) to (n_samples, n_components); float32 stays float32."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_all_finite=True, reset=False)
+        W = self.weights_.astype(X.dtype, copy=False)
+        b = None if self.pair else self.offsets_.astype(X.dtype, copy=False)
+        return kernels.features(X, W, b, scale=self.scale_, pair=self.pair,
+                                n_threads=resolve_n_threads(self.n_jobs))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags

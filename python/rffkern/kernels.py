@@ -1,0 +1,345 @@
+"""The fused cosine-feature kernels (ALGORITHMS.md section 2), validated and called on NumPy arrays.
+
+With ``U = (X * theta) @ weights + offsets`` and ``Z = scale * cos(U)`` (or, with ``pair=True``,
+``Z = scale * [cos(U), sin(U)]``), every kernel computes ``U`` tile by tile inside the compiled
+core and never materialises it:
+
+=================  ===========================================================================
+``features``       ``Z`` itself (n x s, or n x 2s for the pair form)
+``predict``        ``Z @ coef`` without storing ``Z`` (memory O(tile))
+``gram``           ``Z.T @ Z`` and ``Z.T @ Y`` streamed over row blocks, never storing ``Z``
+``loss_and_grad``  mean loss of ``f = Z @ coef`` and its gradients in ``coef`` and ``theta``
+``train_epoch``    one pass of mini-batch Adam/SGD + prox steps, all inside the core
+=================  ===========================================================================
+
+The computation dtype is that of ``X`` (float32 stays float32; integers become float64); the other
+arrays are converted to it. The GIL is released during the computation. ``n_threads`` follows
+scikit-learn's ``n_jobs``: None = all usable cores, -1 = all, 0 is an error. Every kernel returns
+the same bits whatever the thread count.
+
+``pure NumPy`` equivalents of every function, written for clarity, are in :mod:`rffkern.reference`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from rffkern import _core
+from rffkern._validation import (
+    check_array_2d,
+    check_matrix,
+    check_out,
+    check_positive_float,
+    check_positive_int,
+    check_vector,
+    resolve_n_threads,
+)
+
+__all__ = [
+    "default_scale",
+    "features",
+    "predict",
+    "gram",
+    "loss_and_grad",
+    "adam_prox_step",
+    "sgd_prox_step",
+    "train_epoch",
+    "AdamState",
+    "LOSSES",
+]
+
+LOSSES = ("squared", "logistic", "softmax")
+
+
+def default_scale(n_components: int, pair: bool = False) -> float:
+    """``sqrt(2/s)`` for the phase form, ``sqrt(1/s)`` for the pair form (s frequencies)."""
+    return float(np.sqrt((1.0 if pair else 2.0) / n_components))
+
+
+def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_rows=1):
+    X = check_array_2d(X, X_name, min_rows=min_rows, allow_empty=min_rows == 0)
+    dtype = X.dtype
+    W = np.asarray(weights)
+    if W.ndim != 2:
+        raise ValueError(f"weights must be 2-D (n_features, n_components), got shape {W.shape}")
+    if W.shape[0] != X.shape[1]:
+        raise ValueError(
+            f"{X_name} has {X.shape[1]} features but weights has {W.shape[0]} rows (one per feature)"
+        )
+    if W.shape[1] < 1:
+        raise ValueError("weights must have at least one column (n_components >= 1)")
+    W = check_matrix(W, "weights", W.shape, dtype)
+    s = W.shape[1]
+    b = None if offsets is None else check_vector(offsets, "offsets", s, dtype)
+    th = None if theta is None else check_vector(theta, "theta", X.shape[1], dtype)
+    if scale is None:
+        scale = default_scale(s, pair)
+    elif not np.isfinite(scale):
+        raise ValueError(f"scale must be finite, got {scale}")
+    return X, W, b, th, float(scale), bool(pair)
+
+
+def features(X, weights, offsets=None, *, theta=None, scale=None, pair=False, out=None, n_threads=None):
+    """Random cosine features ``scale * cos((X * theta) @ weights + offsets)``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    weights : array-like of shape (n_features, n_components)
+        The frequencies ``W`` (one column per feature).
+    offsets : array-like of shape (n_components,), default=None
+        The phases ``b``; None means zero.
+    theta : array-like of shape (n_features,), default=None
+        ARD scales multiplying each input feature; None means all ones.
+    scale : float, default=None
+        ``c``; None gives ``sqrt(2/s)`` (or ``sqrt(1/s)`` with ``pair=True``).
+    pair : bool, default=False
+        Return ``[cos U, sin U]`` (2 * n_components columns).
+    out : ndarray, optional
+        C-contiguous buffer of the result's shape and dtype, reused instead of allocating.
+    n_threads : int, default=None
+
+    Returns
+    -------
+    Z : ndarray of shape (n_samples, n_components) or (n_samples, 2 * n_components)
+    """
+    X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
+    shape = (X.shape[0], W.shape[1] * (2 if pair else 1))
+    out = np.empty(shape, X.dtype) if out is None else check_out(out, "out", shape, X.dtype)
+    _core.features(X, W, b, th, X.dtype.type(scale), pair, out, resolve_n_threads(n_threads))
+    return out
+
+
+def predict(X, weights, offsets, coef, *, theta=None, scale=None, pair=False, out=None, n_threads=None):
+    """``features(X, ...) @ coef`` without storing the features.
+
+    ``coef`` has shape (n_out,) or (n_out, n_outputs) with ``n_out`` the feature count; the
+    result has shape (n_samples,) or (n_samples, n_outputs) accordingly.
+    """
+    X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
+    n_out = W.shape[1] * (2 if pair else 1)
+    coef_arr = np.asarray(coef)
+    ravel = coef_arr.ndim == 1
+    if ravel:
+        coef_arr = coef_arr.reshape(-1, 1)
+    C = check_matrix(coef_arr, "coef", (n_out, None), X.dtype)
+    shape = (X.shape[0], C.shape[1])
+    if out is None:
+        buf = np.empty(shape, X.dtype)
+    elif ravel:
+        buf = check_out(out, "out", (X.shape[0],), X.dtype).reshape(shape)
+    else:
+        buf = check_out(out, "out", shape, X.dtype)
+    _core.predict(X, W, b, th, X.dtype.type(scale), pair, C, buf, resolve_n_threads(n_threads))
+    if out is not None:
+        return out
+    return buf[:, 0] if ravel else buf
+
+
+def gram(X, weights, offsets=None, Y=None, *, theta=None, scale=None, pair=False, out=None,
+         out_zty=None, accumulate=False, n_threads=None):
+    """``Z.T @ Z`` and, if ``Y`` is given, ``Z.T @ Y``, streamed over row blocks of X.
+
+    Memory is O(s^2 + tile), never O(n s). Every entry is summed in the same order whatever the
+    thread count. With ``accumulate=True`` the results are added to ``out`` / ``out_zty`` (which
+    must then be given), so a Gram matrix can be built chunk by chunk.
+
+    Returns
+    -------
+    G : ndarray of shape (n_out, n_out)
+        Or the tuple ``(G, ZtY)`` when ``Y`` is given; ``ZtY`` has shape (n_out,) for 1-D ``Y``.
+    """
+    X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair, min_rows=0)
+    n_out = W.shape[1] * (2 if pair else 1)
+    dtype = X.dtype
+    if accumulate and out is None:
+        raise ValueError("accumulate=True needs out= (the running Gram matrix)")
+    G = np.empty((n_out, n_out), dtype) if out is None else check_out(out, "out", (n_out, n_out), dtype)
+    if Y is None:
+        _core.gram(X, W, b, th, dtype.type(scale), pair, None, G, None, bool(accumulate),
+                   resolve_n_threads(n_threads))
+        return G
+    Y_arr = np.asarray(Y)
+    ravel = Y_arr.ndim == 1
+    if ravel:
+        Y_arr = Y_arr.reshape(-1, 1)
+    if Y_arr.ndim != 2 or Y_arr.shape[0] != X.shape[0]:
+        raise ValueError(f"Y must have {X.shape[0]} rows (one per sample of X), got shape {np.shape(Y)}")
+    Yc = check_matrix(Y_arr, "Y", (X.shape[0], None), dtype)
+    zshape = (n_out, Yc.shape[1])
+    if accumulate and out_zty is None:
+        raise ValueError("accumulate=True with Y needs out_zty= (the running Z.T @ Y)")
+    if out_zty is None:
+        ZtY = np.empty(zshape, dtype)
+    elif ravel:
+        ZtY = check_out(out_zty, "out_zty", (n_out,), dtype).reshape(zshape)
+    else:
+        ZtY = check_out(out_zty, "out_zty", zshape, dtype)
+    _core.gram(X, W, b, th, dtype.type(scale), pair, Yc, G, ZtY, bool(accumulate),
+               resolve_n_threads(n_threads))
+    if out_zty is not None:
+        return G, out_zty
+    return G, (ZtY[:, 0] if ravel else ZtY)
+
+
+def _check_targets(Y, n, loss, dtype, n_outputs=None):
+    Y_arr = np.asarray(Y)
+    if Y_arr.ndim == 1:
+        Y_arr = Y_arr.reshape(-1, 1)
+    if Y_arr.ndim != 2 or Y_arr.shape[0] != n:
+        raise ValueError(f"Y must have {n} rows (one per sample of X), got shape {np.shape(Y)}")
+    Yc = check_matrix(Y_arr, "Y", (n, n_outputs), dtype)
+    if loss == "logistic" and not np.all((Yc == 0) | (Yc == 1)):
+        raise ValueError("the logistic loss needs targets in {0, 1}")
+    if loss == "softmax" and (np.any(Yc < 0) or not np.allclose(Yc.sum(axis=1), 1, atol=1e-4)):
+        raise ValueError("the softmax loss needs one-hot (or probability) target rows summing to 1")
+    return Yc
+
+
+def _check_loss(loss):
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    return loss
+
+
+def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", scale=None,
+                  pair=False, want_theta=True, n_threads=None):
+    """Mean loss of ``f = Z @ coef`` and its gradients, in one fused forward/backward pass.
+
+    Losses per sample (``f`` and ``y`` rows of n_outputs values):
+    ``squared`` 1/2 sum (f - y)^2; ``logistic`` sum log(1 + e^f) - y f with y in {0, 1};
+    ``softmax`` -sum y log softmax(f) with one-hot y.
+
+    Returns
+    -------
+    loss : float
+    grad_coef : ndarray of coef's shape
+    grad_theta : ndarray of shape (n_features,), or None when ``want_theta=False``
+        The gradient in the ARD scales ``theta`` (ones when ``theta`` is None).
+    """
+    _check_loss(loss)
+    X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
+    n_out = W.shape[1] * (2 if pair else 1)
+    coef_arr = np.asarray(coef)
+    ravel = coef_arr.ndim == 1
+    C = check_matrix(coef_arr.reshape(-1, 1) if ravel else coef_arr, "coef", (n_out, None), X.dtype)
+    Yc = _check_targets(Y, X.shape[0], loss, X.dtype, C.shape[1])
+    grad_coef = np.empty_like(C)
+    grad_theta = np.empty(X.shape[1], X.dtype) if want_theta else None
+    value = _core.loss_and_grad(X, Yc, W, b, th, X.dtype.type(scale), pair, C, loss, grad_coef,
+                                grad_theta, resolve_n_threads(n_threads))
+    return float(value), (grad_coef[:, 0] if ravel else grad_coef), grad_theta
+
+
+def _check_step_params(learning_rate, beta1, beta2, eps, l2, l1):
+    check_positive_float(learning_rate, "learning_rate")
+    for name, v in (("beta1", beta1), ("beta2", beta2)):
+        if not 0 <= v < 1:
+            raise ValueError(f"{name} must be in [0, 1), got {v}")
+    check_positive_float(eps, "eps")
+    check_positive_float(l2, "l2", allow_zero=True)
+    check_positive_float(l1, "l1", allow_zero=True)
+
+
+def _check_inplace(arr, name, dtype=None, shape=None):
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray (it is updated in place)")
+    if arr.dtype not in (np.float32, np.float64) or (dtype is not None and arr.dtype != dtype):
+        raise TypeError(f"{name} must have dtype {dtype or 'float32 or float64'}, got {arr.dtype}")
+    if shape is not None and arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    if not arr.flags.c_contiguous or not arr.flags.writeable:
+        raise ValueError(f"{name} must be a writeable C-contiguous array (it is updated in place)")
+    return arr
+
+
+def adam_prox_step(param, grad, m, v, step, *, learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                   l2=0.0, l1=0.0, n_threads=None):
+    """One bias-corrected Adam step on ``param`` (in place), then the proximal maps.
+
+    ``l2 > 0``: prox of ``l2 * ||param||^2``, ``param /= 1 + 2 * l2 * learning_rate``;
+    ``l1 > 0``: soft-threshold by ``l1 * learning_rate``. ``m`` and ``v`` (the moments) are updated
+    in place; ``step`` is the 1-based step number.
+    """
+    _check_inplace(param, "param")
+    for name, a in (("m", m), ("v", v)):
+        _check_inplace(a, name, param.dtype, param.shape)
+    g = check_matrix(np.asarray(grad).reshape(1, -1), "grad", (1, param.size), param.dtype)
+    if np.shape(grad) != param.shape:
+        raise ValueError(f"grad must have param's shape {param.shape}, got {np.shape(grad)}")
+    check_positive_int(step, "step")
+    _check_step_params(learning_rate, beta1, beta2, eps, l2, l1)
+    _core.adam_prox_step(param, g.reshape(param.shape), m, v, int(step), learning_rate, beta1, beta2,
+                         eps, l2, l1, resolve_n_threads(n_threads))
+    return param
+
+
+def sgd_prox_step(param, grad, *, learning_rate=1e-3, l2=0.0, l1=0.0, n_threads=None):
+    """``param -= learning_rate * grad`` in place, then the same proximal maps as Adam."""
+    _check_inplace(param, "param")
+    g = check_matrix(np.asarray(grad).reshape(1, -1), "grad", (1, param.size), param.dtype)
+    if np.shape(grad) != param.shape:
+        raise ValueError(f"grad must have param's shape {param.shape}, got {np.shape(grad)}")
+    _check_step_params(learning_rate, 0.9, 0.999, 1e-8, l2, l1)
+    _core.sgd_prox_step(param, g.reshape(param.shape), learning_rate, l2, l1, resolve_n_threads(n_threads))
+    return param
+
+
+class AdamState:
+    """Adam moments for (coef, theta) and the step counter, kept across epochs and partial fits."""
+
+    def __init__(self, coef_shape, n_features, dtype):
+        self.m_coef = np.zeros(coef_shape, dtype)
+        self.v_coef = np.zeros(coef_shape, dtype)
+        self.m_theta = np.zeros(n_features, dtype)
+        self.v_theta = np.zeros(n_features, dtype)
+        self.step = 0
+
+
+def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size=32, loss="squared",
+                solver="adam", learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, l2_coef=0.0,
+                l1_theta=0.0, update_coef=True, update_theta=True, scale=None, n_threads=None):
+    """One pass of mini-batch steps over ``X[order]``, entirely inside the core (GIL released).
+
+    Batches are consecutive chunks of ``order`` of ``batch_size`` rows (the last may be smaller);
+    each takes the fused loss/gradient and one Adam (``solver="adam"``) or SGD (``"sgd"``) step on
+    ``coef`` (then the prox of ``l2_coef * ||coef||^2``) and ``theta`` (then, if ``l1_theta > 0``,
+    soft-thresholding). ``theta``, ``coef`` and ``state`` (an :class:`AdamState`) are updated in
+    place; ``X`` and ``Y`` must already be C-contiguous arrays of theta's dtype (as the estimators
+    keep them), and are not copied.
+
+    Returns the mean of the batch losses (each evaluated before its step).
+    """
+    _check_loss(loss)
+    if solver not in ("adam", "sgd"):
+        raise ValueError(f"solver must be 'adam' or 'sgd', got {solver!r}")
+    dtype = theta.dtype if isinstance(theta, np.ndarray) else None
+    _check_inplace(theta, "theta")
+    dtype = theta.dtype
+    _check_inplace(coef, "coef", dtype)
+    if coef.ndim != 2:
+        raise ValueError(f"coef must be 2-D (n_components, n_outputs), got shape {coef.shape}")
+    for name, a, shp in (("state.m_coef", state.m_coef, coef.shape), ("state.v_coef", state.v_coef, coef.shape),
+                         ("state.m_theta", state.m_theta, theta.shape),
+                         ("state.v_theta", state.v_theta, theta.shape)):
+        _check_inplace(a, name, dtype, shp)
+    for name, a in (("X", X), ("Y", Y)):
+        if not (isinstance(a, np.ndarray) and a.dtype == dtype and a.ndim == 2 and a.flags.c_contiguous):
+            raise TypeError(f"{name} must be a C-contiguous 2-D {dtype} array (validate it once per fit)")
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    if order.ndim != 1:
+        raise ValueError("order must be 1-D")
+    if order.size and (order.min() < 0 or order.max() >= X.shape[0]):
+        raise ValueError(f"order holds indices outside [0, {X.shape[0]})")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    _check_step_params(learning_rate, beta1, beta2, eps, l2_coef, l1_theta)
+    W = check_matrix(weights, "weights", (X.shape[1], coef.shape[0]), dtype)
+    b = None if offsets is None else check_vector(offsets, "offsets", W.shape[1], dtype)
+    if scale is None:
+        scale = default_scale(W.shape[1])
+    mean_loss, step = _core.train_epoch(
+        X, Y, order, batch_size, W, b, theta, dtype.type(scale), coef, loss, solver == "adam",
+        learning_rate, beta1, beta2, eps, l2_coef, l1_theta, bool(update_coef), bool(update_theta),
+        state.m_coef, state.v_coef, state.m_theta, state.v_theta, int(state.step),
+        resolve_n_threads(n_threads))
+    state.step = int(step)
+    return float(mean_loss)

@@ -1,0 +1,28 @@
+"""Shared test settings: Hypothesis profiles and the per-dtype tolerance table."""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default", deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "thorough", deadline=None, max_examples=400, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("RFFKERN_HYPOTHESIS_PROFILE", "default"))
+
+# Absolute tolerances for compiled-vs-reference comparisons, per dtype, scaled by the size of
+# the quantity compared (see tests/test_kernels_reference.py for how they are applied).
+TOLERANCE = {np.float64: 1e-10, np.float32: 2e-4}
+
+
+@pytest.fixture(params=[np.float64, np.float32], ids=["f64", "f32"])
+def dtype(request):
+    return request.param
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def n_threads(request):
+    return request.param
