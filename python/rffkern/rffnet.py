@@ -1,0 +1,886 @@
+"""RFFNet (Otto & Izbicki): interpretable ARD kernel learners trained on the fused kernels.
+
+The model is ``f(x) = scale * cos((x * theta) @ W + b) @ B`` (a one-hidden-layer cosine network
+with fixed random frequencies ``W`` and phases ``b``), fitted by minimising
+
+    (1/n) sum_i loss(y_i, f(x_i)) + alpha * ||B||^2
+
+over the output weights ``B`` and the unconstrained ARD relevances ``theta`` with proximal
+mini-batch Adam or SGD (ALGORITHMS.md section 3). ``|theta_j|`` measures how much feature ``j``
+matters: the kernel approximated is ``k(theta * (x - x'))``.
+
+Every epoch of mini-batch steps runs inside one call of :func:`rffkern.kernels.train_epoch`
+(compiled, GIL released); Python only draws the shuffling permutation, evaluates the validation
+loss once per epoch and keeps the best checkpoint.
+"""
+from __future__ import annotations
+
+import copy
+import numbers
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, RegressorMixin, clone
+from sklearn.feature_selection import SelectorMixin
+from sklearn.metrics import roc_auc_score
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from rffkern import kernels
+from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
+from rffkern._validation import as_generator, resolve_n_threads
+from rffkern.reference import loss_values
+
+__all__ = [
+    "RFFNetRegressor",
+    "RFFNetClassifier",
+    "TopKResult",
+    "topk_selection",
+    "TopKSelector",
+    "constant_init",
+]
+
+SOLVERS = ("adam", "palm-adam", "sgd", "palm-sgd")
+INITS = ("constant", "regressor", "restarter")
+
+
+def constant_init(X):
+    """The paper's "Constant" initial relevances: ``(max_i X_ij - min_i X_ij) / d`` per feature.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+
+    Returns
+    -------
+    theta : ndarray of shape (n_features,), X's dtype
+    """
+    X = np.asarray(X)
+    return ((X.max(axis=0) - X.min(axis=0)) / X.shape[1]).astype(X.dtype, copy=False)
+
+
+def _lasso_init(X, Y, rng):
+    """The paper's "Regressor" initial relevances: Lasso coefficients of Y on X.
+
+    The Lasso penalty is chosen by 3-fold cross-validation on a short path (LassoCV); with several
+    outputs (one-hot classes, multi-output regression) theta_j is the root sum of squares of the
+    per-output coefficients of feature j.
+    """
+    from sklearn.linear_model import LassoCV
+
+    coefs = []
+    for k in range(Y.shape[1]):
+        model = LassoCV(cv=3, n_alphas=20, random_state=int(rng.integers(2**31 - 1)))
+        model.fit(X.astype(np.float64), Y[:, k].astype(np.float64))
+        coefs.append(model.coef_)
+    C = np.asarray(coefs)
+    theta = C[0] if C.shape[0] == 1 else np.sqrt((C**2).sum(axis=0))
+    return theta.astype(X.dtype)
+
+
+class _TrainingState:
+    """Adam moments (one set per block for the PALM solvers); pickled with the estimator."""
+
+    def __init__(self, coef_shape, n_features, dtype, palm):
+        self.joint = kernels.AdamState(coef_shape, n_features, dtype)
+        self.theta_block = kernels.AdamState(coef_shape, n_features, dtype) if palm else None
+
+
+class _BaseRFFNet(BaseEstimator):
+    """Shared fitting machinery of :class:`RFFNetRegressor` and :class:`RFFNetClassifier`."""
+
+    _parameter_constraints = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "kernel": [StrOptions(set(KERNELS))],
+        "init": [StrOptions(set(INITS))],
+        "n_restarts": [Interval(numbers.Integral, 1, None, closed="left")],
+        "restart_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "solver": [StrOptions(set(SOLVERS))],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "checkpoint": ["boolean"],
+        "standardize": ["boolean"],
+        "feature_scale": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"rff"})],
+        "dtype": [StrOptions({"float32", "float64"})],
+        "random_state": ["random_state", np.random.Generator],
+        "n_jobs": [numbers.Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    # Subclasses set these.
+    _loss_kind = None
+
+    def __init__(self, n_components=300, *, alpha=1e-4, kernel="gaussian", init="constant",
+                 n_restarts=10, restart_iter=10, solver="adam", learning_rate=1e-3, batch_size=32,
+                 max_iter=100, early_stopping=True, validation_fraction=0.1, n_iter_no_change=10,
+                 tol=0.0, checkpoint=True, standardize=True, feature_scale=1.0, dtype="float32",
+                 random_state=None, n_jobs=None, verbose=0):
+        self.n_components = n_components
+        self.alpha = alpha
+        self.kernel = kernel
+        self.init = init
+        self.n_restarts = n_restarts
+        self.restart_iter = restart_iter
+        self.solver = solver
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.checkpoint = checkpoint
+        self.standardize = standardize
+        self.feature_scale = feature_scale
+        self.dtype = dtype
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ hooks for the subclasses
+    def _encode_targets(self, y, first_call, classes=None):
+        """(validated y, float targets Y of shape (n, n_outputs), loss name)."""
+        raise NotImplementedError
+
+    def _score_outputs(self, F, Y):
+        """A higher-is-better validation score from raw outputs F and encoded targets Y."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ small helpers
+    def _scale_value(self):
+        if isinstance(self.feature_scale, str):  # "rff"
+            return kernels.default_scale(self.n_components)
+        return float(self.feature_scale)
+
+    def _standardized(self, X):
+        """X in the fitted dtype, standardized with the training statistics (always a new array)."""
+        X = X.astype(self.relevances_.dtype, copy=True)
+        if self.standardize:
+            X -= self.x_mean_
+            X /= self.x_scale_
+        return X
+
+    def _raw_outputs(self, Xs, theta=None):
+        """f = Z @ B for standardized Xs (n, n_outputs), plus the intercept."""
+        F = kernels.predict(Xs, self.weights_, self.offsets_, self.coef_,
+                            theta=self.relevances_ if theta is None else theta,
+                            scale=self.scale_, n_threads=resolve_n_threads(self.n_jobs))
+        return F + self.intercept_
+
+    def _mean_loss(self, Xs, Y, theta, coef):
+        """Mean per-sample loss (no penalty) of (theta, coef) on standardized data, one fused pass."""
+        value, _, _ = kernels.loss_and_grad(Xs, Y, self.weights_, self.offsets_, coef, theta=theta,
+                                            loss=self._loss, scale=self.scale_, want_theta=False,
+                                            n_threads=self._n_threads)
+        return value
+
+    def _run_epoch(self, Xs, Y, theta, coef, state, rng):
+        """One epoch on (Xs, Y): adam/sgd = one joint pass; palm-* = a pass on B, then one on theta.
+
+        Returns the mean mini-batch loss of the (last) pass.
+        """
+        common = dict(batch_size=self.batch_size, loss=self._loss, learning_rate=self.learning_rate,
+                      l2_coef=self.alpha, scale=self.scale_, n_threads=self._n_threads,
+                      solver="sgd" if self.solver.endswith("sgd") else "adam")
+        n = Xs.shape[0]
+        if self.solver.startswith("palm"):
+            kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights_, self.offsets_, theta, coef,
+                                state.joint, update_theta=False, **common)
+            return kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights_, self.offsets_, theta,
+                                       coef, state.theta_block, update_coef=False, **common)
+        return kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights_, self.offsets_, theta, coef,
+                                   state.joint, **common)
+
+    def _check_dtype_and_threads(self):
+        self._n_threads = resolve_n_threads(self.n_jobs)
+        return np.dtype(self.dtype)
+
+    def _initial_theta(self, Xs_train, Y_train, rng, state):
+        theta = constant_init(Xs_train)
+        if self.init == "regressor":
+            Yc = Y_train - Y_train.mean(axis=0)
+            theta = _lasso_init(Xs_train, Yc, rng)
+        elif self.init == "restarter":
+            d = Xs_train.shape[1]
+            best = None
+            for _ in range(self.n_restarts):
+                cand = (theta + rng.standard_normal(d) / np.sqrt(d)).astype(theta.dtype)
+                cand_coef = self.coef_.copy()
+                cand_state = _TrainingState(self.coef_.shape, d, theta.dtype, self._palm)
+                for _ in range(self.restart_iter):
+                    self._run_epoch(Xs_train, Y_train, cand, cand_coef, cand_state, rng)
+                value = self._mean_loss(Xs_train, Y_train, cand, cand_coef)
+                if np.isfinite(value) and (best is None or value < best[0]):
+                    best = (value, cand, cand_coef, cand_state)
+            if best is None:
+                raise ValueError("every restart of init='restarter' diverged; lower learning_rate")
+            # Continue from the winning short run (its theta, B and optimiser moments).
+            _, theta, self.coef_, winner_state = best
+            state.joint, state.theta_block = winner_state.joint, winner_state.theta_block
+        return np.ascontiguousarray(theta)
+
+    @property
+    def _palm(self):
+        return self.solver.startswith("palm")
+
+    # ------------------------------------------------------------------ fitting
+    def _validate_input(self, X, y, reset):
+        dtype = np.dtype(self.dtype)
+        X, y = validate_data(self, X, y, dtype=dtype, ensure_all_finite=True, multi_output=True,
+                             y_numeric=self._loss_kind == "regression", reset=reset, order="C")
+        return X, y
+
+    def _fit(self, X, y, *, incremental, classes=None):
+        first_call = not incremental or not hasattr(self, "relevances_")
+        if first_call:
+            self._validate_params()
+        X, y = self._validate_input(X, y, reset=first_call)
+        dtype = self._check_dtype_and_threads()
+        y, Y, self._loss = self._encode_targets(y, first_call, classes)
+        Y = np.ascontiguousarray(Y, dtype=dtype)
+        n = X.shape[0]
+
+        if not first_call:
+            self._check_partial_fit_params(dtype)
+            rng = self._rng
+            Xs = self._standardized(X)
+            Y -= self.intercept_
+            self._fit_epochs(Xs, Y, None, None, rng, max_epochs=1, monitor=False)
+            return self
+
+        # The draws come in a fixed order (W, b, B, [validation split], [restarts], one permutation
+        # per pass) so that partial_fit's first call reproduces fit(max_iter=1, early_stopping=False).
+        rng = as_generator(self.random_state)
+        d = X.shape[1]
+        self.weights_ = draw_frequencies(self.kernel, d, self.n_components, 1.0, rng, dtype)
+        self.offsets_ = draw_offsets(self.n_components, rng, dtype)
+        bound = 1.0 / np.sqrt(self.n_components)  # torch.nn.Linear's default, as in the reference code
+        coef = rng.uniform(-bound, bound, (self.n_components, Y.shape[1])).astype(dtype)
+        self.scale_ = self._scale_value()
+
+        use_validation = self.early_stopping and not incremental
+        if use_validation:
+            n_val = int(np.ceil(self.validation_fraction * n))
+            if n - n_val < 2:
+                raise ValueError(
+                    f"n_samples={n} is too small for validation_fraction={self.validation_fraction}: "
+                    f"{n_val} validation sample(s) would leave {n - n_val} for training (at least 2 "
+                    "needed); pass more samples or early_stopping=False")
+            perm = rng.permutation(n)
+            val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+            X_train, Y_train, X_val, Y_val = X[train_idx], Y[train_idx], X[val_idx], Y[val_idx]
+        else:
+            X_train, Y_train, X_val, Y_val = X, Y, None, None
+
+        # Standardization and centring statistics come from the training part only.
+        if self.standardize:
+            self.x_mean_ = X_train.mean(axis=0, dtype=np.float64).astype(dtype)
+            sd = X_train.std(axis=0, dtype=np.float64)
+            sd[~(sd > 1e-12)] = 1.0  # constant features stay constant (0) after centring
+            self.x_scale_ = sd.astype(dtype)
+        else:
+            self.x_mean_ = np.zeros(d, dtype)
+            self.x_scale_ = np.ones(d, dtype)
+        self.relevances_ = np.ones(d, dtype)  # _standardized reads its dtype
+        Xs_train = self._standardized(X_train)
+        Xs_val = None if X_val is None else self._standardized(X_val)
+        self.intercept_ = self._intercept_from(Y_train).astype(dtype)
+        Y_train = np.ascontiguousarray(Y_train - self.intercept_)
+        Y_val = None if Y_val is None else np.ascontiguousarray(Y_val - self.intercept_)
+
+        self.coef_ = coef
+        self._state = _TrainingState(coef.shape, d, dtype, self._palm)
+        theta = self._initial_theta(Xs_train, Y_train, rng, self._state)
+        self.relevances_ = theta
+        self._rng = rng
+        self.loss_curve_ = []
+        self.validation_loss_curve_ = []
+        self.validation_scores_ = []
+        self.n_iter_ = 0
+        self.best_epoch_ = None
+        self.t_ = 0
+        self._fit_epochs(Xs_train, Y_train, Xs_val, Y_val, rng,
+                         max_epochs=1 if incremental else self.max_iter, monitor=not incremental)
+        return self
+
+    def _intercept_from(self, Y_train):
+        return np.zeros(Y_train.shape[1])
+
+    def _check_partial_fit_params(self, dtype):
+        if self.relevances_.dtype != dtype:
+            raise ValueError(f"dtype changed between partial_fit calls ({self.relevances_.dtype} -> {dtype})")
+        if self.coef_.shape[0] != self.n_components:
+            raise ValueError("n_components changed since the first partial_fit call")
+        palm = self._state.theta_block is not None
+        if palm != self._palm:
+            raise ValueError("solver changed between a PALM and a joint solver since the first fit call")
+
+    def _fit_epochs(self, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor):
+        theta, coef = self.relevances_, self.coef_
+        best_value = np.inf
+        best = None
+        no_improve = 0
+        for _ in range(max_epochs):
+            tic = time.perf_counter()
+            train_loss = self._run_epoch(Xs, Y, theta, coef, self._state, rng)
+            self.n_iter_ += 1
+            self.t_ += Xs.shape[0]
+            self.loss_curve_.append(train_loss)
+            diverged = not np.isfinite(train_loss) or not np.isfinite(coef).all() or not np.isfinite(theta).all()
+            val_loss = None
+            if Xs_val is not None and not diverged:
+                F = kernels.predict(Xs_val, self.weights_, self.offsets_, coef, theta=theta,
+                                    scale=self.scale_, n_threads=self._n_threads)
+                val_loss = float(loss_values(F.astype(np.float64), Y_val.astype(np.float64),
+                                             self._loss)[0].mean())
+                self.validation_loss_curve_.append(val_loss)
+                self.validation_scores_.append(self._score_outputs(F, Y_val))
+            if diverged:
+                if self.verbose:
+                    print(f"Epoch {self.n_iter_}: training diverged (non-finite loss or parameters)",
+                          file=sys.stdout)
+                break
+            if monitor:
+                value = val_loss if val_loss is not None else train_loss
+                if value < best_value - self.tol:
+                    best_value = value
+                    self.best_epoch_ = self.n_iter_
+                    no_improve = 0
+                    if self.checkpoint:
+                        best = (theta.copy(), coef.copy())
+                else:
+                    no_improve += 1
+            if self.verbose:
+                line = f"Epoch {self.n_iter_:4d}: train loss {train_loss:.6g}"
+                if val_loss is not None:
+                    line += f", validation loss {val_loss:.6g}"
+                line += f" ({time.perf_counter() - tic:.3f} s)"
+                print(line, file=sys.stdout, flush=True)
+            if monitor and self.early_stopping and no_improve >= self.n_iter_no_change:
+                if self.verbose:
+                    print(f"Early stopping: no improvement for {no_improve} epochs; best epoch "
+                          f"{self.best_epoch_}", file=sys.stdout, flush=True)
+                break
+        if diverged:
+            if best is None:
+                raise ValueError(
+                    "RFFNet training diverged (non-finite loss); lower learning_rate or standardize X")
+        if best is not None:
+            theta[...] = best[0]
+            coef[...] = best[1]
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def feature_importances_(self):
+        """``|relevances_|`` scaled to [0, 1] (all zeros when every relevance is zero)."""
+        check_is_fitted(self, "relevances_")
+        r = np.abs(self.relevances_.astype(np.float64))
+        top = r.max()
+        return r / top if top > 0 else r
+
+    def _decision_outputs(self, X, theta=None):
+        check_is_fitted(self, "relevances_")
+        X = validate_data(self, X, dtype=np.dtype(self.dtype), ensure_all_finite=True, reset=False,
+                          order="C")
+        return self._raw_outputs(self._standardized(X), theta).astype(np.float64)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
+    """RFFNet regression: ARD random-Fourier-feature network with squared loss.
+
+    Fits ``f(x) = c * cos(((x - mean) / sd * theta) @ W + b) @ B + intercept`` by proximal
+    mini-batch Adam (or SGD, or their block-alternating PALM variants) on the squared loss
+    ``(1/2n) sum ||y_i - f(x_i)||^2 + alpha ||B||^2``, with early stopping and checkpointing on a
+    validation split. ``relevances_`` (theta) ranks the features.
+
+    Parameters
+    ----------
+    n_components : int, default=300
+        Number of random features ``s``.
+    alpha : float, default=1e-4
+        Penalty ``lambda`` on ``||B||^2``, applied as a proximal step after each update.
+    kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
+        Spectral density the frequencies ``W`` are drawn from (for unit relevances).
+    init : {"constant", "regressor", "restarter"}, default="constant"
+        Initial relevances: ``(max - min) / d`` per feature of the (standardized) training data;
+        Lasso coefficients (LassoCV, 3 folds); or the best of ``n_restarts`` draws
+        ``N(constant, I/d)`` each trained ``restart_iter`` epochs (training continues from the
+        winner).
+    n_restarts : int, default=10
+    restart_iter : int, default=10
+        Epochs per restart of ``init="restarter"``.
+    solver : {"adam", "palm-adam", "sgd", "palm-sgd"}, default="adam"
+        Joint steps on (B, theta), or, for ``palm-*``, every epoch is a pass of steps on B followed
+        by a pass on theta (each with its own Adam moments).
+    learning_rate : float, default=1e-3
+    batch_size : int, default=32
+    max_iter : int, default=100
+        Maximum number of epochs.
+    early_stopping : bool, default=True
+        Hold out ``validation_fraction`` of the data and stop after ``n_iter_no_change`` epochs
+        without a validation-loss decrease larger than ``tol``. With False, all data is used for
+        training and all ``max_iter`` epochs run.
+    validation_fraction : float, default=0.1
+    n_iter_no_change : int, default=10
+    tol : float, default=0.0
+        Minimum decrease counted as an improvement (0: any strict decrease, as in the paper).
+    checkpoint : bool, default=True
+        Restore the (B, theta) of the best epoch (by validation loss, or training loss without
+        early stopping) at the end.
+    standardize : bool, default=True
+        Centre and scale X with the training statistics (relevances then compare across features).
+    feature_scale : float or "rff", default=1.0
+        The constant ``c``: 1.0 as in the authors' code (the defaults of ``alpha`` and
+        ``learning_rate`` were tuned for it), or "rff" for ``sqrt(2 / n_components)``.
+    dtype : {"float32", "float64"}, default="float32"
+        Precision of the training (float32, as in the reference code, is about twice as fast).
+    random_state : int, Generator, RandomState or None, default=None
+        Controls W, b, the initial B, the validation split and the shuffling.
+    n_jobs : int or None, default=None
+        Threads of the compiled kernels (None: all usable cores). The fitted model is bitwise
+        identical for any value.
+    verbose : int, default=0
+        Print one line per epoch with the training and validation loss.
+    fit_intercept : bool, default=True
+        Centre y by its training mean (stored in ``intercept_``). The kernels have no output bias;
+        False reproduces the paper exactly.
+
+    Attributes
+    ----------
+    relevances_ : ndarray of shape (n_features_in_,)
+        theta, the ARD relevances (sign irrelevant).
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        ``|theta|`` scaled to [0, 1].
+    coef_ : ndarray of shape (n_components, n_outputs)
+        B.
+    weights_ : ndarray of shape (n_features_in_, n_components)
+        W, the fixed frequencies.
+    offsets_ : ndarray of shape (n_components,)
+        b, the fixed phases.
+    intercept_ : ndarray of shape (n_outputs,)
+    x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
+        Standardization statistics (zeros and ones with ``standardize=False``).
+    scale_ : float
+        c.
+    n_iter_ : int
+        Epochs run (including later ``partial_fit`` calls).
+    loss_curve_ : list of float
+        Mean mini-batch training loss per epoch (``1/2 ||y - f||^2`` per sample, without penalty).
+    validation_loss_curve_ : list of float
+        Validation loss per epoch (same units), when early stopping is on.
+    validation_scores_ : list of float
+        Validation R^2 per epoch, when early stopping is on.
+    best_epoch_ : int or None
+        1-based epoch whose parameters were kept (None after ``partial_fit`` only).
+    n_features_in_ : int
+    """
+
+    _loss_kind = "regression"
+    _parameter_constraints = {**_BaseRFFNet._parameter_constraints, "fit_intercept": ["boolean"]}
+
+    def __init__(self, n_components=300, *, alpha=1e-4, kernel="gaussian", init="constant",
+                 n_restarts=10, restart_iter=10, solver="adam", learning_rate=1e-3, batch_size=32,
+                 max_iter=100, early_stopping=True, validation_fraction=0.1, n_iter_no_change=10,
+                 tol=0.0, checkpoint=True, standardize=True, feature_scale=1.0, dtype="float32",
+                 random_state=None, n_jobs=None, verbose=0, fit_intercept=True):
+        super().__init__(
+            n_components, alpha=alpha, kernel=kernel, init=init, n_restarts=n_restarts,
+            restart_iter=restart_iter, solver=solver, learning_rate=learning_rate,
+            batch_size=batch_size, max_iter=max_iter, early_stopping=early_stopping,
+            validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change, tol=tol,
+            checkpoint=checkpoint, standardize=standardize, feature_scale=feature_scale, dtype=dtype,
+            random_state=random_state, n_jobs=n_jobs, verbose=verbose)
+        self.fit_intercept = fit_intercept
+
+    def _encode_targets(self, y, first_call, classes=None):
+        y = np.asarray(y)
+        if first_call:
+            self._y_1d = y.ndim == 1
+        elif (y.ndim == 1) != self._y_1d:
+            raise ValueError("y must keep its number of dimensions between partial_fit calls")
+        Y = y.reshape(-1, 1) if y.ndim == 1 else y
+        if not first_call and Y.shape[1] != self.coef_.shape[1]:
+            raise ValueError(f"y has {Y.shape[1]} outputs but the model was fitted with {self.coef_.shape[1]}")
+        return y, Y, "squared"
+
+    def _intercept_from(self, Y_train):
+        if self.fit_intercept:
+            return Y_train.mean(axis=0, dtype=np.float64)
+        return np.zeros(Y_train.shape[1])
+
+    def _score_outputs(self, F, Y):
+        Y = Y.astype(np.float64)
+        F = F.astype(np.float64)
+        ss_res = ((Y - F) ** 2).sum(axis=0)
+        ss_tot = ((Y - Y.mean(axis=0)) ** 2).sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r2 = np.where(ss_tot > 0, 1 - ss_res / np.where(ss_tot > 0, ss_tot, 1), 0.0)
+        return float(r2.mean())
+
+    def fit(self, X, y):
+        """Fit the model (new W, b and initial state drawn from ``random_state``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self : RFFNetRegressor
+        """
+        return self._fit(X, y, incremental=False)
+
+    def partial_fit(self, X, y):
+        """One pass of mini-batch steps over the chunk ``(X, y)``.
+
+        The first call draws W, b and the initial state exactly as :meth:`fit` does with
+        ``early_stopping=False`` and takes the standardization statistics and intercept from this
+        first chunk (they stay fixed afterwards); there is no validation split or early stopping.
+        So ``partial_fit(X, y)`` once equals ``fit(X, y)`` with ``max_iter=1,
+        early_stopping=False``. A call after :meth:`fit` continues from the fitted state.
+
+        Returns
+        -------
+        self : RFFNetRegressor
+        """
+        return self._fit(X, y, incremental=True)
+
+    def predict(self, X):
+        """Predicted targets, shape (n_samples,) or (n_samples, n_outputs), float64."""
+        F = self._decision_outputs(X)
+        return F[:, 0] if self._y_1d else F
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
+    """RFFNet classification: ARD random-Fourier-feature network with cross-entropy loss.
+
+    Two classes use the binary logistic loss on one output ``f`` (``P(classes_[1]) =
+    sigmoid(f)``); this is the same model as the reference code's 2-output softmax (whose logit
+    difference is ``f``) with half the output weights. More classes use the softmax cross-entropy on
+    one output per class. There is no output bias. Parameters are those of
+    :class:`RFFNetRegressor` (without ``fit_intercept``); ``validation_scores_`` holds the
+    validation accuracy per epoch.
+
+    Parameters
+    ----------
+    n_components : int, default=300
+    alpha : float, default=1e-4
+    kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
+    init : {"constant", "regressor", "restarter"}, default="constant"
+        "regressor" fits the Lasso on the 0/1 class indicators.
+    n_restarts : int, default=10
+    restart_iter : int, default=10
+    solver : {"adam", "palm-adam", "sgd", "palm-sgd"}, default="adam"
+    learning_rate : float, default=1e-3
+    batch_size : int, default=32
+    max_iter : int, default=100
+    early_stopping : bool, default=True
+    validation_fraction : float, default=0.1
+    n_iter_no_change : int, default=10
+    tol : float, default=0.0
+    checkpoint : bool, default=True
+    standardize : bool, default=True
+    feature_scale : float or "rff", default=1.0
+    dtype : {"float32", "float64"}, default="float32"
+    random_state : int, Generator, RandomState or None, default=None
+    n_jobs : int or None, default=None
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    relevances_, feature_importances_, weights_, offsets_, x_mean_, x_scale_, scale_, n_iter_,
+    loss_curve_, validation_loss_curve_, validation_scores_, best_epoch_, n_features_in_
+        As in :class:`RFFNetRegressor`.
+    coef_ : ndarray of shape (n_components, 1) for two classes, else (n_components, n_classes)
+    intercept_ : ndarray of zeros
+    """
+
+    _loss_kind = "classification"
+
+    def _encode_targets(self, y, first_call, classes=None):
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D (one label per sample) for RFFNetClassifier, got shape {y.shape}")
+        check_classification_targets(y)
+        if first_call:
+            labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
+            if labels.size < 2:
+                raise ValueError(
+                    f"RFFNetClassifier needs samples of at least 2 classes; got 1 class ({labels[0]!r})")
+            self.classes_ = labels
+            self._encoder = LabelEncoder().fit(labels)
+        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+            raise ValueError("classes must be the same in every partial_fit call")
+        unknown = np.setdiff1d(y, self.classes_)
+        if unknown.size:
+            raise ValueError(f"y contains labels not in classes_: {unknown[:5]!r}")
+        codes = self._encoder.transform(y)
+        k = self.classes_.size
+        if k == 2:
+            return y, codes.reshape(-1, 1).astype(np.float64), "logistic"
+        Y = np.zeros((y.size, k))
+        Y[np.arange(y.size), codes] = 1.0
+        return y, Y, "softmax"
+
+    def _score_outputs(self, F, Y):
+        if Y.shape[1] == 1:
+            return float(np.mean((F[:, 0] > 0) == (Y[:, 0] > 0.5)))
+        return float(np.mean(F.argmax(axis=1) == Y.argmax(axis=1)))
+
+    def fit(self, X, y):
+        """Fit the classifier.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (at least two distinct).
+
+        Returns
+        -------
+        self : RFFNetClassifier
+        """
+        return self._fit(X, y, incremental=False)
+
+    def partial_fit(self, X, y, classes=None):
+        """One pass of mini-batch steps over the chunk; see :meth:`RFFNetRegressor.partial_fit`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like, optional
+            All the classes; required on the first call unless that chunk holds every class.
+
+        Returns
+        -------
+        self : RFFNetClassifier
+        """
+        return self._fit(X, y, incremental=True, classes=classes)
+
+    def decision_function(self, X):
+        """Logits: shape (n_samples,) for two classes (positive favours ``classes_[1]``), else
+        (n_samples, n_classes)."""
+        F = self._decision_outputs(X)
+        return F[:, 0] if F.shape[1] == 1 else F
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes)."""
+        return _probabilities(self._decision_outputs(X))
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """Predicted class labels."""
+        F = self._decision_outputs(X)
+        idx = (F[:, 0] > 0).astype(int) if F.shape[1] == 1 else F.argmax(axis=1)
+        return self.classes_[idx]
+
+
+def _probabilities(F):
+    if F.shape[1] == 1:
+        p = 0.5 * (1.0 + np.tanh(0.5 * F[:, 0]))  # a sigmoid that never overflows
+        return np.column_stack([1.0 - p, p])
+    E = np.exp(F - F.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------------------------------- TopK
+@dataclass
+class TopKResult:
+    """What :func:`topk_selection` found.
+
+    Attributes
+    ----------
+    selected : ndarray of int
+        Indices of the selected features, most relevant first.
+    support : ndarray of bool, shape (n_features,)
+    order : ndarray of int, shape (n_features,)
+        All features by decreasing ``|theta|`` (ties by index).
+    scores : ndarray of shape (n_features,)
+        ``scores[i]``: held-out score of the model keeping the ``i + 1`` most relevant features
+        (-MSE for regression, ROC AUC for classification; higher is better).
+    n_selected : int
+    relevances : ndarray of shape (n_features,)
+        The thresholded relevances (zeros outside the selection).
+    estimator : RFFNetRegressor or RFFNetClassifier
+        A copy of the fitted model with the thresholded relevances.
+    """
+
+    selected: np.ndarray
+    support: np.ndarray
+    order: np.ndarray
+    scores: np.ndarray
+    n_selected: int
+    relevances: np.ndarray
+    estimator: object
+
+
+def _topk_score(estimator, F, y):
+    if isinstance(estimator, RFFNetClassifier):
+        idx = np.searchsorted(estimator.classes_, y)
+        if np.unique(y).size < 2:
+            raise ValueError("the selection set holds a single class; ROC AUC is undefined")
+        if F.shape[1] == 1:
+            return float(roc_auc_score(idx, F[:, 0]))
+        return float(roc_auc_score(idx, _probabilities(F), multi_class="ovr",
+                                   labels=np.arange(estimator.classes_.size)))
+    Y = np.asarray(y, dtype=np.float64).reshape(F.shape[0], -1)
+    return -float(((F - Y) ** 2).mean())
+
+
+def topk_selection(estimator, X, y):
+    """TopK (Algorithm 3 of the RFFNet paper): score the nested sets of most relevant features.
+
+    For ``i = 1..d`` the model keeps its ``i`` largest ``|theta_j|`` (the other relevances set to
+    zero, no refit) and is scored on the held-out selection set ``(X, y)``; the set with the best
+    score (the smallest such set on ties) is selected.
+
+    Parameters
+    ----------
+    estimator : fitted RFFNetRegressor or RFFNetClassifier
+    X : array-like of shape (n_samples, n_features)
+        Held-out selection data (not used for fitting the estimator).
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+    Returns
+    -------
+    result : TopKResult
+    """
+    if not isinstance(estimator, _BaseRFFNet):
+        raise TypeError(f"estimator must be an RFFNetRegressor or RFFNetClassifier, got {type(estimator).__name__}")
+    check_is_fitted(estimator, "relevances_")
+    X = validate_data(estimator, X, dtype=np.dtype(estimator.dtype), ensure_all_finite=True,
+                      reset=False, order="C")
+    y = np.asarray(y)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
+    if isinstance(estimator, RFFNetRegressor):
+        y = np.asarray(y, dtype=np.float64)
+        if not np.isfinite(y).all():
+            raise ValueError("y contains NaN or infinity")
+    Xs = estimator._standardized(X)
+    theta = estimator.relevances_
+    d = theta.size
+    order = np.argsort(-np.abs(theta.astype(np.float64)), kind="stable")
+    scores = np.empty(d)
+    masked = np.zeros_like(theta)
+    for i, j in enumerate(order):
+        masked[j] = theta[j]
+        scores[i] = _topk_score(estimator, estimator._raw_outputs(Xs, masked).astype(np.float64), y)
+    k = int(np.argmax(scores)) + 1
+    relevances = np.zeros_like(theta)
+    relevances[order[:k]] = theta[order[:k]]
+    thresholded = copy.deepcopy(estimator)
+    thresholded.relevances_ = relevances
+    support = np.zeros(d, bool)
+    support[order[:k]] = True
+    return TopKResult(selected=order[:k].copy(), support=support, order=order, scores=scores,
+                      n_selected=k, relevances=relevances, estimator=thresholded)
+
+
+class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
+    """Feature selection by RFFNet relevances and TopK (a scikit-learn transformer).
+
+    ``fit`` splits off ``selection_fraction`` of the data, fits a clone of ``estimator`` on the rest,
+    then runs :func:`topk_selection` on the held-out part. ``transform`` keeps the selected columns.
+
+    Parameters
+    ----------
+    estimator : RFFNetRegressor, RFFNetClassifier or None, default=None
+        None picks one from the target with scikit-learn's ``type_of_target`` (default
+        parameters, the selector's ``random_state``).
+    selection_fraction : float, default=0.2
+        Share of the samples held out to score the nested feature sets.
+    random_state : int, Generator, RandomState or None, default=None
+        The split (and the default estimator's seed).
+
+    Attributes
+    ----------
+    estimator_ : fitted estimator with the thresholded relevances
+    scores_ : ndarray of shape (n_features_in_,)
+        The TopK score path (see :class:`TopKResult`).
+    ranking_ : ndarray of shape (n_features_in_,)
+        Features by decreasing relevance.
+    n_features_selected_ : int
+    support_ : ndarray of bool
+    n_features_in_ : int
+    """
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "predict"]), None],
+        "selection_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "random_state": ["random_state", np.random.Generator],
+    }
+
+    def __init__(self, estimator=None, *, selection_fraction=0.2, random_state=None):
+        self.estimator = estimator
+        self.selection_fraction = selection_fraction
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Fit the estimator on part of (X, y) and select features on the rest."""
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True,
+                             ensure_all_finite=True)
+        rng = as_generator(self.random_state)
+        if self.estimator is None:
+            seed = int(rng.integers(2**31 - 1))
+            kind = type_of_target(y)
+            est = (RFFNetClassifier(random_state=seed) if kind in ("binary", "multiclass")
+                   else RFFNetRegressor(random_state=seed))
+        else:
+            est = clone(self.estimator)
+            if not isinstance(est, _BaseRFFNet):
+                raise TypeError("estimator must be an RFFNetRegressor or RFFNetClassifier")
+        n = X.shape[0]
+        n_sel = int(np.ceil(self.selection_fraction * n))
+        if n - n_sel < 2 or n_sel < 2:
+            raise ValueError(f"n_samples={n} is too small for selection_fraction={self.selection_fraction}")
+        perm = rng.permutation(n)
+        sel, fit_idx = np.sort(perm[:n_sel]), np.sort(perm[n_sel:])
+        est.fit(X[fit_idx], y[fit_idx])
+        result = topk_selection(est, X[sel], y[sel])
+        self.estimator_ = result.estimator
+        self.scores_ = result.scores
+        self.ranking_ = result.order
+        self.n_features_selected_ = result.n_selected
+        self.support_ = result.support
+        self.result_ = result
+        return self
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "support_")
+        return self.support_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
