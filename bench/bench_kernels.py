@@ -1,0 +1,173 @@
+"""Throughput and memory of the fused kernels against NumPy and scikit-learn, side by side.
+
+For every shape, dtype and thread count this times, in one run, median of ``--reps`` repetitions:
+
+* ``features``  vs NumPy ``c * np.cos(X @ W + b)`` and sklearn ``RBFSampler.transform``
+* ``predict``   vs NumPy features-then-matmul ``(c * np.cos(X @ W + b)) @ B``
+* ``gram``      vs NumPy features + ``Z.T @ Z`` (time, and peak memory measured in a fresh
+  subprocess each, as the growth of the maximum resident set size)
+
+BLAS threads are limited to the same count with threadpoolctl, so OpenMP and BLAS never share
+cores. Prints a table of ratios (baseline time / rffkern time; > 1 means rffkern is faster) and
+writes JSON to bench/results/.
+
+    python bench/bench_kernels.py                      # n=100k, d in {100, 10}, s=1000
+    python bench/bench_kernels.py --n 20000 --reps 3   # quicker
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def median_time(fn, reps):
+    fn()  # warm-up: page faults of fresh outputs, thread start-up
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def make_data(n, d, s, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)).astype(dtype)
+    W = (rng.standard_normal((d, s)) / np.sqrt(d)).astype(dtype)
+    b = rng.uniform(0, 2 * np.pi, s).astype(dtype)
+    B = rng.standard_normal((s, 1)).astype(dtype)
+    return X, W, b, B
+
+
+def status_kib(field):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def reset_peak_rss():
+    """Reset the resident-set high-water mark (Linux >= 4.0) and return the current RSS in KiB."""
+    Path("/proc/self/clear_refs").write_text("5")
+    return status_kib("VmRSS")
+
+
+def gram_child(args):
+    """Run one gram computation in this fresh process; print time and peak-RSS growth (MiB)."""
+    from threadpoolctl import threadpool_limits
+
+    from rffkern import kernels
+
+    dtype = np.dtype(args.dtype).type
+    X, W, b, _ = make_data(args.n, args.d, args.s, dtype)
+    c = dtype(np.sqrt(2.0 / args.s))
+    base = reset_peak_rss()
+    with threadpool_limits(args.threads):
+        t0 = time.perf_counter()
+        if args.child == "rffkern":
+            G = kernels.gram(X, W, b, n_threads=args.threads)
+        else:
+            Z = c * np.cos(X @ W + b)
+            G = Z.T @ Z
+        elapsed = time.perf_counter() - t0
+    peak = status_kib("VmHWM")
+    print(json.dumps({"time": elapsed, "mem_mib": (peak - base) / 1024.0, "check": float(G[0, 0])}))
+
+
+def run_gram(n, d, s, dtype, threads, reps):
+    out = {}
+    for who in ("rffkern", "numpy"):
+        times, mems = [], []
+        for _ in range(reps):
+            cmd = [sys.executable, __file__, "--child", who, "--n", str(n), "--d", str(d), "--s", str(s),
+                   "--dtype", np.dtype(dtype).name, "--threads", str(threads)]
+            res = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+            times.append(res["time"])
+            mems.append(res["mem_mib"])
+        out[who] = (float(np.median(times)), float(np.median(mems)))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--d", type=int, nargs="+", default=[100, 10])
+    ap.add_argument("--s", type=int, default=1000)
+    ap.add_argument("--gram-n", type=int, default=200_000, help="rows for the gram comparison")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--dtypes", nargs="+", default=["float64", "float32"])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--gram-reps", type=int, default=3)
+    ap.add_argument("--skip-gram", action="store_true")
+    ap.add_argument("--child", choices=["rffkern", "numpy"], help=argparse.SUPPRESS)
+    ap.add_argument("--dtype", default="float64", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        args.d = args.d[0]
+        args.threads = args.threads[0]
+        return gram_child(args)
+
+    from sklearn.kernel_approximation import RBFSampler
+    from threadpoolctl import threadpool_limits
+
+    from rffkern import _core, kernels
+
+    print(f"rffkern kernels: isa={_core.active_isa()} libmvec={_core.have_libmvec()}; "
+          f"n={args.n}, s={args.s}, median of {args.reps}")
+    rows = []
+    header = (f"{'d':>4} {'dtype':>7} {'thr':>3} | {'features':>9} {'numpy':>8} {'x':>5} {'RBFSampler':>10} {'x':>5}"
+              f" | {'predict':>8} {'numpy':>8} {'x':>5}")
+    print(header)
+    print("-" * len(header))
+    for d in args.d:
+        for dt in args.dtypes:
+            dtype = np.dtype(dt).type
+            X, W, b, B = make_data(args.n, d, args.s, dtype)
+            c = dtype(np.sqrt(2.0 / args.s))
+            rbf = RBFSampler(n_components=args.s, random_state=0).fit(X)
+            out = np.empty((args.n, args.s), dtype)
+            for nt in args.threads:
+                with threadpool_limits(nt):
+                    t_feat = median_time(lambda: kernels.features(X, W, b, out=out, n_threads=nt), args.reps)
+                    t_np = median_time(lambda: c * np.cos(X @ W + b), args.reps)
+                    t_rbf = median_time(lambda: rbf.transform(X), args.reps)
+                    t_pred = median_time(lambda: kernels.predict(X, W, b, B, n_threads=nt), args.reps)
+                    t_np_pred = median_time(lambda: (c * np.cos(X @ W + b)) @ B, args.reps)
+                row = dict(kernel="features/predict", n=args.n, d=d, s=args.s, dtype=dt, threads=nt,
+                           features_s=t_feat, numpy_features_s=t_np, rbfsampler_s=t_rbf,
+                           predict_s=t_pred, numpy_predict_s=t_np_pred)
+                rows.append(row)
+                print(f"{d:>4} {dt:>7} {nt:>3} | {t_feat*1e3:7.0f}ms {t_np*1e3:6.0f}ms {t_np/t_feat:5.2f}"
+                      f" {t_rbf*1e3:8.0f}ms {t_rbf/t_feat:5.2f} | {t_pred*1e3:6.0f}ms {t_np_pred*1e3:6.0f}ms"
+                      f" {t_np_pred/t_pred:5.2f}", flush=True)
+            del out
+    if not args.skip_gram:
+        print(f"\ngram (Z.T @ Z), n={args.gram_n}, s={args.s}, median of {args.gram_reps} fresh processes")
+        header = (f"{'d':>4} {'dtype':>7} {'thr':>3} | {'rffkern':>8} {'numpy':>8} {'time x':>6} | "
+                  f"{'mem MiB':>8} {'numpy':>8} {'mem /':>6}")
+        print(header)
+        print("-" * len(header))
+        for dt in args.dtypes:
+            for nt in args.threads:
+                res = run_gram(args.gram_n, args.d[0], args.s, dt, nt, args.gram_reps)
+                (t_r, m_r), (t_n, m_n) = res["rffkern"], res["numpy"]
+                rows.append(dict(kernel="gram", n=args.gram_n, d=args.d[0], s=args.s, dtype=dt, threads=nt,
+                                 gram_s=t_r, numpy_gram_s=t_n, gram_mem_mib=m_r, numpy_gram_mem_mib=m_n))
+                print(f"{args.d[0]:>4} {dt:>7} {nt:>3} | {t_r*1e3:6.0f}ms {t_n*1e3:6.0f}ms {t_n/t_r:6.2f} | "
+                      f"{m_r:8.1f} {m_n:8.1f} {m_n/max(m_r, 0.1):6.1f}", flush=True)
+    outdir = Path(__file__).resolve().parent / "results"
+    outdir.mkdir(exist_ok=True)
+    path = outdir / "bench_kernels.json"
+    path.write_text(json.dumps({"isa": _core.active_isa(), "cores": os.cpu_count(), "rows": rows}, indent=1))
+    print(f"\nJSON: {path}")
+
+
+if __name__ == "__main__":
+    main()
