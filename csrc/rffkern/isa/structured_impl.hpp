@@ -1,0 +1,513 @@
+// The structured kernels (FWHT, Fastfood, SORF), written once and compiled once per instruction
+// set: each isa/structured_<isa>.cpp defines RFFKERN_ISA_NS and includes this file, CMake gives
+// the translation unit its -m flags and structured.cpp dispatches at run time.
+//
+// FWHT layout (length len = 2^k, L lanes per vector, stages h = 1, 2, ..., len/2 in that order):
+//  * first pass: groups of up to 8 consecutive vectors are loaded once; the stages inside a
+//    vector (h < L) are a lane shuffle plus one multiply-add by a +-1 vector (x*sgn + shuffle(x),
+//    exact, so bitwise a + b / a - b), then the stages between the vectors of the group run in
+//    registers;
+//  * then radix-8 (or radix-4/2) passes: 8 vectors h apart are loaded, 3 stages run in registers,
+//    stored back; the normalisation factor is applied in the last pass;
+//  * beyond kChunkBytes (cache blocking): every chunk gets its in-cache transform first; the
+//    remaining stages (h >= chunk) act along columns of a (len/chunk) x chunk matrix and are done
+//    on panels of kPanelBytes-wide columns, gathered into a contiguous per-thread buffer (rows at
+//    a power-of-two stride would thrash the cache sets), transformed there, scattered back.
+// Every stage computes (a + b, a - b) in the working precision, so the result is bitwise the
+// textbook loop's whatever the grouping and whatever the number of threads.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "rffkern/parallel.hpp"
+#include "rffkern/structured.hpp"
+
+#ifndef RFFKERN_ISA_NS
+#error "define RFFKERN_ISA_NS before including structured_impl.hpp"
+#endif
+
+namespace rffkern {
+namespace RFFKERN_ISA_NS {
+// A nested namespace keeps these inline helpers apart from the cosine kernels' ones, which are
+// compiled into the same per-ISA namespace in another translation unit.
+namespace structured_detail {
+
+#if defined(__AVX512F__)
+constexpr int kBytes = 64;
+#elif defined(__AVX2__)
+constexpr int kBytes = 32;
+#else
+constexpr int kBytes = 16;
+#endif
+
+constexpr std::size_t kChunkBytes = 32 * 1024;   // in-cache transform size (L1)
+constexpr std::size_t kPanelBytes = 128;         // width of a column panel (two cache lines)
+constexpr int kMaxGroupStages = 7;               // panel rows <= 128: 16 KiB buffer
+
+typedef float vfloat __attribute__((vector_size(kBytes)));
+typedef double vdouble __attribute__((vector_size(kBytes)));
+typedef std::int32_t vint32 __attribute__((vector_size(kBytes)));
+typedef std::int64_t vint64 __attribute__((vector_size(kBytes)));
+
+template <class T>
+struct Vec;
+template <>
+struct Vec<float> {
+    typedef vfloat V;
+    typedef vint32 M;
+    typedef std::int32_t E;
+    static constexpr int L = kBytes / 4;
+};
+template <>
+struct Vec<double> {
+    typedef vdouble V;
+    typedef vint64 M;
+    typedef std::int64_t E;
+    static constexpr int L = kBytes / 8;
+};
+
+template <class V, class T>
+inline V loadu(const T* p) {
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+}
+template <class V, class T>
+inline void storeu(T* p, V v) {
+    std::memcpy(p, &v, sizeof(V));
+}
+
+// ---- vector cos / sin (glibc libmvec, x86_64 vector function ABI) ----------------------------
+#if defined(RFFKERN_HAVE_LIBMVEC)
+extern "C" {
+#if defined(__AVX512F__)
+vdouble _ZGVeN8v_cos(vdouble);
+vdouble _ZGVeN8v_sin(vdouble);
+vfloat _ZGVeN16v_cosf(vfloat);
+vfloat _ZGVeN16v_sinf(vfloat);
+#elif defined(__AVX2__)
+vdouble _ZGVdN4v_cos(vdouble);
+vdouble _ZGVdN4v_sin(vdouble);
+vfloat _ZGVdN8v_cosf(vfloat);
+vfloat _ZGVdN8v_sinf(vfloat);
+#else
+vdouble _ZGVbN2v_cos(vdouble);
+vdouble _ZGVbN2v_sin(vdouble);
+vfloat _ZGVbN4v_cosf(vfloat);
+vfloat _ZGVbN4v_sinf(vfloat);
+#endif
+}
+#if defined(__AVX512F__)
+inline vdouble vcos(vdouble x) { return _ZGVeN8v_cos(x); }
+inline vdouble vsin(vdouble x) { return _ZGVeN8v_sin(x); }
+inline vfloat vcos(vfloat x) { return _ZGVeN16v_cosf(x); }
+inline vfloat vsin(vfloat x) { return _ZGVeN16v_sinf(x); }
+#elif defined(__AVX2__)
+inline vdouble vcos(vdouble x) { return _ZGVdN4v_cos(x); }
+inline vdouble vsin(vdouble x) { return _ZGVdN4v_sin(x); }
+inline vfloat vcos(vfloat x) { return _ZGVdN8v_cosf(x); }
+inline vfloat vsin(vfloat x) { return _ZGVdN8v_sinf(x); }
+#else
+inline vdouble vcos(vdouble x) { return _ZGVbN2v_cos(x); }
+inline vdouble vsin(vdouble x) { return _ZGVbN2v_sin(x); }
+inline vfloat vcos(vfloat x) { return _ZGVbN4v_cosf(x); }
+inline vfloat vsin(vfloat x) { return _ZGVbN4v_sinf(x); }
+#endif
+#else
+template <class V>
+inline V vcos(V x) {
+    for (int l = 0; l < int(sizeof(V) / sizeof(x[0])); ++l) x[l] = std::cos(x[l]);
+    return x;
+}
+template <class V>
+inline V vsin(V x) {
+    for (int l = 0; l < int(sizeof(V) / sizeof(x[0])); ++l) x[l] = std::sin(x[l]);
+    return x;
+}
+#endif
+
+inline int log2_exact(std::size_t len) {
+    int k = 0;
+    while ((std::size_t(1) << k) < len) ++k;
+    return k;
+}
+
+// ---- butterflies inside one vector ------------------------------------------------------------
+template <class T, int H, std::size_t... I>
+inline typename Vec<T>::V inlane_stage(typename Vec<T>::V x, std::index_sequence<I...>) {
+    using V = typename Vec<T>::V;
+    using M = typename Vec<T>::M;
+    using E = typename Vec<T>::E;
+    const M partner = {E(I ^ H)...};
+    const V sign = {T((I & H) ? -1 : 1)...};
+    // lane i with bit H clear: x_i + x_{i+H}; with it set: x_{i-H} - x_i (both exact-order ops)
+    return x * sign + __builtin_shuffle(x, partner);
+}
+
+template <class T, int H = 1>
+inline typename Vec<T>::V inlane_all(typename Vec<T>::V x) {
+    if constexpr (H < Vec<T>::L) {
+        x = inlane_stage<T, H>(x, std::make_index_sequence<Vec<T>::L>{});
+        return inlane_all<T, 2 * H>(x);
+    } else {
+        return x;
+    }
+}
+
+// Stages between R vectors held in registers (strides 1, 2, ..., R/2 in vector units).
+template <class V, int R>
+inline void cross_stages(V* v) {
+#pragma GCC unroll 4
+    for (int s = 1; s < R; s *= 2)
+#pragma GCC unroll 16
+        for (int k = 0; k < R; ++k)
+            if (!(k & s)) {
+                const V a = v[k], b = v[k + s];
+                v[k] = a + b;
+                v[k + s] = a - b;
+            }
+}
+
+// First pass: every stage with h < R*L, on groups of R consecutive vectors (src -> dst).
+template <class T, int R, bool Scale>
+inline void first_pass(const T* src, T* dst, std::size_t len, T mul) {
+    using V = typename Vec<T>::V;
+    constexpr int L = Vec<T>::L;
+    for (std::size_t b = 0; b < len; b += std::size_t(R) * L) {
+        V v[R];
+#pragma GCC unroll 16
+        for (int k = 0; k < R; ++k) v[k] = inlane_all<T>(loadu<V>(src + b + std::size_t(k) * L));
+        cross_stages<V, R>(v);
+#pragma GCC unroll 16
+        for (int k = 0; k < R; ++k) storeu(dst + b + std::size_t(k) * L, Scale ? v[k] * mul : v[k]);
+    }
+}
+
+// log2(R) stages with strides h, 2h, ..., (R/2)h (h a multiple of L), in place.
+template <class T, int R, bool Scale>
+inline void radix_pass(T* x, std::size_t len, std::size_t h, T mul) {
+    using V = typename Vec<T>::V;
+    constexpr int L = Vec<T>::L;
+    for (std::size_t b = 0; b < len; b += std::size_t(R) * h)
+        for (std::size_t j = b; j < b + h; j += L) {
+            V v[R];
+#pragma GCC unroll 16
+            for (int k = 0; k < R; ++k) v[k] = loadu<V>(x + j + std::size_t(k) * h);
+            cross_stages<V, R>(v);
+#pragma GCC unroll 16
+            for (int k = 0; k < R; ++k) storeu(x + j + std::size_t(k) * h, Scale ? v[k] * mul : v[k]);
+        }
+}
+
+template <class T>
+inline void radix_pass_any(T* x, std::size_t len, std::size_t h, int r, bool scale, T mul) {
+    switch (r * 2 + int(scale)) {
+        case 2: radix_pass<T, 2, false>(x, len, h, mul); break;
+        case 3: radix_pass<T, 2, true>(x, len, h, mul); break;
+        case 4: radix_pass<T, 4, false>(x, len, h, mul); break;
+        case 5: radix_pass<T, 4, true>(x, len, h, mul); break;
+        case 6: radix_pass<T, 8, false>(x, len, h, mul); break;
+        default: radix_pass<T, 8, true>(x, len, h, mul); break;
+    }
+}
+
+// `stages` stages starting at stride h0 (a multiple of L), in radix-8/4/2 passes; the last pass
+// applies mul when scale is set.
+template <class T>
+inline void strided_stages(T* x, std::size_t len, std::size_t h0, int stages, bool scale, T mul) {
+    std::size_t h = h0;
+    while (stages > 0) {
+        const int r = stages == 4 ? 2 : std::min(stages, 3);
+        radix_pass_any(x, len, h, r, scale && stages == r, mul);
+        h <<= r;
+        stages -= r;
+    }
+}
+
+// Textbook loop, for lengths below one vector.
+template <class T>
+inline void scalar_fwht(const T* src, T* dst, std::size_t len, bool scale, T mul) {
+    if (src != dst) std::memcpy(dst, src, len * sizeof(T));
+    for (std::size_t h = 1; h < len; h *= 2)
+        for (std::size_t i = 0; i < len; i += 2 * h)
+            for (std::size_t j = i; j < i + h; ++j) {
+                const T a = dst[j], b = dst[j + h];
+                dst[j] = a + b;
+                dst[j + h] = a - b;
+            }
+    if (scale)
+        for (std::size_t j = 0; j < len; ++j) dst[j] *= mul;
+}
+
+// The whole transform of a length that fits the cache (src may equal dst).
+template <class T>
+void fwht_incache(const T* src, T* dst, std::size_t len, bool scale, T mul) {
+    constexpr int L = Vec<T>::L;
+    if (len < std::size_t(L)) return scalar_fwht(src, dst, len, scale, mul);
+    const std::size_t nv = len / L;
+    const std::size_t R = std::min<std::size_t>(nv, 8);
+    const int rest = log2_exact(nv / R);
+    const bool s1 = scale && rest == 0;
+    switch (R * 2 + std::size_t(s1)) {
+        case 2: first_pass<T, 1, false>(src, dst, len, mul); break;
+        case 3: first_pass<T, 1, true>(src, dst, len, mul); break;
+        case 4: first_pass<T, 2, false>(src, dst, len, mul); break;
+        case 5: first_pass<T, 2, true>(src, dst, len, mul); break;
+        case 8: first_pass<T, 4, false>(src, dst, len, mul); break;
+        case 9: first_pass<T, 4, true>(src, dst, len, mul); break;
+        case 16: first_pass<T, 8, false>(src, dst, len, mul); break;
+        default: first_pass<T, 8, true>(src, dst, len, mul); break;
+    }
+    strided_stages(dst, len, R * L, rest, scale, mul);
+}
+
+template <class T>
+constexpr std::size_t chunk_len() {
+    return kChunkBytes / sizeof(T);
+}
+template <class T>
+constexpr std::size_t panel_width() {
+    return std::max<std::size_t>(kPanelBytes / sizeof(T), std::size_t(Vec<T>::L));
+}
+
+// Per-thread scratch a transform of length len needs (zero when it fits the cache).
+template <class T>
+std::size_t fwht_scratch(std::size_t len) {
+    if (len <= chunk_len<T>()) return 0;
+    return (std::size_t(1) << kMaxGroupStages) * panel_width<T>();
+}
+
+// One row, any length; `scratch` holds fwht_scratch(len) values.
+template <class T>
+void fwht_row(const T* src, T* dst, std::size_t len, bool scale, T mul, T* scratch) {
+    const std::size_t C = chunk_len<T>();
+    if (len <= C) return fwht_incache(src, dst, len, scale, mul);
+    for (std::size_t c = 0; c < len; c += C) fwht_incache(src + c, dst + c, C, false, mul);
+    const std::size_t W = panel_width<T>();
+    int rest = log2_exact(len / C);
+    const int groups = (rest + kMaxGroupStages - 1) / kMaxGroupStages;
+    std::size_t h0 = C;
+    for (int g = 0; g < groups; ++g) {
+        const int G = rest / (groups - g);  // spread the stages evenly over the groups
+        const bool last = g == groups - 1;
+        const std::size_t rows = std::size_t(1) << G, block = h0 << G;
+        for (std::size_t b = 0; b < len; b += block)
+            for (std::size_t c = 0; c < h0; c += W) {
+                T* base = dst + b + c;
+                for (std::size_t r = 0; r < rows; ++r)
+                    std::memcpy(scratch + r * W, base + r * h0, W * sizeof(T));
+                strided_stages(scratch, rows * W, W, G, scale && last, mul);
+                for (std::size_t r = 0; r < rows; ++r)
+                    std::memcpy(base + r * h0, scratch + r * W, W * sizeof(T));
+            }
+        h0 = block;
+        rest -= G;
+    }
+}
+
+template <class T>
+T fwht_norm(std::size_t len) {
+    return T(1.0 / std::sqrt(double(len)));
+}
+
+// ---- the cosine output of one block -----------------------------------------------------------
+// zc[j] = scale * cos(v[j] * m_j + u[j]) (m_j = mulv[j], or fs when mulv is null; u may be null),
+// and zs[j] = scale * sin(...) when zs is given; j < nc. tmp holds 3 * L values.
+template <class T>
+inline void emit_cos(const T* v, const T* mulv, T fs, const T* u, T scale, T* zc, T* zs,
+                     std::size_t nc, T* tmp) {
+    using V = typename Vec<T>::V;
+    constexpr int L = Vec<T>::L;
+    const V zero = V{};
+    auto arg = [&](std::size_t j) {
+        V m = mulv ? loadu<V>(mulv + j) : zero + fs;
+        V a = loadu<V>(v + j) * m;
+        if (u) a += loadu<V>(u + j);
+        return a;
+    };
+    std::size_t j = 0;
+    for (; j + L <= nc; j += L) {
+        const V a = arg(j);
+        storeu(zc + j, vcos(a) * scale);
+        if (zs) storeu(zs + j, vsin(a) * scale);
+    }
+    if (j < nc) {
+        const std::size_t r = nc - j;
+        // v (and mulv) have a full vector here (block length p is a multiple of L or p < L is
+        // handled by the caller padding); u has only r values left.
+        T* ut = tmp;
+        T* ct = tmp + L;
+        T* st = tmp + 2 * L;
+        V m = mulv ? loadu<V>(mulv + j) : zero + fs;
+        V a = loadu<V>(v + j) * m;
+        if (u) {
+            std::fill(ut, ut + L, T(0));
+            std::memcpy(ut, u + j, r * sizeof(T));
+            a += loadu<V>(ut);
+        }
+        storeu(ct, vcos(a) * scale);
+        std::memcpy(zc + j, ct, r * sizeof(T));
+        if (zs) {
+            storeu(st, vsin(a) * scale);
+            std::memcpy(zs + j, st, r * sizeof(T));
+        }
+    }
+}
+
+// Per-thread work space of the feature maps: x padded (p), two work vectors (p each, at least
+// one vector long), the tail scratch and the FWHT scratch.
+template <class T>
+struct MapScratch {
+    std::size_t pv, stride, fw;
+    MapScratch(std::size_t p) {
+        pv = round_up(std::max<std::size_t>(p, Vec<T>::L), 16);
+        fw = fwht_scratch<T>(p);
+        stride = round_up(3 * pv + 3 * 16 + fw, 16);
+    }
+};
+
+template <class T>
+inline void load_padded_row(const T* x, const T* theta, std::size_t d, std::size_t pv, T* xs) {
+    if (theta)
+        for (std::size_t j = 0; j < d; ++j) xs[j] = x[j] * theta[j];
+    else
+        std::memcpy(xs, x, d * sizeof(T));
+    std::fill(xs + d, xs + pv, T(0));
+}
+
+}  // namespace structured_detail
+
+// ---- entry points ------------------------------------------------------------------------------
+template <class T>
+void fwht_rows(const T* X, T* Y, std::size_t n, std::size_t len, bool normalized, int n_threads) {
+    using namespace structured_detail;
+    if (n == 0 || len == 0) return;
+    const T mul = fwht_norm<T>(len);
+    const std::size_t fw = fwht_scratch<T>(len);
+    const std::size_t stride = round_up(fw + 1, 16);
+    AlignedBuffer<T> scratch(fw ? stride * std::size_t(n_threads) : 1);
+    // small batches are not worth waking the other threads
+    const bool parallel = n_threads > 1 && n > 1 && n * len >= 4096;
+#if defined(RFFKERN_HAVE_OPENMP)
+#pragma omp parallel num_threads(n_threads) if (parallel)
+#endif
+    {
+        T* buf = fw ? scratch.data() + std::size_t(thread_id()) * stride : nullptr;
+#if defined(RFFKERN_HAVE_OPENMP)
+#pragma omp for schedule(static)
+#endif
+        for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i)
+            fwht_row(X + std::size_t(i) * len, Y + std::size_t(i) * len, len, normalized, mul, buf);
+    }
+    (void)parallel;
+}
+
+template <class T>
+void fastfood(const T* X, std::size_t n, const FastfoodMap<T>& m, T* Z, int n_threads) {
+    using namespace structured_detail;
+    constexpr int L = Vec<T>::L;
+    if (n == 0 || m.s == 0) return;
+    const std::size_t p = m.p, ld = m.n_out();
+    const MapScratch<T> ms(p);
+    AlignedBuffer<T> scratch(ms.stride * std::size_t(n_threads));
+    const bool parallel = n_threads > 1 && n > 1;
+#if defined(RFFKERN_HAVE_OPENMP)
+#pragma omp parallel num_threads(n_threads) if (parallel)
+#endif
+    {
+        T* xs = scratch.data() + std::size_t(thread_id()) * ms.stride;
+        T* a = xs + ms.pv;
+        T* b = a + ms.pv;
+        T* tmp = b + ms.pv;
+        T* fw = tmp + 3 * 16;
+        // constant multipliers padded to a full vector when p < L
+        T* sc = nullptr;
+        (void)L;
+#if defined(RFFKERN_HAVE_OPENMP)
+#pragma omp for schedule(static)
+#endif
+        for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) {
+            load_padded_row(X + std::size_t(i) * m.d, m.theta, m.d, ms.pv, xs);
+            T* z = Z + std::size_t(i) * ld;
+            for (std::size_t t = 0; t < m.n_blocks; ++t) {
+                const std::size_t c0 = t * p;
+                if (c0 >= m.s) break;
+                const std::size_t nc = std::min(p, m.s - c0);
+                const T* B = m.signs + t * p;
+                const std::int64_t* P = m.perm + t * p;
+                const T* G = m.gaussian + t * p;
+                const T* S = m.scaling + t * p;
+                for (std::size_t j = 0; j < p; ++j) a[j] = xs[j] * B[j];
+                fwht_row(a, a, p, false, T(1), fw);
+                for (std::size_t j = 0; j < p; ++j) b[j] = a[P[j]] * G[j];
+                fwht_row(b, b, p, false, T(1), fw);
+                if (p < ms.pv) {  // p < L: pad S into the spare space of a
+                    std::fill(a, a + ms.pv, T(0));
+                    std::memcpy(a, S, p * sizeof(T));
+                    sc = a;
+                } else {
+                    sc = const_cast<T*>(S);
+                }
+                emit_cos(b, sc, T(1), m.offsets ? m.offsets + c0 : nullptr, m.scale, z + c0,
+                         m.pair ? z + m.s + c0 : nullptr, nc, tmp);
+            }
+        }
+    }
+    (void)parallel;
+}
+
+template <class T>
+void sorf(const T* X, std::size_t n, const SorfMap<T>& m, T* Z, int n_threads) {
+    using namespace structured_detail;
+    if (n == 0 || m.s == 0) return;
+    const std::size_t p = m.p, ld = m.n_out();
+    const MapScratch<T> ms(p);
+    AlignedBuffer<T> scratch(ms.stride * std::size_t(n_threads));
+    const bool parallel = n_threads > 1 && n > 1;
+#if defined(RFFKERN_HAVE_OPENMP)
+#pragma omp parallel num_threads(n_threads) if (parallel)
+#endif
+    {
+        T* xs = scratch.data() + std::size_t(thread_id()) * ms.stride;
+        T* a = xs + ms.pv;
+        T* tmp = a + 2 * ms.pv;
+        T* fw = tmp + 3 * 16;
+#if defined(RFFKERN_HAVE_OPENMP)
+#pragma omp for schedule(static)
+#endif
+        for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) {
+            load_padded_row(X + std::size_t(i) * m.d, m.theta, m.d, ms.pv, xs);
+            T* z = Z + std::size_t(i) * ld;
+            for (std::size_t t = 0; t < m.n_blocks; ++t) {
+                const std::size_t c0 = t * p;
+                if (c0 >= m.s) break;
+                const std::size_t nc = std::min(p, m.s - c0);
+                const T* D1 = m.diagonals + (3 * t) * p;
+                const T* D2 = D1 + p;
+                const T* D3 = D2 + p;
+                for (std::size_t j = 0; j < p; ++j) a[j] = xs[j] * D3[j];
+                fwht_row(a, a, p, false, T(1), fw);
+                for (std::size_t j = 0; j < p; ++j) a[j] *= D2[j];
+                fwht_row(a, a, p, false, T(1), fw);
+                for (std::size_t j = 0; j < p; ++j) a[j] *= D1[j];
+                fwht_row(a, a, p, false, T(1), fw);
+                emit_cos(a, static_cast<const T*>(nullptr), m.freq_scale,
+                         m.offsets ? m.offsets + c0 : nullptr, m.scale, z + c0,
+                         m.pair ? z + m.s + c0 : nullptr, nc, tmp);
+            }
+        }
+    }
+    (void)parallel;
+}
+
+template void fwht_rows<float>(const float*, float*, std::size_t, std::size_t, bool, int);
+template void fwht_rows<double>(const double*, double*, std::size_t, std::size_t, bool, int);
+template void fastfood<float>(const float*, std::size_t, const FastfoodMap<float>&, float*, int);
+template void fastfood<double>(const double*, std::size_t, const FastfoodMap<double>&, double*, int);
+template void sorf<float>(const float*, std::size_t, const SorfMap<float>&, float*, int);
+template void sorf<double>(const double*, std::size_t, const SorfMap<double>&, double*, int);
+
+}  // namespace RFFKERN_ISA_NS
+}  // namespace rffkern
