@@ -12,7 +12,10 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from rffkern import kernels, reference  # noqa: E402
 from rffkern.feature_maps import RandomFourierFeatures  # noqa: E402
+from rffkern import datasets  # noqa: E402
+from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, TopKSelector, topk_selection  # noqa: E402
+from rffkern._api import fit  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["kernels", "reference", "RandomFourierFeatures", "__version__"]
+__all__ = ["kernels", "reference", "RandomFourierFeatures", "__version__", "datasets", "fit", "RFFNetRegressor", "RFFNetClassifier", "TopKSelector", "topk_selection"]

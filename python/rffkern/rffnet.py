@@ -28,7 +28,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rffkern import kernels
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
@@ -622,7 +622,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     def _encode_targets(self, y, first_call, classes=None):
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
-            y = y.ravel()
+            y = column_or_1d(y, warn=True)
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D (one label per sample) for RFFNetClassifier, got shape {y.shape}")
         check_classification_targets(y)
