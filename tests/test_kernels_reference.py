@@ -1,0 +1,447 @@
+"""Every compiled kernel equals the NumPy reference (rffkern.reference) under Hypothesis.
+
+Shapes include n = 1, d = 1, s = 1 and sizes that are multiples of no tile or vector width
+(s up to 70 spans several NR-column panels; n up to 600 spans several 256-row blocks of gram
+and loss_and_grad).  Both dtypes, 1 and 2 threads.  Tolerance: see tests/_helpers.py
+(elementwise ``TOL[dtype] * magnitude`` with TOL = 1e-10 for float64 and 2e-4 for float32, the
+magnitude being the kernel evaluated on absolute values).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rffkern import kernels, reference
+from _helpers import (
+    DTYPE_IDS,
+    DTYPES,
+    TOL,
+    assert_within,
+    available_isas,
+    f64,
+    feature_magnitude,
+    float_arrays,
+    isa,
+    loss_grad_magnitudes,
+    loss_targets,
+    map_problem,
+)
+
+dtypes = pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+threads = pytest.mark.parametrize("n_threads", [1, 2], ids=["1thread", "2threads"])
+
+
+def test_tolerance_table_is_conftests():
+    import conftest
+
+    assert TOL == conftest.TOLERANCE
+
+
+def test_every_isa_of_this_cpu_is_listed():
+    isas = available_isas()
+    assert isas[0] == "baseline"
+    with isa("auto"):
+        from rffkern import _core
+
+        assert _core.active_isa() in isas
+
+
+# an explicit scale c (None = the default sqrt(2/s) or sqrt(1/s)); |c| >= 1e-3 so that it is a
+# normal float32 (a subnormal c rounds to 0 in float32, which is not what is being tested)
+scales = st.one_of(st.none(), st.just(1.0), st.just(0.0), st.floats(1e-3, 3.0), st.floats(-3.0, -1e-3))
+
+
+# ---- features ------------------------------------------------------------------------------------
+@dtypes
+@threads
+@given(data=st.data())
+def test_features(dtype, n_threads, data):
+    X, W, b, th, pair = data.draw(map_problem(dtype))
+    scale = data.draw(scales)
+    Z = kernels.features(X, W, b, theta=th, scale=scale, pair=pair, n_threads=n_threads)
+    assert Z.dtype == dtype and Z.flags.c_contiguous
+    assert Z.shape == (X.shape[0], W.shape[1] * (2 if pair else 1))
+    expected = reference.features(f64(X), f64(W), f64(b), theta=f64(th), scale=scale, pair=pair)
+    assert_within(Z, expected, feature_magnitude(X, W, b, th, pair, scale), dtype, "features")
+
+
+@dtypes
+@given(data=st.data())
+def test_features_into_out(dtype, data):
+    X, W, b, th, pair = data.draw(map_problem(dtype, max_n=40))
+    out = np.full((X.shape[0], W.shape[1] * (2 if pair else 1)), np.nan, dtype)
+    Z = kernels.features(X, W, b, theta=th, pair=pair, out=out, n_threads=2)
+    assert Z is out
+    expected = reference.features(f64(X), f64(W), f64(b), theta=f64(th), pair=pair)
+    assert_within(out, expected, feature_magnitude(X, W, b, th, pair), dtype, "features out=")
+
+
+# ---- predict -------------------------------------------------------------------------------------
+@dtypes
+@threads
+@given(data=st.data())
+def test_predict(dtype, n_threads, data):
+    X, W, b, th, pair = data.draw(map_problem(dtype))
+    n_out = W.shape[1] * (2 if pair else 1)
+    one_d = data.draw(st.booleans())
+    m = 1 if one_d else data.draw(st.integers(1, 5))
+    coef = data.draw(float_arrays(dtype, (n_out,) if one_d else (n_out, m), -2.0, 2.0))
+    F = kernels.predict(X, W, b, coef, theta=th, pair=pair, n_threads=n_threads)
+    assert F.dtype == dtype
+    assert F.shape == ((X.shape[0],) if one_d else (X.shape[0], m))
+    expected = reference.predict(f64(X), f64(W), f64(b), f64(coef), theta=f64(th), pair=pair)
+    mag = feature_magnitude(X, W, b, th, pair) @ np.abs(f64(coef))
+    assert_within(F, expected, mag, dtype, "predict")
+
+
+# ---- gram ----------------------------------------------------------------------------------------
+@dtypes
+@threads
+@given(data=st.data())
+def test_gram(dtype, n_threads, data):
+    X, W, b, th, pair = data.draw(map_problem(dtype))
+    M = feature_magnitude(X, W, b, th, pair)
+    y_kind = data.draw(st.sampled_from(["none", "1d", "2d"]))
+    if y_kind == "none":
+        G = kernels.gram(X, W, b, theta=th, pair=pair, n_threads=n_threads)
+        expected = reference.gram(f64(X), f64(W), f64(b), theta=f64(th), pair=pair)
+        assert_within(G, expected, M.T @ M, dtype, "gram")
+        return
+    yshape = (X.shape[0],) if y_kind == "1d" else (X.shape[0], data.draw(st.integers(1, 4)))
+    Y = data.draw(float_arrays(dtype, yshape, -3.0, 3.0))
+    G, ZtY = kernels.gram(X, W, b, Y, theta=th, pair=pair, n_threads=n_threads)
+    eG, eZtY = reference.gram(f64(X), f64(W), f64(b), f64(Y), theta=f64(th), pair=pair)
+    assert G.dtype == dtype and ZtY.dtype == dtype
+    assert_within(G, eG, M.T @ M, dtype, "gram G")
+    assert_within(ZtY, eZtY, M.T @ np.abs(f64(Y)), dtype, "gram ZtY")
+    assert np.array_equal(G, G.T), "the Gram matrix must be exactly symmetric"
+
+
+@dtypes
+@threads
+@given(data=st.data())
+def test_gram_accumulates_over_two_chunks(dtype, n_threads, data):
+    X, W, b, th, pair = data.draw(map_problem(dtype, min_n=2))
+    n = X.shape[0]
+    cut = data.draw(st.integers(0, n))  # an empty chunk is allowed too
+    with_y = data.draw(st.booleans())
+    Y = data.draw(float_arrays(dtype, (n, 2), -3.0, 3.0)) if with_y else None
+    n_out = W.shape[1] * (2 if pair else 1)
+    G = np.zeros((n_out, n_out), dtype)
+    ZtY = np.zeros((n_out, 2), dtype) if with_y else None
+    for lo, hi in ((0, cut), (cut, n)):
+        kernels.gram(X[lo:hi], W, b, None if Y is None else Y[lo:hi], theta=th, pair=pair, out=G,
+                     out_zty=ZtY, accumulate=True, n_threads=n_threads)
+    M = feature_magnitude(X, W, b, th, pair)
+    res = reference.gram(f64(X), f64(W), f64(b), f64(Y), theta=f64(th), pair=pair)
+    eG, eZtY = res if with_y else (res, None)
+    assert_within(G, eG, M.T @ M, dtype, "accumulated gram G")
+    if with_y:
+        assert_within(ZtY, eZtY, M.T @ np.abs(f64(Y)), dtype, "accumulated gram ZtY")
+
+
+def test_gram_accumulate_adds_to_the_previous_content():
+    rng = np.random.default_rng(0)
+    X, W = rng.normal(size=(30, 3)), rng.normal(size=(3, 5))
+    G0 = rng.normal(size=(5, 5))
+    G = G0.copy()
+    kernels.gram(X, W, out=G, accumulate=True)
+    np.testing.assert_allclose(G, G0 + reference.gram(X, W), rtol=1e-12, atol=1e-12)
+    kernels.gram(X, W, out=G)  # accumulate=False overwrites
+    np.testing.assert_allclose(G, reference.gram(X, W), rtol=1e-12, atol=1e-12)
+
+
+# ---- loss_and_grad -------------------------------------------------------------------------------
+@st.composite
+def loss_problem(draw, dtype, loss=None, max_n=600):
+    X, W, b, th, pair = draw(map_problem(dtype, max_n=max_n))
+    loss = draw(st.sampled_from(kernels.LOSSES)) if loss is None else loss
+    n_out = W.shape[1] * (2 if pair else 1)
+    one_d = loss != "softmax" and draw(st.booleans())
+    m = 1 if one_d else draw(st.integers(1 if loss != "softmax" else 2, 4))
+    coef = draw(float_arrays(dtype, (n_out,) if one_d else (n_out, m), -2.0, 2.0))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    Y = loss_targets(rng, loss, X.shape[0], m, dtype)
+    if one_d:
+        Y = Y[:, 0]
+    return X, Y, W, b, th, pair, coef, loss
+
+
+@dtypes
+@threads
+@given(data=st.data())
+def test_loss_and_grad(dtype, n_threads, data):
+    X, Y, W, b, th, pair, coef, loss = data.draw(loss_problem(dtype))
+    want_theta = data.draw(st.booleans())
+    value, gc, gt = kernels.loss_and_grad(X, Y, W, b, coef, theta=th, loss=loss, pair=pair,
+                                          want_theta=want_theta, n_threads=n_threads)
+    ev, egc, egt = reference.loss_and_grad(f64(X), f64(Y), f64(W), f64(b), f64(coef), theta=f64(th),
+                                           loss=loss, pair=pair)
+    lm, gcm, gtm = loss_grad_magnitudes(X, Y, W, b, th, coef, loss, pair)
+    assert isinstance(value, float)
+    assert gc.dtype == dtype and gc.shape == coef.shape
+    assert_within(value, ev, lm, dtype, f"{loss} loss")
+    assert_within(gc, egc, gcm, dtype, f"{loss} grad_coef")
+    if want_theta:
+        assert gt.dtype == dtype and gt.shape == (X.shape[1],)
+        assert_within(gt, egt, gtm, dtype, f"{loss} grad_theta")
+    else:
+        assert gt is None
+
+
+@pytest.mark.parametrize("loss", kernels.LOSSES)
+@pytest.mark.parametrize("pair", [False, True], ids=["phase", "pair"])
+@pytest.mark.parametrize("with_theta", [False, True], ids=["no_theta", "theta"])
+@pytest.mark.parametrize("with_offsets", [False, True], ids=["no_b", "b"])
+def test_loss_and_grad_every_combination(loss, pair, with_theta, with_offsets):
+    """Fixed-seed sweep so that each (loss, pair, theta, offsets) combination is certainly run,
+    with 600 rows (three 256-row blocks) in float64 and float32."""
+    rng = np.random.default_rng(7)
+    n, d, s, m = 600, 5, 37, 3
+    for dtype in DTYPES:
+        X = rng.uniform(-2, 2, (n, d)).astype(dtype)
+        W = rng.normal(size=(d, s)).astype(dtype)
+        b = rng.uniform(0, 2 * np.pi, s).astype(dtype) if with_offsets else None
+        th = rng.uniform(-1.5, 1.5, d).astype(dtype) if with_theta else None
+        coef = rng.normal(size=(s * (2 if pair else 1), m)).astype(dtype)
+        Y = loss_targets(rng, loss, n, m, dtype)
+        got = kernels.loss_and_grad(X, Y, W, b, coef, theta=th, loss=loss, pair=pair, n_threads=2)
+        exp = reference.loss_and_grad(f64(X), f64(Y), f64(W), f64(b), f64(coef), theta=f64(th),
+                                      loss=loss, pair=pair)
+        mags = loss_grad_magnitudes(X, Y, W, b, th, coef, loss, pair)
+        for name, g, e, mag in zip(("loss", "grad_coef", "grad_theta"), got, exp, mags):
+            assert_within(g, e, mag, dtype, f"{loss} {name} {np.dtype(dtype)}")
+
+
+# ---- optimiser steps -----------------------------------------------------------------------------
+param_shapes = st.one_of(
+    st.tuples(st.integers(1, 80)),
+    st.tuples(st.integers(1, 20), st.integers(1, 5)),
+)
+
+
+@dtypes
+@threads
+@given(data=st.data())
+def test_adam_prox_step(dtype, n_threads, data):
+    shape = data.draw(param_shapes)
+    p = data.draw(float_arrays(dtype, shape, -3.0, 3.0))
+    g = data.draw(float_arrays(dtype, shape, -3.0, 3.0))
+    m = data.draw(float_arrays(dtype, shape, -1.0, 1.0))
+    v = data.draw(float_arrays(dtype, shape, 0.0, 1.0))
+    step = data.draw(st.integers(1, 1000))
+    lr = data.draw(st.floats(1e-4, 0.5))
+    beta1 = data.draw(st.one_of(st.just(0.0), st.floats(0.01, 0.99)))
+    beta2 = data.draw(st.floats(0.5, 0.9999))
+    eps = data.draw(st.floats(1e-3, 1e-1))
+    reg = data.draw(st.sampled_from(["none", "l2", "l1", "both"]))
+    l2 = data.draw(st.floats(0.0, 2.0)) if reg in ("l2", "both") else 0.0
+    l1 = data.draw(st.floats(0.0, 2.0)) if reg in ("l1", "both") else 0.0
+    ep, em, ev = reference.adam_prox_step(f64(p), f64(g), f64(m), f64(v), step, learning_rate=lr,
+                                          beta1=beta1, beta2=beta2, eps=eps, l2=l2, l1=l1)
+    P, Mo, Vo = p.copy(), m.copy(), v.copy()
+    ret = kernels.adam_prox_step(P, g, Mo, Vo, step, learning_rate=lr, beta1=beta1, beta2=beta2,
+                                 eps=eps, l2=l2, l1=l1, n_threads=n_threads)
+    assert ret is P
+    # elementwise: a few ulp of each intermediate (the moments, the Adam step, the prox)
+    g64 = f64(g)
+    m_mag = beta1 * np.abs(f64(m)) + (1 - beta1) * np.abs(g64)
+    v_mag = beta2 * np.abs(f64(v)) + (1 - beta2) * g64**2
+    assert_within(Mo, em, m_mag, dtype, "adam m", elementwise=True)
+    assert_within(Vo, ev, v_mag, dtype, "adam v", elementwise=True)
+    v_hat = ev / (1 - beta2**step)
+    step_mag = lr * (np.abs(em) / (1 - beta1**step)) / (np.sqrt(v_hat) + eps)
+    # the step's rounding plus its sensitivity to the rounding of v (d step / d v ~ step / (2 v))
+    p_mag = np.abs(f64(p)) + step_mag * (1 + 0.5 * v_mag / np.maximum(ev, 1e-300) + 1) + lr * l1
+    assert_within(P, ep, p_mag, dtype, "adam param", elementwise=True)
+
+
+@dtypes
+@threads
+@given(data=st.data())
+def test_sgd_prox_step(dtype, n_threads, data):
+    shape = data.draw(param_shapes)
+    p = data.draw(float_arrays(dtype, shape, -3.0, 3.0))
+    g = data.draw(float_arrays(dtype, shape, -3.0, 3.0))
+    lr = data.draw(st.floats(1e-4, 0.5))
+    reg = data.draw(st.sampled_from(["none", "l2", "l1", "both"]))
+    l2 = data.draw(st.floats(0.0, 2.0)) if reg in ("l2", "both") else 0.0
+    l1 = data.draw(st.floats(0.0, 2.0)) if reg in ("l1", "both") else 0.0
+    expected = reference.sgd_prox_step(f64(p), f64(g), learning_rate=lr, l2=l2, l1=l1)
+    P = p.copy()
+    assert kernels.sgd_prox_step(P, g, learning_rate=lr, l2=l2, l1=l1, n_threads=n_threads) is P
+    assert_within(P, expected, np.abs(f64(p)) + lr * np.abs(f64(g)) + lr * l1, dtype, "sgd param",
+                  elementwise=True)
+
+
+def test_prox_steps_large_arrays_use_the_parallel_path():
+    """Above 2**15 entries the steps run an OpenMP loop: still the reference, same bits for 1/2."""
+    rng = np.random.default_rng(3)
+    n = 70_001
+    p, g = rng.normal(size=n), rng.normal(size=n)
+    m, v = rng.normal(size=n) * 0.1, rng.uniform(0, 1, n)
+    ep, em, ev = reference.adam_prox_step(p, g, m, v, 5, learning_rate=0.01, l2=0.3, l1=0.01)
+    outs = []
+    for t in (1, 2):
+        P, Mo, Vo = p.copy(), m.copy(), v.copy()
+        kernels.adam_prox_step(P, g, Mo, Vo, 5, learning_rate=0.01, l2=0.3, l1=0.01, n_threads=t)
+        np.testing.assert_allclose(P, ep, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(Mo, em, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(Vo, ev, rtol=1e-12, atol=1e-14)
+        S = p.copy()
+        kernels.sgd_prox_step(S, g, learning_rate=0.05, l2=0.2, l1=0.02, n_threads=t)
+        np.testing.assert_allclose(S, reference.sgd_prox_step(p, g, learning_rate=0.05, l2=0.2, l1=0.02),
+                                   rtol=1e-12, atol=1e-14)
+        outs.append((P, Mo, Vo, S))
+    for a, b in zip(*outs):
+        assert np.array_equal(a, b)
+
+
+# ---- train_epoch ---------------------------------------------------------------------------------
+def _state(coef_shape, d, dtype, rng=None, step=0):
+    st_ = kernels.AdamState(coef_shape, d, dtype)
+    if rng is not None:  # a warm state, as after earlier epochs
+        st_.m_coef[...] = rng.normal(size=coef_shape) * 0.01
+        st_.v_coef[...] = rng.uniform(0, 1e-3, coef_shape)
+        st_.m_theta[...] = rng.normal(size=d) * 0.01
+        st_.v_theta[...] = rng.uniform(0, 1e-3, d)
+    st_.step = step
+    return st_
+
+
+def _ref_state(s):
+    return {"m_coef": f64(s.m_coef).copy(), "v_coef": f64(s.v_coef).copy(),
+            "m_theta": f64(s.m_theta).copy(), "v_theta": f64(s.v_theta).copy(), "step": s.step}
+
+
+def _check_train_epoch(X, Y, order, W, b, theta, coef, state, dtype, n_threads, **kw):
+    rs = _ref_state(state)
+    e_loss, e_theta, e_coef = reference.train_epoch(f64(X), f64(Y), order, f64(W), f64(b), f64(theta),
+                                                    f64(coef), rs, **kw)
+    th, C = theta.copy(), coef.copy()
+    value = kernels.train_epoch(X, Y, order, W, b, th, C, state, n_threads=n_threads, **kw)
+    nsteps = -(-len(order) // kw.get("batch_size", 32))
+    assert state.step == rs["step"]
+    # Each step's parameter change is bounded by lr * (1 + 1/eps) (Adam) or lr * |grad| (SGD); a
+    # rounding of relative size TOL in the gradient perturbs it by at most that much per step.
+    lr, eps = kw["learning_rate"], kw.get("eps", 1e-8)
+    amp = (1 + 1 / eps) if kw.get("solver", "adam") == "adam" else 100.0
+    lm = loss_grad_magnitudes(X[order], Y[order], W, b, e_theta, e_coef, kw["loss"], False)[0] if len(order) else 1.0
+    assert_within(value, e_loss, 10 * lm * (1 + nsteps), dtype, "train_epoch mean loss")
+    assert_within(th, e_theta, (1 + np.abs(e_theta)) * (1 + nsteps * lr * amp), dtype, "train_epoch theta")
+    assert_within(C, e_coef, (1 + np.abs(e_coef)) * (1 + nsteps * lr * amp), dtype, "train_epoch coef")
+    for name in ("m_coef", "v_coef", "m_theta", "v_theta"):
+        assert_within(getattr(state, name), rs[name], 1 + np.abs(rs[name]) * nsteps, dtype, f"state.{name}")
+    if not kw.get("update_theta", True):
+        assert np.array_equal(th, theta), "update_theta=False must leave theta unchanged"
+    if not kw.get("update_coef", True):
+        assert np.array_equal(C, coef), "update_coef=False must leave coef unchanged"
+    return th, C
+
+
+@dtypes
+@threads
+@given(data=st.data())
+def test_train_epoch(dtype, n_threads, data):
+    X, W, b, th, _ = data.draw(map_problem(dtype, max_n=300, max_d=6, max_s=40, theta=True, pair=False))
+    n, d = X.shape
+    s = W.shape[1]
+    loss = data.draw(st.sampled_from(kernels.LOSSES))
+    m = data.draw(st.integers(2 if loss == "softmax" else 1, 3))
+    coef = data.draw(float_arrays(dtype, (s, m), -1.0, 1.0))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    Y = loss_targets(rng, loss, n, m, dtype)
+    kind = data.draw(st.sampled_from(["perm", "with_repeats", "subset"]))
+    if kind == "perm":
+        order = rng.permutation(n)
+    elif kind == "with_repeats":
+        order = rng.integers(0, n, data.draw(st.integers(1, 2 * n)))
+    else:
+        order = rng.permutation(n)[: data.draw(st.integers(0, n))]
+    solver = data.draw(st.sampled_from(["adam", "sgd"]))
+    flags = data.draw(st.sampled_from([(True, True), (True, False), (False, True)]))
+    state = _state((s, m), d, dtype, rng if data.draw(st.booleans()) else None,
+                   step=data.draw(st.integers(0, 50)))
+    kw = dict(batch_size=data.draw(st.one_of(st.integers(1, 64), st.just(300))), loss=loss, solver=solver,
+              learning_rate=data.draw(st.floats(1e-3, 0.05)), eps=data.draw(st.floats(1e-2, 1e-1)),
+              l2_coef=data.draw(st.sampled_from([0.0, 0.5])), l1_theta=data.draw(st.sampled_from([0.0, 0.05])),
+              update_coef=flags[0], update_theta=flags[1])
+    _check_train_epoch(X, Y, order, W, b, th, coef, state, dtype, n_threads, **kw)
+
+
+@pytest.mark.parametrize("solver", ["adam", "sgd"])
+@pytest.mark.parametrize("loss", kernels.LOSSES)
+def test_train_epoch_default_hyperparameters_three_epochs(solver, loss):
+    """float64, Adam's default eps = 1e-8, three consecutive epochs with the state carried over."""
+    rng = np.random.default_rng(11)
+    n, d, s, m = 700, 4, 29, 3
+    X = rng.normal(size=(n, d))
+    W = rng.normal(size=(d, s))
+    b = rng.uniform(0, 2 * np.pi, s)
+    theta = rng.uniform(0.5, 1.5, d)
+    coef = rng.normal(size=(s, m)) * 0.3
+    Y = loss_targets(rng, loss, n, m, np.float64)
+    state = kernels.AdamState((s, m), d, np.float64)
+    for epoch in range(3):
+        order = rng.permutation(n)
+        theta, coef = _check_train_epoch(X, Y, order, W, b, theta, coef, state, np.float64, 2,
+                                         batch_size=300, loss=loss, solver=solver, learning_rate=1e-2,
+                                         l2_coef=1e-3, l1_theta=1e-3)
+    assert state.step == 9
+
+
+# ---- every instruction set -----------------------------------------------------------------------
+@pytest.mark.parametrize("isa_name", available_isas())
+@settings(max_examples=15)
+@given(data=st.data())
+def test_every_isa_matches_the_reference(isa_name, data):
+    """features, predict, gram and loss_and_grad under each instruction set this CPU has."""
+    dtype = data.draw(st.sampled_from(DTYPES))
+    X, Y, W, b, th, pair, coef, loss = data.draw(loss_problem(dtype))
+    n_threads = data.draw(st.sampled_from([1, 2]))
+    eX, eY, eW, eb, eth, ec = f64(X), f64(Y), f64(W), f64(b), f64(th), f64(coef)
+    M = feature_magnitude(X, W, b, th, pair)
+    with isa(isa_name):
+        Z = kernels.features(X, W, b, theta=th, pair=pair, n_threads=n_threads)
+        F = kernels.predict(X, W, b, coef, theta=th, pair=pair, n_threads=n_threads)
+        G, ZtY = kernels.gram(X, W, b, Y, theta=th, pair=pair, n_threads=n_threads)
+        got = kernels.loss_and_grad(X, Y, W, b, coef, theta=th, loss=loss, pair=pair, n_threads=n_threads)
+    assert_within(Z, reference.features(eX, eW, eb, theta=eth, pair=pair), M, dtype, f"{isa_name} features")
+    assert_within(F, reference.predict(eX, eW, eb, ec, theta=eth, pair=pair), M @ np.abs(ec), dtype,
+                  f"{isa_name} predict")
+    eG, eZtY = reference.gram(eX, eW, eb, eY, theta=eth, pair=pair)
+    assert_within(G, eG, M.T @ M, dtype, f"{isa_name} gram")
+    assert_within(ZtY, eZtY, M.T @ np.abs(eY), dtype, f"{isa_name} gram ZtY")
+    exp = reference.loss_and_grad(eX, eY, eW, eb, ec, theta=eth, loss=loss, pair=pair)
+    for name, g, e, mag in zip(("loss", "grad_coef", "grad_theta"), got, exp,
+                               loss_grad_magnitudes(X, Y, W, b, th, coef, loss, pair)):
+        assert_within(g, e, mag, dtype, f"{isa_name} {loss} {name}")
+
+
+@pytest.mark.parametrize("isa_name", available_isas())
+def test_every_isa_train_epoch(isa_name):
+    rng = np.random.default_rng(5)
+    n, d, s, m = 300, 3, 31, 2
+    X, W = rng.normal(size=(n, d)), rng.normal(size=(d, s))
+    b, theta, coef = rng.uniform(0, 6, s), rng.uniform(0.5, 1.5, d), rng.normal(size=(s, m))
+    Y = loss_targets(rng, "squared", n, m, np.float64)
+    with isa(isa_name):
+        _check_train_epoch(X, Y, rng.permutation(n), W, b, theta, coef, kernels.AdamState((s, m), d, np.float64),
+                           np.float64, 2, batch_size=64, loss="squared", solver="adam", learning_rate=1e-2,
+                           l2_coef=1e-2)
+
+
+def test_isas_agree_with_each_other_closely():
+    """baseline vs the best ISA: same maths, different vector widths; float64 to ~1e-12."""
+    rng = np.random.default_rng(1)
+    X, W, b = rng.normal(size=(333, 7)), rng.normal(size=(7, 53)), rng.uniform(0, 6, 53)
+    res = {}
+    for name in available_isas():
+        with isa(name):
+            res[name] = (kernels.features(X, W, b), kernels.gram(X, W, b))
+    base = res["baseline"]
+    for name, (Z, G) in res.items():
+        np.testing.assert_allclose(Z, base[0], rtol=0, atol=1e-13)
+        np.testing.assert_allclose(G, base[1], rtol=1e-12, atol=1e-12)
