@@ -1,5 +1,4 @@
 // Bindings of the fused cosine-feature kernels (features, predict, gram, loss_and_grad, epochs).
-#include <pybind11/stl.h>
 
 #include <string>
 

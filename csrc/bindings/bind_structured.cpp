@@ -1,5 +1,7 @@
 // Bindings of the structured transforms (FWHT, Fastfood, SORF). Python converts and validates
 // values; this layer checks shapes, takes pointers, then releases the GIL around the core call.
+#include <pybind11/stl.h>
+
 #include <string>
 
 #include "bindings/pybind_utils.hpp"

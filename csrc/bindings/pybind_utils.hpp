@@ -2,6 +2,7 @@
 // Python converts inputs (dtype, order, finiteness); this layer only checks and never copies.
 #pragma once
 #include <pybind11/numpy.h>
+#include <pybind11/stl.h>  // std::optional arrays: every TU must see the same casters (ODR)
 #include <pybind11/pybind11.h>
 
 #include <optional>

@@ -202,7 +202,7 @@ def _check_loss(loss):
 
 
 def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", scale=None,
-                  pair=False, want_theta=True, n_threads=None):
+                  pair=False, want_theta=True, out_coef=None, out_theta=None, n_threads=None):
     """Mean loss of ``f = Z @ coef`` and its gradients, in one fused forward/backward pass.
 
     Losses per sample (``f`` and ``y`` rows of n_outputs values):
@@ -215,6 +215,8 @@ def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", s
     grad_coef : ndarray of coef's shape
     grad_theta : ndarray of shape (n_features,), or None when ``want_theta=False``
         The gradient in the ARD scales ``theta`` (ones when ``theta`` is None).
+
+    ``out_coef`` / ``out_theta`` are optional buffers for the two gradients (reused, never copied).
     """
     _check_loss(loss)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
@@ -223,11 +225,21 @@ def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", s
     ravel = coef_arr.ndim == 1
     C = check_matrix(coef_arr.reshape(-1, 1) if ravel else coef_arr, "coef", (n_out, None), X.dtype)
     Yc = _check_targets(Y, X.shape[0], loss, X.dtype, C.shape[1])
-    grad_coef = np.empty_like(C)
-    grad_theta = np.empty(X.shape[1], X.dtype) if want_theta else None
+    if out_coef is None:
+        grad_coef = np.empty_like(C)
+    else:
+        grad_coef = check_out(out_coef, "out_coef", coef_arr.shape, X.dtype).reshape(C.shape)
+    grad_theta = None
+    if want_theta:
+        grad_theta = (np.empty(X.shape[1], X.dtype) if out_theta is None
+                      else check_out(out_theta, "out_theta", (X.shape[1],), X.dtype))
     value = _core.loss_and_grad(X, Yc, W, b, th, X.dtype.type(scale), pair, C, loss, grad_coef,
                                 grad_theta, resolve_n_threads(n_threads))
-    return float(value), (grad_coef[:, 0] if ravel else grad_coef), grad_theta
+    if out_coef is not None:
+        grad_coef = out_coef
+    elif ravel:
+        grad_coef = grad_coef[:, 0]
+    return float(value), grad_coef, grad_theta
 
 
 def _check_step_params(learning_rate, beta1, beta2, eps, l2, l1):
