@@ -63,7 +63,7 @@ def constant_init(X):
     return ((X.max(axis=0) - X.min(axis=0)) / X.shape[1]).astype(X.dtype, copy=False)
 
 
-def _lasso_init(X, Y, rng):
+def _lasso_init(X, Y):
     """The paper's "Regressor" initial relevances: Lasso coefficients of Y on X.
 
     The Lasso penalty is chosen by 3-fold cross-validation on a short path (LassoCV); with several
@@ -74,7 +74,7 @@ def _lasso_init(X, Y, rng):
 
     coefs = []
     for k in range(Y.shape[1]):
-        model = LassoCV(cv=3, n_alphas=20, random_state=int(rng.integers(2**31 - 1)))
+        model = LassoCV(cv=3, alphas=20)
         model.fit(X.astype(np.float64), Y[:, k].astype(np.float64))
         coefs.append(model.coef_)
     C = np.asarray(coefs)
@@ -209,7 +209,7 @@ class _BaseRFFNet(BaseEstimator):
         theta = constant_init(Xs_train)
         if self.init == "regressor":
             Yc = Y_train - Y_train.mean(axis=0)
-            theta = _lasso_init(Xs_train, Yc, rng)
+            theta = _lasso_init(Xs_train, Yc)
         elif self.init == "restarter":
             d = Xs_train.shape[1]
             best = None

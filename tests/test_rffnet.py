@@ -1,0 +1,446 @@
+"""RFFNet estimators: the compiled training loop against a pure-NumPy reference of Algorithm 1/2,
+scikit-learn compatibility, reproducibility across thread counts, recovery of the true support,
+partial_fit, TopK and input validation."""
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import make_blobs, make_moons
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import rffkern
+from rffkern import reference
+from rffkern.datasets import make_gse2, make_jse2, make_jse3
+from rffkern.rffnet import (
+    RFFNetClassifier,
+    RFFNetRegressor,
+    TopKSelector,
+    constant_init,
+    topk_selection,
+)
+
+
+# ------------------------------------------------------------------ NumPy reference of the fit
+def _ref_epoch(Xs, Y, W, b, theta, coef, states, rng, *, solver, lr, alpha, batch, loss, scale):
+    """One epoch as the estimator defines it, on rffkern.reference.train_epoch."""
+    kw = dict(batch_size=batch, loss=loss, solver="sgd" if solver.endswith("sgd") else "adam",
+              learning_rate=lr, l2_coef=alpha, scale=scale)
+    n = Xs.shape[0]
+    if solver.startswith("palm"):
+        _, theta, coef = reference.train_epoch(Xs, Y, rng.permutation(n), W, b, theta, coef, states[0],
+                                               update_theta=False, **kw)
+        value, theta, coef = reference.train_epoch(Xs, Y, rng.permutation(n), W, b, theta, coef,
+                                                   states[1], update_coef=False, **kw)
+    else:
+        value, theta, coef = reference.train_epoch(Xs, Y, rng.permutation(n), W, b, theta, coef,
+                                                   states[0], **kw)
+    return value, theta, coef
+
+
+def _new_states(s, m, d):
+    return [dict(m_coef=np.zeros((s, m)), v_coef=np.zeros((s, m)), m_theta=np.zeros(d),
+                 v_theta=np.zeros(d), step=0) for _ in range(2)]
+
+
+def reference_fit(X, y, *, n_components, seed, solver="adam", lr=1e-3, alpha=1e-4, batch=32,
+                  max_iter=5, early_stopping=True, validation_fraction=0.1, n_iter_no_change=10,
+                  init="constant", n_restarts=3, restart_iter=2, scale=1.0):
+    """Algorithm 1/2 of RFFNet for squared loss in plain NumPy (float64), same random draws."""
+    rng = np.random.default_rng(seed)
+    n, d = X.shape
+    s = n_components
+    Y = y.reshape(n, -1).astype(np.float64)
+    W = rng.standard_normal((d, s))
+    b = rng.uniform(0.0, 2 * np.pi, s)
+    coef = rng.uniform(-1 / np.sqrt(s), 1 / np.sqrt(s), (s, Y.shape[1]))
+    if early_stopping:
+        n_val = int(np.ceil(validation_fraction * n))
+        perm = rng.permutation(n)
+        val, tr = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+    else:
+        tr, val = np.arange(n), None
+    mu, sd = X[tr].mean(0), X[tr].std(0)
+    Xs = (X[tr] - mu) / sd
+    y_mean = Y[tr].mean(0)
+    Yt = Y[tr] - y_mean
+    theta = (Xs.max(0) - Xs.min(0)) / d
+    states = _new_states(s, Y.shape[1], d)
+    common = dict(solver=solver, lr=lr, alpha=alpha, batch=batch, loss="squared", scale=scale)
+    if init == "restarter":
+        best = None
+        for _ in range(n_restarts):
+            cand, c_coef, c_states = theta + rng.standard_normal(d) / np.sqrt(d), coef.copy(), _new_states(s, Y.shape[1], d)
+            for _ in range(restart_iter):
+                _, cand, c_coef = _ref_epoch(Xs, Yt, W, b, cand, c_coef, c_states, rng, **common)
+            value = reference.loss_and_grad(Xs, Yt, W, b, c_coef, theta=cand, scale=scale)[0]
+            if best is None or value < best[0]:
+                best = (value, cand, c_coef, c_states)
+        _, theta, coef, states = best
+    losses, val_losses, best_val, best_params, best_epoch, stall = [], [], np.inf, None, None, 0
+    for epoch in range(max_iter):
+        value, theta, coef = _ref_epoch(Xs, Yt, W, b, theta, coef, states, rng, **common)
+        losses.append(value)
+        monitored = value
+        if val is not None:
+            Xv = (X[val] - mu) / sd
+            F = reference.predict(Xv, W, b, coef, theta=theta, scale=scale)
+            monitored = 0.5 * ((F - (Y[val] - y_mean)) ** 2).sum(1).mean()
+            val_losses.append(monitored)
+        if monitored < best_val:
+            best_val, best_params, best_epoch, stall = monitored, (theta.copy(), coef.copy()), epoch + 1, 0
+        else:
+            stall += 1
+        if early_stopping and stall >= n_iter_no_change:
+            break
+    theta, coef = best_params
+    return dict(theta=theta, coef=coef, losses=losses, val_losses=val_losses, best_epoch=best_epoch,
+                W=W, b=b, intercept=y_mean)
+
+
+@settings(max_examples=12)
+@given(n=st.integers(12, 60), d=st.integers(1, 5), s=st.integers(1, 12), batch=st.integers(1, 16),
+       solver=st.sampled_from(["adam", "palm-adam", "sgd", "palm-sgd"]),
+       early_stopping=st.booleans(), seed=st.integers(0, 2**20))
+def test_fit_matches_numpy_reference(n, d, s, batch, solver, early_stopping, seed):
+    data = np.random.default_rng(seed + 1)
+    X = data.standard_normal((n, d)) * data.uniform(0.5, 3, d) + data.standard_normal(d)
+    y = np.sin(X[:, 0]) + 0.1 * data.standard_normal(n)
+    lr = 1e-2 if solver.endswith("adam") else 5e-2
+    est = RFFNetRegressor(n_components=s, batch_size=batch, solver=solver, learning_rate=lr,
+                          max_iter=4, early_stopping=early_stopping, n_iter_no_change=2,
+                          dtype="float64", random_state=seed, n_jobs=1).fit(X, y)
+    ref = reference_fit(X, y, n_components=s, seed=seed, solver=solver, lr=lr, batch=batch,
+                        max_iter=4, early_stopping=early_stopping, n_iter_no_change=2)
+    np.testing.assert_allclose(est.weights_, ref["W"], rtol=0, atol=0)
+    np.testing.assert_allclose(est.loss_curve_, ref["losses"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(est.validation_loss_curve_, ref["val_losses"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(est.relevances_, ref["theta"], rtol=1e-8, atol=1e-11)
+    np.testing.assert_allclose(est.coef_, ref["coef"], rtol=1e-8, atol=1e-11)
+    np.testing.assert_allclose(est.intercept_, ref["intercept"], rtol=1e-12)
+    assert est.best_epoch_ == ref["best_epoch"]
+
+
+def test_restarter_matches_numpy_reference():
+    X, y, _ = make_jse3(80, random_state=5)
+    kw = dict(n_components=10, init="restarter", n_restarts=3, restart_iter=2, max_iter=3,
+              learning_rate=1e-2, dtype="float64", random_state=7, n_jobs=1, batch_size=16)
+    est = RFFNetRegressor(**kw).fit(X, y)
+    ref = reference_fit(X, y, n_components=10, seed=7, init="restarter", n_restarts=3, restart_iter=2,
+                        max_iter=3, lr=1e-2, batch=16)
+    np.testing.assert_allclose(est.relevances_, ref["theta"], rtol=1e-8, atol=1e-11)
+    np.testing.assert_allclose(est.coef_, ref["coef"], rtol=1e-8, atol=1e-11)
+
+
+def test_constant_init_formula():
+    X = np.array([[0.0, 1.0, 5.0], [2.0, -1.0, 5.0], [1.0, 3.0, 5.0]])
+    np.testing.assert_allclose(constant_init(X), [2 / 3, 4 / 3, 0.0])
+
+
+def test_regressor_init_uses_lasso_coefficients():
+    from sklearn.linear_model import LassoCV
+
+    X, _, _ = make_jse3(300, random_state=0)
+    y = 2 * X[:, 3] + 0.1 * np.random.default_rng(0).standard_normal(300)
+    est = RFFNetRegressor(n_components=20, init="regressor", max_iter=1, learning_rate=1e-12,
+                          early_stopping=False, dtype="float64", random_state=0).fit(X, y)
+    # One epoch at a negligible learning rate leaves theta at the Lasso solution.
+    Xs = (X - X.mean(0)) / X.std(0)
+    lasso = LassoCV(cv=3, alphas=20).fit(Xs, y - y.mean())
+    np.testing.assert_allclose(est.relevances_, lasso.coef_, atol=1e-6)
+    assert np.argmax(np.abs(est.relevances_)) == 3
+
+
+# ------------------------------------------------------------------ scikit-learn compatibility
+@parametrize_with_checks([
+    RFFNetRegressor(random_state=0),
+    RFFNetClassifier(random_state=0),
+    TopKSelector(RFFNetRegressor(n_components=30, max_iter=5, random_state=0), random_state=0),
+])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def test_pipeline_and_grid_search():
+    X, y, _ = make_jse3(300, random_state=1)
+    pipe = make_pipeline(TopKSelector(RFFNetRegressor(n_components=50, max_iter=20, learning_rate=1e-2,
+                                                      random_state=0), random_state=0),
+                         RFFNetRegressor(n_components=50, max_iter=20, random_state=0))
+    pipe.fit(X, y)
+    assert pipe.predict(X).shape == (300,)
+    grid = GridSearchCV(RFFNetRegressor(n_components=40, max_iter=10, random_state=0),
+                        {"alpha": [1e-4, 1e-1]}, cv=2).fit(X, y)
+    assert grid.best_params_["alpha"] in (1e-4, 1e-1)
+
+
+# ------------------------------------------------------------------ reproducibility
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("solver", ["adam", "palm-sgd"])
+def test_same_model_for_any_n_jobs(dtype, solver):
+    X, y, _ = make_jse2(1500, random_state=3)
+    kw = dict(n_components=200, max_iter=4, dtype=dtype, solver=solver, random_state=11)
+    one = RFFNetRegressor(n_jobs=1, **kw).fit(X, y)
+    two = RFFNetRegressor(n_jobs=2, **kw).fit(X, y)
+    np.testing.assert_array_equal(one.relevances_, two.relevances_)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.loss_curve_, two.loss_curve_)
+    np.testing.assert_array_equal(one.predict(X), two.predict(X))
+    again = RFFNetRegressor(n_jobs=2, **kw).fit(X, y)
+    np.testing.assert_array_equal(again.relevances_, two.relevances_)
+    other = RFFNetRegressor(n_jobs=1, **{**kw, "random_state": 12}).fit(X, y)
+    assert not np.array_equal(other.relevances_, one.relevances_)
+    assert one.relevances_.dtype == np.dtype(dtype)
+
+
+def test_classifier_same_model_for_any_n_jobs():
+    X, y = make_moons(400, noise=0.2, random_state=0)
+    kw = dict(n_components=100, max_iter=3, random_state=0)
+    a = RFFNetClassifier(n_jobs=1, **kw).fit(X, y)
+    b = RFFNetClassifier(n_jobs=2, **kw).fit(X, y)
+    np.testing.assert_array_equal(a.relevances_, b.relevances_)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+# ------------------------------------------------------------------ recovery (fixed seeds)
+def _top(est, k):
+    return set(np.argsort(-est.feature_importances_, kind="stable")[:k].tolist())
+
+
+def test_recovers_jse3_support():
+    X, y, support = make_jse3(3000, random_state=0)
+    est = RFFNetRegressor(random_state=0).fit(X, y)
+    assert _top(est, 2) == set(support.tolist())
+    X_test, y_test, _ = make_jse3(1000, random_state=1)
+    # x1*x2 has variance 1; with noise 0.01 a fitted model does far better than the mean.
+    assert np.mean((est.predict(X_test) - y_test) ** 2) < 0.05
+
+
+def test_recovers_gse2_support():
+    X, y, support = make_gse2(3000, random_state=0)
+    est = RFFNetRegressor(random_state=0).fit(X, y)
+    assert _top(est, 5) == set(support.tolist())
+    X_test, y_test, _ = make_gse2(1000, random_state=1)
+    # Var(y) = pi^2/2 ~ 4.9; the paper's RFFNet reaches 1.87 at n = 5000.
+    assert np.mean((est.predict(X_test) - y_test) ** 2) < 2.5
+
+
+def test_topk_selects_the_true_support():
+    X, y, support = make_jse3(3000, random_state=2)
+    X_sel, y_sel, _ = make_jse3(600, random_state=3)
+    est = RFFNetRegressor(random_state=0).fit(X, y)
+    result = topk_selection(est, X_sel, y_sel)
+    assert set(result.selected.tolist()) == set(support.tolist())
+    assert result.scores.shape == (10,) and result.n_selected == 2
+    assert np.argmax(result.scores) == 1
+    # The path is the score of the thresholded model: recompute one entry by hand.
+    masked = np.zeros_like(est.relevances_)
+    masked[result.order[:1]] = est.relevances_[result.order[:1]]
+    thr = pickle.loads(pickle.dumps(est))
+    thr.relevances_ = masked
+    np.testing.assert_allclose(result.scores[0], -np.mean((thr.predict(X_sel) - y_sel) ** 2), rtol=1e-6)
+    np.testing.assert_array_equal(result.estimator.relevances_ != 0, result.support)
+    assert np.count_nonzero(est.relevances_) == 10  # the caller's model is untouched
+
+    sel = TopKSelector(RFFNetRegressor(random_state=0), random_state=0).fit(X, y)
+    assert set(np.flatnonzero(sel.get_support()).tolist()) == set(support.tolist())
+    assert sel.transform(X).shape == (3000, 2)
+
+
+# ------------------------------------------------------------------ classification
+def test_moons_classification():
+    X, y = make_moons(600, noise=0.15, random_state=0)
+    labels = np.array(["left", "right"])[y]
+    est = RFFNetClassifier(random_state=0, learning_rate=1e-2).fit(X[:400], labels[:400])
+    assert list(est.classes_) == ["left", "right"]
+    assert est.coef_.shape == (300, 1)
+    proba = est.predict_proba(X[400:])
+    np.testing.assert_allclose(proba.sum(1), 1)
+    assert est.decision_function(X[400:]).shape == (200,)
+    np.testing.assert_array_equal(est.predict(X[400:]), est.classes_[(proba[:, 1] > 0.5).astype(int)])
+    assert np.mean(est.predict(X[400:]) == labels[400:]) > 0.9
+    X_sel, y_sel = make_moons(300, noise=0.15, random_state=1)
+    result = topk_selection(est, X_sel, np.array(["left", "right"])[y_sel])
+    assert result.scores.max() > 0.95  # AUC
+
+
+def test_multiclass_softmax():
+    X, y = make_blobs(600, centers=3, n_features=4, random_state=0)
+    est = RFFNetClassifier(random_state=0, learning_rate=1e-2, max_iter=30).fit(X, y)
+    assert est.coef_.shape == (300, 3)
+    proba = est.predict_proba(X)
+    assert proba.shape == (600, 3)
+    np.testing.assert_allclose(proba.sum(1), 1)
+    assert est.decision_function(X).shape == (600, 3)
+    assert est.score(X, y) > 0.9
+
+
+def test_rffkern_fit_picks_the_task():
+    X, y, _ = make_jse3(300, random_state=0)
+    assert isinstance(rffkern.fit(X, y, max_iter=2, random_state=0), RFFNetRegressor)
+    assert isinstance(rffkern.fit(X, (y > 0).astype(int), max_iter=2, random_state=0), RFFNetClassifier)
+    assert isinstance(rffkern.fit(X, np.column_stack([y, -y]), max_iter=2, random_state=0), RFFNetRegressor)
+    assert isinstance(rffkern.fit(X, (y > 0).astype(int), task="regression", max_iter=2), RFFNetRegressor)
+    with pytest.raises(ValueError, match="multilabel"):
+        rffkern.fit(X, np.column_stack([y > 0, y > 1]).astype(int))
+    with pytest.raises(ValueError, match="task"):
+        rffkern.fit(X, y, task="ranking")
+
+
+def test_multi_output_regression():
+    X, y, _ = make_jse3(500, random_state=0)
+    Y = np.column_stack([y, X[:, 2]])
+    est = RFFNetRegressor(n_components=100, max_iter=20, random_state=0).fit(X, Y)
+    assert est.coef_.shape == (100, 2) and est.intercept_.shape == (2,)
+    assert est.predict(X).shape == (500, 2)
+    assert est.score(X, Y) > 0.5
+
+
+# ------------------------------------------------------------------ partial_fit
+@pytest.mark.parametrize("solver", ["adam", "palm-adam"])
+def test_partial_fit_once_equals_one_epoch_of_fit(solver):
+    X, y, _ = make_jse3(700, random_state=4)
+    kw = dict(n_components=64, solver=solver, random_state=3, dtype="float64")
+    fitted = RFFNetRegressor(max_iter=1, early_stopping=False, **kw).fit(X, y)
+    streamed = RFFNetRegressor(**kw).partial_fit(X, y)
+    np.testing.assert_array_equal(fitted.relevances_, streamed.relevances_)
+    np.testing.assert_array_equal(fitted.coef_, streamed.coef_)
+    assert streamed.n_iter_ == 1 and streamed.loss_curve_ == fitted.loss_curve_
+    # Further chunks keep training (and keep the first chunk's standardization).
+    mean = streamed.x_mean_.copy()
+    streamed.partial_fit(X[:300], y[:300])
+    assert streamed.n_iter_ == 2 and not np.array_equal(fitted.coef_, streamed.coef_)
+    np.testing.assert_array_equal(mean, streamed.x_mean_)
+    # Chunked training of a larger-than-memory stream improves the fit.
+    for _ in range(10):
+        streamed.partial_fit(X, y)
+    assert streamed.loss_curve_[-1] < streamed.loss_curve_[0]
+
+
+def test_classifier_partial_fit_needs_all_classes():
+    X, y = make_blobs(300, centers=3, random_state=0)
+    est = RFFNetClassifier(n_components=32, random_state=0)
+    est.partial_fit(X[y < 2], y[y < 2], classes=[0, 1, 2])
+    assert list(est.classes_) == [0, 1, 2]
+    est.partial_fit(X, y)
+    with pytest.raises(ValueError, match="classes"):
+        est.partial_fit(X, y, classes=[0, 1])
+    with pytest.raises(ValueError, match="not in classes_"):
+        est.partial_fit(X, y + 5)
+
+
+def test_pickle_round_trip_continues_identically():
+    X, y, _ = make_jse3(400, random_state=0)
+    est = RFFNetRegressor(n_components=50, max_iter=3, random_state=0).fit(X, y)
+    copy = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(copy.predict(X), est.predict(X))
+    est.partial_fit(X, y)
+    copy.partial_fit(X, y)
+    np.testing.assert_array_equal(copy.coef_, est.coef_)
+
+
+# ------------------------------------------------------------------ training-loop behaviour
+def test_early_stopping_and_checkpointing():
+    X, y, _ = make_jse3(600, random_state=0)
+    est = RFFNetRegressor(n_components=50, max_iter=200, n_iter_no_change=3, learning_rate=0.05,
+                          random_state=0, dtype="float64").fit(X, y)
+    curve = np.array(est.validation_loss_curve_)
+    assert est.n_iter_ < 200 and len(curve) == est.n_iter_ == len(est.loss_curve_)
+    assert est.best_epoch_ == np.argmin(curve) + 1
+    assert est.n_iter_ == est.best_epoch_ + 3
+    assert len(est.validation_scores_) == est.n_iter_
+    no_ckpt = RFFNetRegressor(n_components=50, max_iter=200, n_iter_no_change=3, learning_rate=0.05,
+                              random_state=0, dtype="float64", checkpoint=False).fit(X, y)
+    assert no_ckpt.n_iter_ == est.n_iter_
+    assert not np.array_equal(no_ckpt.coef_, est.coef_)
+
+
+def test_verbose_prints_one_line_per_epoch(capsys):
+    X, y, _ = make_jse3(200, random_state=0)
+    RFFNetRegressor(n_components=20, max_iter=3, verbose=1, random_state=0).fit(X, y)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Epoch")]
+    assert len(lines) == 3 and "train loss" in lines[0] and "validation loss" in lines[0]
+
+
+def test_attributes_and_options():
+    X, y, _ = make_jse3(300, random_state=0)
+    X_copy, y_copy = X.copy(), y.copy()
+    est = RFFNetRegressor(n_components=40, max_iter=3, random_state=0, kernel="laplace",
+                          feature_scale="rff", standardize=False, fit_intercept=False).fit(X, y)
+    np.testing.assert_array_equal(X, X_copy)
+    np.testing.assert_array_equal(y, y_copy)
+    assert est.weights_.shape == (10, 40) and est.offsets_.shape == (40,)
+    assert est.scale_ == pytest.approx(np.sqrt(2 / 40))
+    np.testing.assert_array_equal(est.intercept_, 0)
+    np.testing.assert_array_equal(est.x_mean_, 0)
+    fi = est.feature_importances_
+    assert fi.max() == 1.0 and fi.min() >= 0
+    np.testing.assert_allclose(fi, np.abs(est.relevances_) / np.abs(est.relevances_).max(), rtol=1e-6)
+    f32 = RFFNetRegressor(n_components=40, max_iter=2, random_state=0).fit(X, y)
+    assert f32.coef_.dtype == np.float32 and f32.predict(X).dtype == np.float64
+
+
+def test_divergence_is_reported():
+    X, y, _ = make_jse3(200, random_state=0)
+    with pytest.raises(ValueError, match="diverged"):
+        RFFNetRegressor(n_components=20, max_iter=3, solver="sgd", learning_rate=1e30,
+                        random_state=0).fit(X, y * 1e30)
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_input_errors():
+    X, y, _ = make_jse3(100, random_state=0)
+    Xn = X.copy()
+    Xn[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        RFFNetRegressor().fit(Xn, y)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        RFFNetRegressor().fit(X, np.where(np.arange(100) == 5, np.inf, y))
+    with pytest.raises(ValueError, match="1 class"):
+        RFFNetClassifier().fit(X, np.zeros(100))
+    with pytest.raises(ValueError, match="inconsistent|samples"):
+        RFFNetRegressor().fit(X, y[:50])
+    with pytest.raises(ValueError):
+        RFFNetRegressor().fit(X, y.reshape(10, 10, 1))
+    with pytest.raises(ValueError, match="1-D"):
+        RFFNetClassifier().fit(X, np.column_stack([y > 0, y > 1]).astype(int))
+    with pytest.raises(ValueError, match="too small for validation_fraction"):
+        RFFNetRegressor().fit(X[:2], y[:2])
+    RFFNetRegressor(n_components=5, max_iter=1, early_stopping=False).fit(X[:2], y[:2])
+    est = RFFNetRegressor(n_components=5, max_iter=1).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :5])
+    with pytest.raises((TypeError, ValueError), match="string|numeric"):
+        RFFNetRegressor().fit(np.array([["a"] * 3] * 4), np.arange(4.0))
+
+
+@pytest.mark.parametrize("param, value", [
+    ("n_components", 0), ("alpha", -1.0), ("learning_rate", 0.0), ("batch_size", 0),
+    ("solver", "lbfgs"), ("init", "zeros"), ("kernel", "rbf"), ("dtype", "float16"),
+    ("validation_fraction", 1.0), ("n_iter_no_change", 0), ("feature_scale", -1.0),
+    ("max_iter", 0), ("n_jobs", 1.5),
+])
+def test_bad_hyper_parameters(param, value):
+    X, y, _ = make_jse3(50, random_state=0)
+    with pytest.raises(ValueError, match=param):
+        RFFNetRegressor(**{param: value}).fit(X, y)
+
+
+def test_n_jobs_zero_is_an_error():
+    X, y, _ = make_jse3(50, random_state=0)
+    with pytest.raises(ValueError, match="n_jobs"):
+        RFFNetRegressor(n_jobs=0, max_iter=1).fit(X, y)
+
+
+def test_topk_bad_input():
+    X, y, _ = make_jse3(200, random_state=0)
+    est = RFFNetRegressor(n_components=20, max_iter=2, random_state=0).fit(X, y)
+    with pytest.raises(TypeError):
+        topk_selection(object(), X, y)
+    with pytest.raises(ValueError, match="samples"):
+        topk_selection(est, X, y[:10])
+    clf = RFFNetClassifier(n_components=20, max_iter=2, random_state=0).fit(X, y > 0)
+    with pytest.raises(ValueError, match="single class"):
+        topk_selection(clf, X, np.ones(200, bool))
