@@ -15,7 +15,8 @@ from rffkern.feature_maps import RandomFourierFeatures  # noqa: E402
 from rffkern import datasets  # noqa: E402
 from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, TopKSelector, topk_selection  # noqa: E402
 from rffkern._api import fit  # noqa: E402
+from rffkern.structured import Fastfood, OrthogonalRandomFeatures, StructuredOrthogonalFeatures, fwht  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["kernels", "reference", "RandomFourierFeatures", "__version__", "datasets", "fit", "RFFNetRegressor", "RFFNetClassifier", "TopKSelector", "topk_selection"]
+__all__ = ["kernels", "reference", "RandomFourierFeatures", "__version__", "datasets", "fit", "RFFNetRegressor", "RFFNetClassifier", "TopKSelector", "topk_selection", "fwht", "Fastfood", "StructuredOrthogonalFeatures", "OrthogonalRandomFeatures"]

@@ -285,8 +285,12 @@ void fwht_row(const T* src, T* dst, std::size_t len, bool scale, T mul, T* scrat
     const std::size_t C = chunk_len<T>();
     if (len <= C) return fwht_incache(src, dst, len, scale, mul);
     for (std::size_t c = 0; c < len; c += C) fwht_incache(src + c, dst + c, C, false, mul);
-    const std::size_t W = panel_width<T>();
     int rest = log2_exact(len / C);
+#if defined(FWHT_DIRECT)
+    (void)scratch;
+    return strided_stages(dst, len, C, rest, scale, mul);
+#endif
+    const std::size_t W = panel_width<T>();
     const int groups = (rest + kMaxGroupStages - 1) / kMaxGroupStages;
     std::size_t h0 = C;
     for (int g = 0; g < groups; ++g) {
