@@ -1,0 +1,118 @@
+"""Gradients of loss_and_grad agree with central finite differences of the reference loss.
+
+float64, central differences with step h = 1e-5 (truncation error O(h^2) ~ 1e-10, rounding
+~ 1e-16 / h ~ 1e-11): the analytic gradient (reference and compiled) must match the finite
+difference to 1e-6 relative to the gradient's max-norm (plus 1e-9 absolute).  Every loss, phase
+and pair forms, with and without theta (None means the gradient at theta = 1) and offsets,
+1-D and 2-D coef.
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rffkern import kernels, reference
+from _helpers import loss_targets
+
+H = 1e-5
+RTOL = 1e-6
+
+
+def _loss(X, Y, W, b, coef, theta, loss, pair):
+    return reference.loss_and_grad(X, Y, W, b, coef, theta=theta, loss=loss, pair=pair)[0]
+
+
+def finite_difference_grads(X, Y, W, b, coef, theta, loss, pair):
+    gc = np.zeros_like(coef)
+    for idx in np.ndindex(coef.shape):
+        cp, cm = coef.copy(), coef.copy()
+        cp[idx] += H
+        cm[idx] -= H
+        gc[idx] = (_loss(X, Y, W, b, cp, theta, loss, pair) - _loss(X, Y, W, b, cm, theta, loss, pair)) / (2 * H)
+    th0 = np.ones(X.shape[1]) if theta is None else theta
+    gt = np.zeros(X.shape[1])
+    for j in range(X.shape[1]):
+        tp, tm = th0.copy(), th0.copy()
+        tp[j] += H
+        tm[j] -= H
+        gt[j] = (_loss(X, Y, W, b, coef, tp, loss, pair) - _loss(X, Y, W, b, coef, tm, loss, pair)) / (2 * H)
+    return gc, gt
+
+
+def assert_grad_close(analytic, fd, what):
+    tol = RTOL * max(np.max(np.abs(fd)), 1.0) + 1e-9
+    err = np.max(np.abs(np.asarray(analytic) - fd))
+    assert err <= tol, f"{what}: max |analytic - finite difference| = {err:.3g} > {tol:.3g}"
+
+
+def _problem(rng, loss, pair, with_theta, with_offsets, one_d, n=37, d=4, s=9, m=3):
+    X = rng.normal(size=(n, d))
+    W = rng.normal(size=(d, s))
+    b = rng.uniform(0, 2 * np.pi, s) if with_offsets else None
+    theta = rng.uniform(-1.5, 1.5, d) if with_theta else None
+    m = 1 if one_d else m
+    coef = rng.normal(size=(s * (2 if pair else 1), m))
+    Y = loss_targets(rng, loss, n, m, np.float64)
+    if one_d:
+        coef, Y = coef[:, 0], Y[:, 0]
+    return X, Y, W, b, coef, theta
+
+
+@pytest.mark.parametrize("loss", kernels.LOSSES)
+@pytest.mark.parametrize("pair", [False, True], ids=["phase", "pair"])
+@pytest.mark.parametrize("with_theta", [False, True], ids=["theta_none", "theta"])
+@pytest.mark.parametrize("with_offsets", [False, True], ids=["no_b", "b"])
+def test_gradients_match_finite_differences(loss, pair, with_theta, with_offsets):
+    rng = np.random.default_rng(zlib.crc32(repr((loss, pair, with_theta, with_offsets)).encode()))
+    for one_d in ([False] if loss == "softmax" else [False, True]):
+        X, Y, W, b, coef, theta = _problem(rng, loss, pair, with_theta, with_offsets, one_d)
+        fd_c, fd_t = finite_difference_grads(X, Y, W, b, coef, theta, loss, pair)
+        _, rc, rt = reference.loss_and_grad(X, Y, W, b, coef, theta=theta, loss=loss, pair=pair)
+        _, kc, kt = kernels.loss_and_grad(X, Y, W, b, coef, theta=theta, loss=loss, pair=pair, n_threads=2)
+        # the finite differences are not trivially zero (a vacuous comparison)
+        assert np.max(np.abs(fd_c)) > 1e-3 and np.max(np.abs(fd_t)) > 1e-3
+        assert_grad_close(rc, fd_c, f"reference {loss} d/dcoef")
+        assert_grad_close(rt, fd_t, f"reference {loss} d/dtheta")
+        assert_grad_close(kc, fd_c, f"compiled {loss} d/dcoef")
+        assert_grad_close(kt, fd_t, f"compiled {loss} d/dtheta")
+
+
+def test_explicit_scale_gradients():
+    """A non-default scale c (the RFFNet reference code uses c = 1) enters both gradients."""
+    rng = np.random.default_rng(4)
+    X, Y, W, b, coef, theta = _problem(rng, "squared", False, True, True, False)
+
+    def L(c, t):
+        return reference.loss_and_grad(X, Y, W, b, c, theta=t, loss="squared", scale=1.0)[0]
+
+    _, kc, kt = kernels.loss_and_grad(X, Y, W, b, coef, theta=theta, loss="squared", scale=1.0)
+    e = np.zeros_like(theta)
+    e[2] = H
+    fd = (L(coef, theta + e) - L(coef, theta - e)) / (2 * H)
+    assert abs(kt[2] - fd) <= RTOL * max(abs(fd), 1) + 1e-9
+    E = np.zeros_like(coef)
+    E[3, 1] = H
+    fd = (L(coef + E, theta) - L(coef - E, theta)) / (2 * H)
+    assert abs(kc[3, 1] - fd) <= RTOL * max(abs(fd), 1) + 1e-9
+
+
+@settings(max_examples=15)
+@given(
+    loss=st.sampled_from(kernels.LOSSES),
+    pair=st.booleans(),
+    n=st.integers(1, 300),
+    d=st.integers(1, 5),
+    s=st.integers(1, 13),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_gradients_match_finite_differences_hypothesis(loss, pair, n, d, s, seed):
+    rng = np.random.default_rng(seed)
+    X, Y, W, b, coef, theta = _problem(rng, loss, pair, True, True, False, n=n, d=d, s=s, m=2)
+    fd_c, fd_t = finite_difference_grads(X, Y, W, b, coef, theta, loss, pair)
+    _, kc, kt = kernels.loss_and_grad(X, Y, W, b, coef, theta=theta, loss=loss, pair=pair, n_threads=2)
+    assert_grad_close(kc, fd_c, f"compiled {loss} d/dcoef")
+    assert_grad_close(kt, fd_t, f"compiled {loss} d/dtheta")
