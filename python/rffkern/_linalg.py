@@ -1,0 +1,87 @@
+"""Small dense linear algebra shared by the closed-form learners (ridge, SRFF, EERF, adaptive RFF).
+
+Everything here works on the s x s Gram matrix ``G = Z.T Z`` and the s x m cross products
+``Z.T Y``; nothing touches the n x s feature matrix. Costs are O(s^3) at most.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh
+
+__all__ = ["ridge_solve", "RidgeEigen", "simplex_projection", "stall"]
+
+
+def ridge_solve(G, ZtY, alpha):
+    """Solve ``(G + alpha I) coef = ZtY`` by Cholesky (an eigen-solve if G + alpha I is singular).
+
+    ``G`` is symmetric positive semi-definite and is not modified.
+    """
+    s = G.shape[0]
+    A = G + alpha * np.eye(s, dtype=G.dtype)
+    try:
+        return cho_solve(cho_factor(A, lower=True, check_finite=False), ZtY, check_finite=False)
+    except LinAlgError:
+        # alpha == 0 with rank-deficient features: the minimum-norm least-squares solution.
+        return np.linalg.lstsq(A, ZtY, rcond=None)[0].astype(G.dtype, copy=False)
+
+
+class RidgeEigen:
+    """The ridge path of one Gram matrix: ``G = V diag(e) V.T`` once, then any alpha in O(s^2 m).
+
+    Parameters
+    ----------
+    G : ndarray of shape (s, s)
+        ``Z.T Z`` (centred features when an intercept is fitted).
+    ZtY : ndarray of shape (s, m)
+    """
+
+    def __init__(self, G, ZtY):
+        self.evals, self.V = eigh(G.astype(np.float64), check_finite=False)
+        np.maximum(self.evals, 0.0, out=self.evals)  # round-off can make tiny eigenvalues negative
+        self.VtZtY = self.V.T @ ZtY.astype(np.float64)
+
+    def coef(self, alpha):
+        """``(G + alpha I)^{-1} ZtY``."""
+        return self.V @ (self.VtZtY / (self.evals + alpha)[:, None])
+
+    def rss(self, alpha, yty):
+        """Training residual sum of squares per output, from ``yty = diag(Y.T Y)`` (centred)."""
+        d = self.evals + alpha
+        c = self.VtZtY
+        # ||y - Z a||^2 = y'y - 2 a'Z'y + a'G a with a = V diag(1/d) c
+        return yty - 2 * ((c**2) / d[:, None]).sum(0) + ((c**2) * (self.evals / d**2)[:, None]).sum(0)
+
+    def dof(self, alpha):
+        """Effective degrees of freedom ``trace(Z (G + alpha I)^{-1} Z.T)``."""
+        return float((self.evals / (self.evals + alpha)).sum())
+
+    def gcv(self, alpha, yty, n, extra_dof=0.0):
+        """Generalised cross-validation error per output: ``(RSS / n) / (1 - dof / n)^2``."""
+        denom = max(1.0 - (self.dof(alpha) + extra_dof) / n, 1e-12)
+        return self.rss(alpha, yty) / n / denom**2
+
+
+def simplex_projection(v, radius=1.0):
+    """Euclidean projection of ``v`` onto ``{x >= 0, sum(x) = radius}`` by sorting (O(d log d)).
+
+    With ``u`` the entries sorted in decreasing order and ``rho`` the largest index with
+    ``u_rho - (sum_{j<=rho} u_j - radius) / rho > 0``, the projection is ``max(v - tau, 0)`` with
+    ``tau = (sum_{j<=rho} u_j - radius) / rho`` (Held, Wolfe & Crowder; Duchi et al. 2008).
+    """
+    v = np.asarray(v, dtype=np.float64)
+    if radius <= 0:
+        raise ValueError(f"radius must be > 0, got {radius}")
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - radius
+    ks = np.arange(1, v.size + 1)
+    rho = np.nonzero(u - css / ks > 0)[0][-1]
+    tau = css[rho] / (rho + 1)
+    return np.maximum(v - tau, 0.0)
+
+
+def stall(history, window, tol):
+    """True when the relative decrease over the last ``window`` values is below ``tol``."""
+    if len(history) <= window:
+        return False
+    old, new = history[-window - 1], history[-1]
+    return abs(old - new) <= tol * max(abs(old), np.finfo(float).tiny)
