@@ -16,7 +16,8 @@ namespace rffkern {
 template <class T>
 void fwht_inplace(T* X, std::size_t n, std::size_t len, bool normalized, int n_threads);
 
-// Out-of-place: Y = FWHT(X) row by row; X is not modified. X and Y must not overlap.
+// Out-of-place: Y = FWHT(X) row by row; X is not modified. X and Y must not overlap partially
+// (Y == X is the in-place transform; a partial overlap throws std::invalid_argument).
 template <class T>
 void fwht(const T* X, std::size_t n, std::size_t len, T* Y, bool normalized, int n_threads);
 

@@ -122,9 +122,10 @@ def _check_map_input(X, p):
     return X
 
 
-def _check_frequencies(n_frequencies, n_blocks, p):
+def _check_frequencies(n_frequencies, n_blocks, p, offsets=None, pair=False):
     if n_frequencies is None:
-        return n_blocks * p
+        # the phases fix the count when given; otherwise every row of every block is used
+        return n_blocks * p if offsets is None or pair else len(np.atleast_1d(offsets))
     n_frequencies = check_positive_int(n_frequencies, "n_frequencies")
     if n_frequencies > n_blocks * p:
         raise ValueError(
@@ -167,7 +168,8 @@ def fastfood_features(X, signs, permutation, gaussian, scaling, offsets=None, *,
         u (phase form only; None means zero phases).
     length_scale : float, default=1.0
     n_frequencies : int, default=None
-        s <= n_blocks * p; None uses every row.
+        s <= n_blocks * p; None means ``len(offsets)`` in the phase form with offsets given, else
+        every row of every block (n_blocks * p).
     pair : bool, default=False
     theta : array-like of shape (d,), default=None
         ARD scales multiplying X's columns before the transform.
@@ -198,7 +200,7 @@ def fastfood_features(X, signs, permutation, gaussian, scaling, offsets=None, *,
     G = check_matrix(gaussian, "gaussian", (n_blocks, p), dtype)
     S = check_matrix(scaling, "scaling", (n_blocks, p), np.float64)
     sigma = check_positive_float(length_scale, "length_scale")
-    s = _check_frequencies(n_frequencies, n_blocks, p)
+    s = _check_frequencies(n_frequencies, n_blocks, p, offsets, pair)
     b, th, out = _phase_and_out(X, offsets, theta, s, pair, out)
     S_eff = np.ascontiguousarray(S / (sigma * np.sqrt(p)), dtype=dtype)
     scale = kernels.default_scale(s, bool(pair))
@@ -240,7 +242,7 @@ def sorf_features(X, diagonals, offsets=None, *, length_scale=1.0, n_frequencies
     if not np.all(np.abs(D) == 1):
         raise ValueError("diagonals must hold only +1 and -1")
     sigma = check_positive_float(length_scale, "length_scale")
-    s = _check_frequencies(n_frequencies, n_blocks, p)
+    s = _check_frequencies(n_frequencies, n_blocks, p, offsets, pair)
     b, th, out = _phase_and_out(X, offsets, theta, s, pair, out)
     # (sqrt(p)/sigma) * p^(-3/2) folds the three normalisations of Hn into one factor
     freq_scale = 1.0 / (sigma * p)

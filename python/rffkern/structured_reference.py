@@ -61,6 +61,8 @@ def _padded(X, p, theta=None):
 
 def _cos_output(V, offsets, n_frequencies, pair):
     """V (n, n_blocks * p) of frequencies -> features with the default scale."""
+    if n_frequencies is None:
+        n_frequencies = V.shape[1] if offsets is None or pair else len(offsets)
     V = V[:, :n_frequencies]
     if pair:
         c = np.sqrt(1.0 / n_frequencies)
@@ -92,8 +94,7 @@ def fastfood_features(X, signs, permutation, gaussian, scaling, offsets=None, *,
                       n_frequencies=None, pair=False, theta=None):
     """Fastfood features ``sqrt(2/s) cos(Vx + u)`` or ``s^(-1/2) [cos Vx, sin Vx]`` (float64)."""
     V = fastfood_projections(X, signs, permutation, gaussian, scaling, length_scale, theta)
-    s = V.shape[1] if n_frequencies is None else n_frequencies
-    return _cos_output(V, offsets, s, pair)
+    return _cos_output(V, offsets, n_frequencies, pair)
 
 
 def sorf_projections(X, diagonals, length_scale, theta=None):
@@ -115,8 +116,7 @@ def sorf_features(X, diagonals, offsets=None, *, length_scale=1.0, n_frequencies
                   theta=None):
     """SORF features, same output forms as :func:`fastfood_features` (float64)."""
     V = sorf_projections(X, diagonals, length_scale, theta)
-    s = V.shape[1] if n_frequencies is None else n_frequencies
-    return _cos_output(V, offsets, s, pair)
+    return _cos_output(V, offsets, n_frequencies, pair)
 
 
 def fastfood_weights(d, signs, permutation, gaussian, scaling, length_scale, n_frequencies):
