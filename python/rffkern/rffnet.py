@@ -390,7 +390,8 @@ class _BaseRFFNet(BaseEstimator):
 
     def _decision_outputs(self, X, theta=None):
         check_is_fitted(self, "relevances_")
-        X = validate_data(self, X, dtype=np.dtype(self.dtype), ensure_all_finite=True, reset=False,
+        # The fitted dtype, not self.dtype: set_params after fit must not change the arithmetic.
+        X = validate_data(self, X, dtype=self.relevances_.dtype, ensure_all_finite=True, reset=False,
                           order="C")
         return self._raw_outputs(self._standardized(X), theta).astype(np.float64)
 
@@ -777,7 +778,7 @@ def topk_selection(estimator, X, y):
     if not isinstance(estimator, _BaseRFFNet):
         raise TypeError(f"estimator must be an RFFNetRegressor or RFFNetClassifier, got {type(estimator).__name__}")
     check_is_fitted(estimator, "relevances_")
-    X = validate_data(estimator, X, dtype=np.dtype(estimator.dtype), ensure_all_finite=True,
+    X = validate_data(estimator, X, dtype=estimator.relevances_.dtype, ensure_all_finite=True,
                       reset=False, order="C")
     y = np.asarray(y)
     if y.shape[0] != X.shape[0]:
