@@ -6,9 +6,11 @@ scikit-learn estimators.
 """
 import os as _os
 
-# Idle OpenMP workers must not spin on shared cores (set before the core loads libgomp; a user's
-# own setting wins).
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Idle OpenMP workers must not spin on shared cores: libgomp's default spins ~300k iterations
+# before sleeping. Spin ~20k (tens of microseconds: enough for the barriers inside a kernel),
+# then sleep. Set before the core loads libgomp; a user's own OMP_WAIT_POLICY/GOMP_SPINCOUNT wins.
+if "OMP_WAIT_POLICY" not in _os.environ:
+    _os.environ.setdefault("GOMP_SPINCOUNT", "20000")
 
 from rffkern import kernels, reference  # noqa: E402
 from rffkern.feature_maps import RandomFourierFeatures  # noqa: E402

@@ -707,9 +707,19 @@ struct LossGradEngine {
     }
 };
 
+// Threads worth using for blocks of `rows` rows: each of the four barrier-separated phases of a
+// block should give every thread at least ~1M multiply-adds, or the barriers cost more than the
+// split saves (mini-batches of 32 run on one thread). Results do not depend on the choice.
+inline int useful_threads(int n_threads, std::size_t rows, std::size_t d, std::size_t s) {
+    const std::size_t work = std::min(rows, kLossRows) * std::max<std::size_t>(d, 1) * s;
+    const std::size_t by_work = std::max<std::size_t>(1, work / (std::size_t(1) << 20));
+    return int(std::min<std::size_t>(std::size_t(n_threads), by_work));
+}
+
 template <class T>
 T loss_and_grad(const T* X, const T* Y, std::size_t n, const CosMap<T>& map, const T* coef,
                 std::size_t m, Loss loss, T* grad_coef, T* grad_theta, int n_threads) {
+    n_threads = useful_threads(n_threads, n, map.d, map.s);
     LossGradEngine<T> eng(map, m, loss, n_threads);
     eng.want_theta = grad_theta != nullptr;
     pack_coef(coef, map.s, m, map.pair, eng.coefT.data());
@@ -748,6 +758,7 @@ T train_epoch(const T* X, const T* Y, std::size_t n, const std::int64_t* order, 
               std::size_t s, T scale, T* coef, std::size_t m, Loss loss, const StepConfig<T>& cfg,
               T* m_coef, T* v_coef, T* m_theta, T* v_theta, std::int64_t* step, int n_threads) {
     (void)n;
+    n_threads = useful_threads(n_threads, batch_size, d, s);
     CosMap<T> map;
     map.weights = weights;
     map.offsets = offsets;
