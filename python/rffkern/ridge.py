@@ -384,7 +384,7 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         self._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(y)
         self.classes_ = self._binarizer.classes_
         if len(self.classes_) < 2:
-            raise ValueError(f"the classifier needs at least 2 classes, got {len(self.classes_)}")
+            raise ValueError(f"the classifier needs samples of at least 2 classes; got {len(self.classes_)} class")
         Y = self._targets(y)
         return self._fit_targets(X, Y.astype(X.dtype), ravel=Y.shape[1] == 1)
 
@@ -399,7 +399,7 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
             self._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(np.asarray(classes))
             self.classes_ = self._binarizer.classes_
             if len(self.classes_) < 2:
-                raise ValueError("the classifier needs at least 2 classes")
+                raise ValueError(f"classes must hold at least 2 labels; got {len(self.classes_)} class")
         if not np.isin(y, self.classes_).all():
             raise ValueError(f"y holds labels outside classes_ {self.classes_}")
         Y = self._targets(y)

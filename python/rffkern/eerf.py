@@ -1,0 +1,416 @@
+"""Energy-based exploration of random features (EERF, Shahrampour, Beirami & Tarokh 2018).
+
+ALGORITHMS.md section 5. Draw ``M0`` candidate features from the kernel's data-independent
+distribution, score each on a subsample of ``N0`` points by
+
+    S(omega, b) = (1/N0) sum_n y_n phi(x_n; omega, b)
+
+keep the ``M`` candidates with the largest ``|S|`` (each with its own offset), then fit ridge
+(regression) or a ridge / logistic classifier on those M features.
+
+For the Gaussian kernel ``phi = cos(omega . x + b)`` and the scores of all candidates are
+``Z.T Y / N0``. They come from one call of the compiled :func:`rffkern.kernels.loss_and_grad` with
+zero coefficients (the squared-loss coefficient gradient is then exactly ``-Z.T Y / N0``), which
+costs O(N0 M0 (d + m)) and memory O(M0 m); :func:`rffkern.kernels.gram` would give the same vector
+as its second output but would also build the M0 x M0 Gram, O(N0 M0^2), which is wasted here.
+
+The arc-cosine features ``phi = max(omega . x, 0)^q`` (q = 0, 1, 2; Cho & Saul) have no compiled
+kernel: they are computed in NumPy, block by block of rows (memory O(block * M)), for scoring,
+Gram and prediction alike. The linear kernel's candidates are the input coordinates themselves.
+"""
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils._available_if import available_if
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from rffkern import kernels
+from rffkern._validation import as_generator, resolve_n_threads
+from rffkern.ridge import CosineMap, check_alphas, fit_ridge_map
+
+__all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
+
+EERF_KERNELS = ("gaussian", "arccos0", "arccos1", "arccos2", "linear")
+_BLOCK_ROWS = 2048
+
+
+class ArcCosineMap:
+    """``scale * max(X @ W, 0)^q`` (``q = 0``: the step function), computed in NumPy by row blocks."""
+
+    def __init__(self, weights, order, scale):
+        self.weights, self.order, self.scale = weights, int(order), float(scale)
+        self.n_out = weights.shape[1]
+
+    def block(self, Xb):
+        U = Xb @ self.weights.astype(Xb.dtype, copy=False)
+        if self.order == 0:
+            Z = (U > 0).astype(Xb.dtype)
+        else:
+            np.maximum(U, 0, out=U)
+            Z = U if self.order == 1 else U * U
+        Z *= self.scale
+        return Z
+
+    def features(self, X):
+        return np.vstack([self.block(X[i:i + _BLOCK_ROWS]) for i in range(0, max(X.shape[0], 1), _BLOCK_ROWS)]) \
+            if X.shape[0] else np.empty((0, self.n_out), X.dtype)
+
+    def gram(self, X, Y, out=None, out_zty=None, accumulate=False):
+        G = out if out is not None else np.zeros((self.n_out, self.n_out), X.dtype)
+        ZtY = out_zty if out_zty is not None else np.zeros((self.n_out, Y.shape[1]), X.dtype)
+        if not accumulate:
+            G[...] = 0
+            ZtY[...] = 0
+        for i in range(0, X.shape[0], _BLOCK_ROWS):
+            Zb = self.block(X[i:i + _BLOCK_ROWS])
+            G += Zb.T @ Zb
+            ZtY += Zb.T @ Y[i:i + _BLOCK_ROWS]
+        return G, ZtY
+
+    def predict(self, X, coef):
+        coef = np.asarray(coef, X.dtype)
+        out = np.empty((X.shape[0], coef.shape[1]), X.dtype)
+        for i in range(0, X.shape[0], _BLOCK_ROWS):
+            out[i:i + _BLOCK_ROWS] = self.block(X[i:i + _BLOCK_ROWS]) @ coef
+        return out
+
+
+class ColumnMap:
+    """The linear kernel's features: selected input columns ``X[:, support]``."""
+
+    def __init__(self, support):
+        self.support = np.asarray(support)
+        self.n_out = self.support.size
+
+    def features(self, X):
+        return np.ascontiguousarray(X[:, self.support])
+
+    def gram(self, X, Y, out=None, out_zty=None, accumulate=False):
+        Z = self.features(X)
+        G, ZtY = Z.T @ Z, Z.T @ Y.astype(X.dtype, copy=False)
+        if out is None:
+            return G, ZtY
+        if accumulate:
+            out += G
+            out_zty += ZtY
+        else:
+            out[...] = G
+            out_zty[...] = ZtY
+        return out, out_zty
+
+    def predict(self, X, coef):
+        return self.features(X) @ np.asarray(coef, X.dtype)
+
+
+def eerf_scores(X, T, weights, offsets=None, *, kernel="gaussian", n_threads=None):
+    """Empirical scores ``S = Phi.T T / N0`` of every candidate column of ``weights``, shape (M0, m).
+
+    ``T`` holds the scoring targets (n, m). For ``kernel="gaussian"`` ``Phi = cos(X W + b)`` and the
+    scores come from one compiled :func:`rffkern.kernels.loss_and_grad` pass (zero coefficients);
+    for the arc-cosine kernels they are accumulated in NumPy by row blocks; for ``"linear"``
+    ``weights`` is ignored and the candidates are the columns of X.
+    """
+    n = X.shape[0]
+    T = np.asarray(T, X.dtype).reshape(n, -1)
+    if kernel == "gaussian":
+        zero = np.zeros((weights.shape[1], T.shape[1]), X.dtype)
+        _, grad, _ = kernels.loss_and_grad(X, T, weights.astype(X.dtype, copy=False),
+                                           offsets.astype(X.dtype, copy=False), zero, loss="squared",
+                                           scale=1.0, want_theta=False, n_threads=n_threads)
+        return -grad
+    if kernel == "linear":
+        return X.T @ T / n
+    fmap = ArcCosineMap(weights, int(kernel[-1]), 1.0)
+    S = np.zeros((weights.shape[1], T.shape[1]), X.dtype)
+    for i in range(0, n, _BLOCK_ROWS):
+        S += fmap.block(X[i:i + _BLOCK_ROWS]).T @ T[i:i + _BLOCK_ROWS]
+    return S / n
+
+
+def knn_length_scale(X, n_neighbors=50, max_samples=2000, rng=None):
+    """Mean distance to the ``n_neighbors``-th nearest neighbour on a subsample (the paper's sigma rule)."""
+    from sklearn.neighbors import NearestNeighbors
+
+    if X.shape[0] > max_samples:
+        rng = np.random.default_rng(0) if rng is None else rng
+        X = X[rng.choice(X.shape[0], max_samples, replace=False)]
+    k = min(n_neighbors, X.shape[0] - 1)
+    if k < 1:
+        return 1.0
+    dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
+    value = float(dist[:, k].mean())
+    return value if value > 0 else 1.0
+
+
+class _EERFBase(BaseEstimator):
+    _parameter_constraints = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_candidates": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_subsample": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "kernel": [StrOptions(set(EERF_KERNELS))],
+        "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "alpha": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
+        "alpha_selection": [StrOptions({"loo", "gcv", "validation"})],
+        "standardize": ["boolean"],
+        "random_state": ["random_state", np.random.Generator],
+        "n_jobs": [numbers.Integral, None],
+    }
+
+    def __init__(self, n_components=100, *, n_candidates=None, n_subsample=None, kernel="gaussian",
+                 length_scale="auto", alpha=1.0, alpha_selection="loo", standardize=True, random_state=None,
+                 n_jobs=None):
+        self.n_components = n_components
+        self.n_candidates = n_candidates
+        self.n_subsample = n_subsample
+        self.kernel = kernel
+        self.length_scale = length_scale
+        self.alpha = alpha
+        self.alpha_selection = alpha_selection
+        self.standardize = standardize
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _prepare(self, X):
+        if self.standardize:
+            self.x_mean_ = X.mean(0)
+            sd = X.std(0)
+            self.x_scale_ = np.where(sd > 0, sd, 1.0)
+        else:
+            self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
+        return self._transform_input(X)
+
+    def _transform_input(self, X):
+        return np.ascontiguousarray(((X - self.x_mean_) / self.x_scale_).astype(X.dtype, copy=False))
+
+    def _select(self, Xs, T, rng):
+        """Draw M0 candidates, score them on N0 rows against the centred targets T, keep the top M."""
+        n, d = Xs.shape
+        M = self.n_components
+        t0 = time.perf_counter()
+        self.n_subsample_ = min(n, self.n_subsample or max(int(0.1 * n), 1000))
+        rows = np.sort(rng.choice(n, self.n_subsample_, replace=False)) if self.n_subsample_ < n else None
+        Xsub = Xs if rows is None else np.ascontiguousarray(Xs[rows])
+        Tsub = T if rows is None else T[rows]
+        n_threads = resolve_n_threads(self.n_jobs)
+        if self.kernel == "linear":
+            if M > d:
+                raise ValueError(f"the linear kernel selects input coordinates: n_components={M} > "
+                                 f"n_features={d}")
+            self.n_candidates_ = d
+            W0 = b0 = None
+            self.length_scale_ = None
+        else:
+            self.n_candidates_ = self.n_candidates or 10 * M
+            if self.n_candidates_ < M:
+                raise ValueError(f"n_candidates={self.n_candidates_} must be >= n_components={M}")
+            if self.kernel == "gaussian":
+                self.length_scale_ = (knn_length_scale(Xsub, rng=rng) if self.length_scale == "auto"
+                                      else float(self.length_scale))
+                W0 = rng.standard_normal((d, self.n_candidates_)) / self.length_scale_
+                b0 = rng.uniform(0.0, 2.0 * np.pi, self.n_candidates_)
+            else:
+                self.length_scale_ = None
+                W0, b0 = rng.standard_normal((d, self.n_candidates_)), None
+        S = eerf_scores(Xsub, Tsub, W0, b0, kernel=self.kernel, n_threads=n_threads).astype(np.float64)
+        energy = (S**2).sum(axis=1)  # |S|^2 for one output, summed squared scores for several
+        # stable: ties keep the draw order, so results do not depend on the sort implementation
+        keep = np.argsort(-energy, kind="stable")[:M]
+        self.scores_ = np.sqrt(energy[keep])
+        if self.kernel == "linear":
+            self.support_ = np.sort(keep)
+            self.weights_ = self.offsets_ = None
+            self.scale_ = 1.0
+        else:
+            self.weights_ = np.ascontiguousarray(W0[:, keep])
+            self.offsets_ = None if b0 is None else b0[keep]
+            self.scale_ = float(np.sqrt(2.0 / M))
+        self.preprocessing_time_ = time.perf_counter() - t0
+
+    def _map(self):
+        if self.kernel == "gaussian":
+            return CosineMap(self.weights_, self.offsets_, self.scale_, False, resolve_n_threads(self.n_jobs))
+        if self.kernel == "linear":
+            return ColumnMap(self.support_)
+        return ArcCosineMap(self.weights_, int(self.kernel[-1]), self.scale_)
+
+    def _fit_ridge(self, Xs, Y, rng, ravel):
+        t0 = time.perf_counter()
+        coef, intercept, alpha, errors, _ = fit_ridge_map(
+            self._map(), Xs, Y.astype(Xs.dtype), check_alphas(self.alpha), fit_intercept=True,
+            selection=self.alpha_selection, validation_fraction=0.1, rng=rng)
+        self.coef_ = coef[:, 0] if ravel else coef
+        self.intercept_ = float(intercept[0]) if ravel else intercept
+        self.alpha_ = float(alpha)
+        self.selection_errors_ = errors
+        self.training_time_ = time.perf_counter() - t0
+
+    def _decision(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        Xs = self._transform_input(X)
+        coef = self.coef_.reshape(self.coef_.shape[0], -1)
+        F = self._map().predict(Xs, coef) + np.asarray(self.intercept_, Xs.dtype)
+        return F[:, 0] if self.coef_.ndim == 1 else F
+
+
+_DOC_PARAMS = """
+    Parameters
+    ----------
+    n_components : int, default=100
+        M, the number of features kept (<= n_features for the linear kernel).
+    n_candidates : int or None, default=None
+        M0, the candidates drawn; None gives the paper's rule of thumb 10 M (ignored for "linear",
+        whose candidates are the d input coordinates).
+    n_subsample : int or None, default=None
+        N0, the scoring subsample; None gives ``min(N, max(0.1 N, 1000))``.
+    kernel : {"gaussian", "arccos0", "arccos1", "arccos2", "linear"}, default="gaussian"
+        Gaussian ``cos(omega . x + b)`` with ``omega ~ N(0, I / sigma^2)``; arc-cosine of order q
+        ``max(omega . x, 0)^q`` with ``omega ~ N(0, I)``; linear: input coordinates.
+    length_scale : float or "auto", default="auto"
+        sigma of the Gaussian kernel; "auto" is the paper's rule: the mean distance to the 50th
+        nearest neighbour, on a subsample of at most 2000 scoring rows.
+    alpha : float or sequence of float, default=1.0
+        Ridge penalty of the final fit (``||y - Z c||^2 + alpha ||c||^2``); a sequence is searched
+        as in :class:`rffkern.RFFRidge`.
+    alpha_selection : {"loo", "gcv", "validation"}, default="loo"
+    standardize : bool, default=True
+        Standardise X (mean 0, std 1 per feature) first; sigma is then in standardised units.
+    random_state : int, Generator, RandomState or None, default=None
+    n_jobs : int or None, default=None
+"""
+
+_DOC_ATTRS = """
+    Attributes
+    ----------
+    weights_ : ndarray of shape (n_features_in_, n_components) or None
+        The kept frequencies (None for the linear kernel).
+    offsets_ : ndarray of shape (n_components,) or None
+        Their own phases (Gaussian kernel only).
+    support_ : ndarray
+        Kept input columns (linear kernel only).
+    scores_ : ndarray of shape (n_components,)
+        ``|S|`` of the kept candidates (root of the summed squared scores for several outputs).
+    scale_ : float
+        ``sqrt(2 / M)``.
+    coef_, intercept_, alpha_, selection_errors_ : the final ridge fit
+    length_scale_ : float or None
+    n_candidates_, n_subsample_ : int
+    preprocessing_time_, training_time_ : float
+        Seconds spent scoring and selecting candidates, and fitting the final model.
+    x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
+"""
+
+
+class EERFRegressor(RegressorMixin, _EERFBase):
+    __doc__ = ("""Ridge regression on EERF-selected random features (Shahrampour et al. 2018).
+
+    The scoring target is ``(y - mean(y)) / max|y - mean(y)|``, which lies in [-1, 1] as the paper
+    asks; centring keeps the constant direction (omega near 0) from using up a feature slot.
+    Several outputs are scored by the sum of their squared scores.
+""" + _DOC_PARAMS + _DOC_ATTRS)
+
+    def fit(self, X, y):
+        """Select the features on a subsample of (X, y), then fit ridge on all of it."""
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
+        Y = y.reshape(X.shape[0], -1).astype(np.float64)
+        rng = as_generator(self.random_state)
+        Xs = self._prepare(X)
+        T = Y - Y.mean(0)
+        T /= np.where(np.abs(T).max(0) > 0, np.abs(T).max(0), 1.0)
+        self._select(Xs, T, rng)
+        self._fit_ridge(Xs, Y, rng, ravel=y.ndim == 1)
+        return self
+
+    def predict(self, X):
+        return self._decision(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class EERFClassifier(ClassifierMixin, _EERFBase):
+    __doc__ = ("""Classifier on EERF-selected random features (Shahrampour et al. 2018).
+
+    Binary labels are scored as centred ``+-1``; several classes by the sum over classes of the
+    squared scores of the centred one-vs-rest indicators. The final model is a ridge classifier
+    (``solver="ridge"``: closed form from the streamed Gram, as :class:`rffkern.RFFRidgeClassifier`)
+    or scikit-learn's ``LogisticRegression`` with ``C = 1 / alpha`` on the M selected features
+    (``solver="logistic"``; this materialises the n x M feature matrix).
+""" + _DOC_PARAMS.replace("    random_state", """    solver : {"ridge", "logistic"}, default="ridge"
+    random_state""") + _DOC_ATTRS + """    classes_ : ndarray of shape (n_classes,)
+""")
+
+    _parameter_constraints = {**_EERFBase._parameter_constraints,
+                              "solver": [StrOptions({"ridge", "logistic"})]}
+
+    def __init__(self, n_components=100, *, n_candidates=None, n_subsample=None, kernel="gaussian",
+                 length_scale="auto", alpha=1.0, alpha_selection="loo", solver="ridge", standardize=True,
+                 random_state=None, n_jobs=None):
+        super().__init__(n_components, n_candidates=n_candidates, n_subsample=n_subsample, kernel=kernel,
+                         length_scale=length_scale, alpha=alpha, alpha_selection=alpha_selection,
+                         standardize=standardize, random_state=random_state, n_jobs=n_jobs)
+        self.solver = solver
+
+    def fit(self, X, y):
+        """Select the features on a subsample of (X, y), then fit the classifier on all of it."""
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        check_classification_targets(y)
+        binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(y)
+        self.classes_ = binarizer.classes_
+        if len(self.classes_) < 2:
+            raise ValueError(f"the classifier needs samples of at least 2 classes; got {len(self.classes_)} class")
+        Y = binarizer.transform(y).astype(np.float64)
+        rng = as_generator(self.random_state)
+        Xs = self._prepare(X)
+        self._select(Xs, Y - Y.mean(0), rng)
+        if self.solver == "ridge":
+            self._fit_ridge(Xs, Y, rng, ravel=Y.shape[1] == 1)
+        else:
+            alphas = check_alphas(self.alpha)
+            if len(alphas) > 1:
+                raise ValueError("solver='logistic' takes a single alpha")
+            t0 = time.perf_counter()
+            Z = self._map().features(Xs)
+            C = 1.0 / alphas[0] if alphas[0] > 0 else 1e12
+            logistic = LogisticRegression(C=C, max_iter=1000).fit(Z, y)
+            coef = logistic.coef_.T.astype(np.float64)
+            self.coef_ = coef[:, 0] if coef.shape[1] == 1 else coef
+            self.intercept_ = (float(logistic.intercept_[0]) if coef.shape[1] == 1
+                               else logistic.intercept_.astype(np.float64))
+            self.alpha_ = alphas[0]
+            self.selection_errors_ = None
+            self.training_time_ = time.perf_counter() - t0
+        return self
+
+    def decision_function(self, X):
+        """Decision values: (n_samples,) for two classes, else (n_samples, n_classes)."""
+        return self._decision(X)
+
+    def predict(self, X):
+        D = self.decision_function(X)
+        if D.ndim == 1:
+            return self.classes_[(D > 0).astype(int)]
+        return self.classes_[np.argmax(D, axis=1)]
+
+    @available_if(lambda self: self.solver == "logistic")
+    def predict_proba(self, X):
+        """Class probabilities (``solver="logistic"`` only)."""
+        D = self.decision_function(X).astype(np.float64)
+        if D.ndim == 1:
+            p = 1.0 / (1.0 + np.exp(-D))
+            return np.column_stack([1 - p, p])
+        D = D - D.max(1, keepdims=True)
+        E = np.exp(D)
+        return E / E.sum(1, keepdims=True)
