@@ -47,6 +47,8 @@ void check_length(std::size_t len) {
 
 void check_block(std::size_t d, std::size_t p, std::size_t n_blocks, std::size_t s) {
     check_length(p);
+    if (p > (std::size_t(1) << 30))
+        throw std::invalid_argument("block size p = " + std::to_string(p) + " exceeds 2^30");
     if (d > p)
         throw std::invalid_argument("block size p = " + std::to_string(p) + " is smaller than d = " +
                                     std::to_string(d));

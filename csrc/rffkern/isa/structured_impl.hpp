@@ -9,20 +9,25 @@
 //    registers;
 //  * then radix-8 (or radix-4/2) passes: 8 vectors h apart are loaded, 3 stages run in registers,
 //    stored back; the normalisation factor is applied in the last pass;
-//  * beyond kChunkBytes (cache blocking): every chunk gets its in-cache transform first; the
-//    remaining stages (h >= chunk) act along columns of a (len/chunk) x chunk matrix and are done
-//    on panels of kPanelBytes-wide columns, gathered into a contiguous per-thread buffer (rows at
-//    a power-of-two stride would thrash the cache sets), transformed there, scattered back.
+//  * beyond kChunkBytes (cache blocking): every chunk gets its whole in-cache transform first, then
+//    the remaining stages (h >= chunk) run as radix-8 passes over the full row, each pass
+//    streaming 8 far-apart runs. (Gathering column panels into a contiguous buffer to do all
+//    the outer stages in one pass measured slower here: the power-of-two row stride maps every
+//    panel row to the same cache sets.)
 // Every stage computes (a + b, a - b) in the working precision, so the result is bitwise the
 // textbook loop's whatever the grouping and whatever the number of threads.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "rffkern/parallel.hpp"
 #include "rffkern/structured.hpp"
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #ifndef RFFKERN_ISA_NS
 #error "define RFFKERN_ISA_NS before including structured_impl.hpp"
@@ -42,9 +47,9 @@ constexpr int kBytes = 32;
 constexpr int kBytes = 16;
 #endif
 
-constexpr std::size_t kChunkBytes = 32 * 1024;   // in-cache transform size (L1)
-constexpr std::size_t kPanelBytes = 128;         // width of a column panel (two cache lines)
-constexpr int kMaxGroupStages = 7;               // panel rows <= 128: 16 KiB buffer
+// In-cache transform size: chunks of 64 KiB (L2-resident; 32 to 256 KiB measured within noise
+// of each other on Zen 3).
+constexpr std::size_t kChunkBytes = 64 * 1024;
 
 typedef float vfloat __attribute__((vector_size(kBytes)));
 typedef double vdouble __attribute__((vector_size(kBytes)));
@@ -209,7 +214,9 @@ inline void radix_pass_any(T* x, std::size_t len, std::size_t h, int r, bool sca
         case 4: radix_pass<T, 4, false>(x, len, h, mul); break;
         case 5: radix_pass<T, 4, true>(x, len, h, mul); break;
         case 6: radix_pass<T, 8, false>(x, len, h, mul); break;
-        default: radix_pass<T, 8, true>(x, len, h, mul); break;
+        case 7: radix_pass<T, 8, true>(x, len, h, mul); break;
+        case 8: radix_pass<T, 16, false>(x, len, h, mul); break;
+        default: radix_pass<T, 16, true>(x, len, h, mul); break;
     }
 }
 
@@ -219,6 +226,7 @@ template <class T>
 inline void strided_stages(T* x, std::size_t len, std::size_t h0, int stages, bool scale, T mul) {
     std::size_t h = h0;
     while (stages > 0) {
+        // radix-16 passes (spilling 16 ymm registers) measured no faster than radix-8
         const int r = stages == 4 ? 2 : std::min(stages, 3);
         radix_pass_any(x, len, h, r, scale && stages == r, mul);
         h <<= r;
@@ -267,48 +275,13 @@ template <class T>
 constexpr std::size_t chunk_len() {
     return kChunkBytes / sizeof(T);
 }
+// One row, any length (src may equal dst).
 template <class T>
-constexpr std::size_t panel_width() {
-    return std::max<std::size_t>(kPanelBytes / sizeof(T), std::size_t(Vec<T>::L));
-}
-
-// Per-thread scratch a transform of length len needs (zero when it fits the cache).
-template <class T>
-std::size_t fwht_scratch(std::size_t len) {
-    if (len <= chunk_len<T>()) return 0;
-    return (std::size_t(1) << kMaxGroupStages) * panel_width<T>();
-}
-
-// One row, any length; `scratch` holds fwht_scratch(len) values.
-template <class T>
-void fwht_row(const T* src, T* dst, std::size_t len, bool scale, T mul, T* scratch) {
+void fwht_row(const T* src, T* dst, std::size_t len, bool scale, T mul) {
     const std::size_t C = chunk_len<T>();
     if (len <= C) return fwht_incache(src, dst, len, scale, mul);
     for (std::size_t c = 0; c < len; c += C) fwht_incache(src + c, dst + c, C, false, mul);
-    int rest = log2_exact(len / C);
-#if defined(FWHT_DIRECT)
-    (void)scratch;
-    return strided_stages(dst, len, C, rest, scale, mul);
-#endif
-    const std::size_t W = panel_width<T>();
-    const int groups = (rest + kMaxGroupStages - 1) / kMaxGroupStages;
-    std::size_t h0 = C;
-    for (int g = 0; g < groups; ++g) {
-        const int G = rest / (groups - g);  // spread the stages evenly over the groups
-        const bool last = g == groups - 1;
-        const std::size_t rows = std::size_t(1) << G, block = h0 << G;
-        for (std::size_t b = 0; b < len; b += block)
-            for (std::size_t c = 0; c < h0; c += W) {
-                T* base = dst + b + c;
-                for (std::size_t r = 0; r < rows; ++r)
-                    std::memcpy(scratch + r * W, base + r * h0, W * sizeof(T));
-                strided_stages(scratch, rows * W, W, G, scale && last, mul);
-                for (std::size_t r = 0; r < rows; ++r)
-                    std::memcpy(base + r * h0, scratch + r * W, W * sizeof(T));
-            }
-        h0 = block;
-        rest -= G;
-    }
+    strided_stages(dst, len, C, log2_exact(len / C), scale, mul);
 }
 
 template <class T>
@@ -317,60 +290,71 @@ T fwht_norm(std::size_t len) {
 }
 
 // ---- the cosine output of one block -----------------------------------------------------------
-// zc[j] = scale * cos(v[j] * m_j + u[j]) (m_j = mulv[j], or fs when mulv is null; u may be null),
-// and zs[j] = scale * sin(...) when zs is given; j < nc. tmp holds 3 * L values.
+// zc[j] = scale * cos(arg[j]) and, when zs is given, zs[j] = scale * sin(arg[j]), for j < nc.
+// arg holds at least round_up(nc, L) values (the lanes past nc are computed and dropped).
 template <class T>
-inline void emit_cos(const T* v, const T* mulv, T fs, const T* u, T scale, T* zc, T* zs,
-                     std::size_t nc, T* tmp) {
+inline void emit_cos(const T* __restrict arg, T scale, T* __restrict zc, T* __restrict zs,
+                     std::size_t nc) {
     using V = typename Vec<T>::V;
     constexpr int L = Vec<T>::L;
-    const V zero = V{};
-    auto arg = [&](std::size_t j) {
-        V m = mulv ? loadu<V>(mulv + j) : zero + fs;
-        V a = loadu<V>(v + j) * m;
-        if (u) a += loadu<V>(u + j);
-        return a;
-    };
     std::size_t j = 0;
-    for (; j + L <= nc; j += L) {
-        const V a = arg(j);
-        storeu(zc + j, vcos(a) * scale);
-        if (zs) storeu(zs + j, vsin(a) * scale);
+    if (zs) {
+        for (; j + L <= nc; j += L) {
+            const V a = loadu<V>(arg + j);
+            storeu(zc + j, vcos(a) * scale);
+            storeu(zs + j, vsin(a) * scale);
+        }
+    } else {
+        for (; j + L <= nc; j += L) storeu(zc + j, vcos(loadu<V>(arg + j)) * scale);
     }
     if (j < nc) {
-        const std::size_t r = nc - j;
-        // v (and mulv) have a full vector here (block length p is a multiple of L or p < L is
-        // handled by the caller padding); u has only r values left.
-        T* ut = tmp;
-        T* ct = tmp + L;
-        T* st = tmp + 2 * L;
-        V m = mulv ? loadu<V>(mulv + j) : zero + fs;
-        V a = loadu<V>(v + j) * m;
-        if (u) {
-            std::fill(ut, ut + L, T(0));
-            std::memcpy(ut, u + j, r * sizeof(T));
-            a += loadu<V>(ut);
-        }
-        storeu(ct, vcos(a) * scale);
-        std::memcpy(zc + j, ct, r * sizeof(T));
+        T tail[L];
+        const V a = loadu<V>(arg + j);
+        storeu(tail, vcos(a) * scale);
+        std::memcpy(zc + j, tail, (nc - j) * sizeof(T));
         if (zs) {
-            storeu(st, vsin(a) * scale);
-            std::memcpy(zs + j, st, r * sizeof(T));
+            storeu(tail, vsin(a) * scale);
+            std::memcpy(zs + j, tail, (nc - j) * sizeof(T));
         }
     }
 }
 
-// Per-thread work space of the feature maps: x padded (p), two work vectors (p each, at least
-// one vector long), the tail scratch and the FWHT scratch.
+// Per-thread work space of the feature maps: x padded, two work vectors, each of pv >= p values
+// (at least one vector, so the vector tail of a block never reads past the buffer).
 template <class T>
 struct MapScratch {
-    std::size_t pv, stride, fw;
-    MapScratch(std::size_t p) {
+    std::size_t pv, stride;
+    explicit MapScratch(std::size_t p) {
         pv = round_up(std::max<std::size_t>(p, Vec<T>::L), 16);
-        fw = fwht_scratch<T>(p);
-        stride = round_up(3 * pv + 3 * 16 + fw, 16);
+        stride = 3 * pv;
     }
 };
+
+// b[j] = a[P[j]] * G[j] for j < p (the permutation, then the Gaussian scaling).
+template <class T>
+inline void permute_scale(const T* __restrict a, const std::int32_t* __restrict P,
+                          const T* __restrict G, T* __restrict b, std::size_t p) {
+    std::size_t j = 0;
+#if defined(__AVX2__) && !defined(RFFKERN_SCALAR_GATHER)
+    if constexpr (std::is_same_v<T, float>) {
+        for (; j + 8 <= p; j += 8) {
+            const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(P + j));
+            // the masked form with an explicit source avoids GCC 12's maybe-uninitialized warning
+            const __m256 v = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), a, idx,
+                                                      _mm256_castsi256_ps(_mm256_set1_epi32(-1)), 4);
+            _mm256_storeu_ps(b + j, _mm256_mul_ps(v, _mm256_loadu_ps(G + j)));
+        }
+    } else {
+        for (; j + 4 <= p; j += 4) {
+            const __m128i idx = _mm_loadu_si128(reinterpret_cast<const __m128i*>(P + j));
+            const __m256d v = _mm256_mask_i32gather_pd(
+                _mm256_setzero_pd(), a, idx, _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), 8);
+            _mm256_storeu_pd(b + j, _mm256_mul_pd(v, _mm256_loadu_pd(G + j)));
+        }
+    }
+#endif
+    for (; j < p; ++j) b[j] = a[P[j]] * G[j];
+}
 
 template <class T>
 inline void load_padded_row(const T* x, const T* theta, std::size_t d, std::size_t pv, T* xs) {
@@ -389,73 +373,56 @@ void fwht_rows(const T* X, T* Y, std::size_t n, std::size_t len, bool normalized
     using namespace structured_detail;
     if (n == 0 || len == 0) return;
     const T mul = fwht_norm<T>(len);
-    const std::size_t fw = fwht_scratch<T>(len);
-    const std::size_t stride = round_up(fw + 1, 16);
-    AlignedBuffer<T> scratch(fw ? stride * std::size_t(n_threads) : 1);
     // small batches are not worth waking the other threads
     const bool parallel = n_threads > 1 && n > 1 && n * len >= 4096;
 #if defined(RFFKERN_HAVE_OPENMP)
-#pragma omp parallel num_threads(n_threads) if (parallel)
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
 #endif
-    {
-        T* buf = fw ? scratch.data() + std::size_t(thread_id()) * stride : nullptr;
-#if defined(RFFKERN_HAVE_OPENMP)
-#pragma omp for schedule(static)
-#endif
-        for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i)
-            fwht_row(X + std::size_t(i) * len, Y + std::size_t(i) * len, len, normalized, mul, buf);
-    }
+    for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i)
+        fwht_row(X + std::size_t(i) * len, Y + std::size_t(i) * len, len, normalized, mul);
     (void)parallel;
 }
 
 template <class T>
 void fastfood(const T* X, std::size_t n, const FastfoodMap<T>& m, T* Z, int n_threads) {
     using namespace structured_detail;
-    constexpr int L = Vec<T>::L;
     if (n == 0 || m.s == 0) return;
-    const std::size_t p = m.p, ld = m.n_out();
+    const std::size_t p = m.p, ld = m.n_out(), nb = std::min(m.n_blocks, ceil_div(m.s, p));
     const MapScratch<T> ms(p);
     AlignedBuffer<T> scratch(ms.stride * std::size_t(n_threads));
+    // 32-bit permutation indices (p <= 2^31 is checked by the dispatcher) and the phases padded
+    // to whole blocks, prepared once per call
+    AlignedBuffer<std::int32_t> perm32(nb * p);
+    for (std::size_t i = 0; i < nb * p; ++i) perm32.data()[i] = std::int32_t(m.perm[i]);
+    AlignedBuffer<T> phase(nb * p);
+    if (m.offsets) std::memcpy(phase.data(), m.offsets, m.s * sizeof(T));
     const bool parallel = n_threads > 1 && n > 1;
 #if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp parallel num_threads(n_threads) if (parallel)
 #endif
     {
-        T* xs = scratch.data() + std::size_t(thread_id()) * ms.stride;
-        T* a = xs + ms.pv;
-        T* b = a + ms.pv;
-        T* tmp = b + ms.pv;
-        T* fw = tmp + 3 * 16;
-        // constant multipliers padded to a full vector when p < L
-        T* sc = nullptr;
-        (void)L;
+        T* __restrict xs = scratch.data() + std::size_t(thread_id()) * ms.stride;
+        T* __restrict a = xs + ms.pv;
+        T* __restrict b = a + ms.pv;
 #if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp for schedule(static)
 #endif
         for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) {
             load_padded_row(X + std::size_t(i) * m.d, m.theta, m.d, ms.pv, xs);
             T* z = Z + std::size_t(i) * ld;
-            for (std::size_t t = 0; t < m.n_blocks; ++t) {
-                const std::size_t c0 = t * p;
-                if (c0 >= m.s) break;
-                const std::size_t nc = std::min(p, m.s - c0);
-                const T* B = m.signs + t * p;
-                const std::int64_t* P = m.perm + t * p;
-                const T* G = m.gaussian + t * p;
-                const T* S = m.scaling + t * p;
+            for (std::size_t t = 0; t < nb; ++t) {
+                const std::size_t c0 = t * p, nc = std::min(p, m.s - c0);
+                const T* __restrict B = m.signs + c0;
+                const std::int32_t* __restrict P = perm32.data() + c0;
+                const T* __restrict G = m.gaussian + c0;
+                const T* __restrict S = m.scaling + c0;
+                const T* __restrict u = phase.data() + c0;
                 for (std::size_t j = 0; j < p; ++j) a[j] = xs[j] * B[j];
-                fwht_row(a, a, p, false, T(1), fw);
-                for (std::size_t j = 0; j < p; ++j) b[j] = a[P[j]] * G[j];
-                fwht_row(b, b, p, false, T(1), fw);
-                if (p < ms.pv) {  // p < L: pad S into the spare space of a
-                    std::fill(a, a + ms.pv, T(0));
-                    std::memcpy(a, S, p * sizeof(T));
-                    sc = a;
-                } else {
-                    sc = const_cast<T*>(S);
-                }
-                emit_cos(b, sc, T(1), m.offsets ? m.offsets + c0 : nullptr, m.scale, z + c0,
-                         m.pair ? z + m.s + c0 : nullptr, nc, tmp);
+                fwht_row(a, a, p, false, T(1));
+                permute_scale(a, P, G, b, p);
+                fwht_row(b, b, p, false, T(1));
+                for (std::size_t j = 0; j < p; ++j) b[j] = b[j] * S[j] + u[j];
+                emit_cos(b, m.scale, z + c0, m.pair ? z + m.s + c0 : nullptr, nc);
             }
         }
     }
@@ -466,40 +433,39 @@ template <class T>
 void sorf(const T* X, std::size_t n, const SorfMap<T>& m, T* Z, int n_threads) {
     using namespace structured_detail;
     if (n == 0 || m.s == 0) return;
-    const std::size_t p = m.p, ld = m.n_out();
+    const std::size_t p = m.p, ld = m.n_out(), nb = std::min(m.n_blocks, ceil_div(m.s, p));
     const MapScratch<T> ms(p);
     AlignedBuffer<T> scratch(ms.stride * std::size_t(n_threads));
+    AlignedBuffer<T> phase(nb * p);
+    if (m.offsets) std::memcpy(phase.data(), m.offsets, m.s * sizeof(T));
+    const T fs = m.freq_scale;
     const bool parallel = n_threads > 1 && n > 1;
 #if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp parallel num_threads(n_threads) if (parallel)
 #endif
     {
-        T* xs = scratch.data() + std::size_t(thread_id()) * ms.stride;
-        T* a = xs + ms.pv;
-        T* tmp = a + 2 * ms.pv;
-        T* fw = tmp + 3 * 16;
+        T* __restrict xs = scratch.data() + std::size_t(thread_id()) * ms.stride;
+        T* __restrict a = xs + ms.pv;
 #if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp for schedule(static)
 #endif
         for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) {
             load_padded_row(X + std::size_t(i) * m.d, m.theta, m.d, ms.pv, xs);
             T* z = Z + std::size_t(i) * ld;
-            for (std::size_t t = 0; t < m.n_blocks; ++t) {
-                const std::size_t c0 = t * p;
-                if (c0 >= m.s) break;
-                const std::size_t nc = std::min(p, m.s - c0);
-                const T* D1 = m.diagonals + (3 * t) * p;
-                const T* D2 = D1 + p;
-                const T* D3 = D2 + p;
+            for (std::size_t t = 0; t < nb; ++t) {
+                const std::size_t c0 = t * p, nc = std::min(p, m.s - c0);
+                const T* __restrict D1 = m.diagonals + 3 * c0;
+                const T* __restrict D2 = D1 + p;
+                const T* __restrict D3 = D2 + p;
+                const T* __restrict u = phase.data() + c0;
                 for (std::size_t j = 0; j < p; ++j) a[j] = xs[j] * D3[j];
-                fwht_row(a, a, p, false, T(1), fw);
+                fwht_row(a, a, p, false, T(1));
                 for (std::size_t j = 0; j < p; ++j) a[j] *= D2[j];
-                fwht_row(a, a, p, false, T(1), fw);
+                fwht_row(a, a, p, false, T(1));
                 for (std::size_t j = 0; j < p; ++j) a[j] *= D1[j];
-                fwht_row(a, a, p, false, T(1), fw);
-                emit_cos(a, static_cast<const T*>(nullptr), m.freq_scale,
-                         m.offsets ? m.offsets + c0 : nullptr, m.scale, z + c0,
-                         m.pair ? z + m.s + c0 : nullptr, nc, tmp);
+                fwht_row(a, a, p, false, T(1));
+                for (std::size_t j = 0; j < p; ++j) a[j] = a[j] * fs + u[j];
+                emit_cos(a, m.scale, z + c0, m.pair ? z + m.s + c0 : nullptr, nc);
             }
         }
     }
