@@ -346,3 +346,26 @@ def test_map_functions_bad_input():
                           OrthogonalRandomFeatures(n_components=20, random_state=0)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("isa", ["baseline", "avx2"])
+def test_every_instruction_set_agrees(isa):
+    # the per-ISA builds (portable SSE2 baseline, AVX2) give the same FWHT bits and the same
+    # features up to the vector cos implementation
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((5, 100))
+    ff = Fastfood(300, random_state=0).fit(X)
+    so = StructuredOrthogonalFeatures(300, pair=True, random_state=0).fit(X)
+    V = rng.standard_normal((3, 2**15)).astype(np.float32)
+    want = (fwht(V), ff.transform(X), so.transform(X))
+    try:
+        _core.set_isa(isa)
+    except ValueError:
+        pytest.skip(f"this CPU lacks {isa}")
+    try:
+        got = (fwht(V), ff.transform(X), so.transform(X))
+    finally:
+        _core.set_isa("auto")
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], atol=1e-12)
+    np.testing.assert_allclose(got[2], want[2], atol=1e-12)

@@ -1,0 +1,156 @@
+"""Benchmark of the structured maps: FWHT kernel and Fastfood/SORF features.
+
+Part 1, FWHT (one thread): ns per transform and GB/s (len * itemsize / time) of the compiled
+kernel for lengths 2^7..2^20, float32 and float64, against the NumPy reference butterfly
+(rffkern.structured_reference.fwht) on the same batch. Rows are batched so that each call moves
+~2^21 values (the per-call overhead is then negligible); the "public" column is rffkern.fwht
+(input validation included: one extra pass for the finiteness check).
+
+Part 2, features (n_jobs threads, default 1): rffkern Fastfood and SORF vs dense
+rffkern.RandomFourierFeatures (the baseline of the ratio) and scikit-learn-extra's Fastfood when
+it imports (float64 only), for d in {100, 784} and s in {1024, 4096}.
+
+Every time is the median of --reps repetitions (>= 5); ratios are measured in the same run.
+Writes bench/results/bench_structured.json.
+
+    python bench/bench_structured.py                 # full: n = 100000
+    python bench/bench_structured.py --n 20000       # reduced while the machine is busy
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+import numpy as np
+
+import rffkern
+from rffkern import _core
+from rffkern import structured_reference as ref
+from rffkern.structured import Fastfood, StructuredOrthogonalFeatures
+
+
+def median_time(fn, reps):
+    fn()  # warm-up
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+def bench_fwht(reps, kmin, kmax):
+    rows = []
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64):
+        for k in range(kmin, kmax + 1):
+            length = 2**k
+            n_rows = max(1, 2**21 // length)
+            X = rng.standard_normal((n_rows, length)).astype(dtype)
+            Y = np.empty_like(X)
+            t_core = median_time(lambda: _core.fwht(X, Y, False, 1), reps) / n_rows
+            t_pub = median_time(lambda: rffkern.fwht(X, out=Y, n_threads=1), reps) / n_rows
+            t_np = median_time(lambda: ref.fwht(X), max(3, reps // 2)) / n_rows
+            nbytes = length * np.dtype(dtype).itemsize
+            rows.append(dict(dtype=np.dtype(dtype).name, k=k, ns_per_transform=t_core * 1e9,
+                             gb_per_s=nbytes / t_core / 1e9, public_ns=t_pub * 1e9,
+                             numpy_ns=t_np * 1e9, speedup_vs_numpy=t_np / t_core))
+            r = rows[-1]
+            print(f"{r['dtype']:8s} 2^{k:<3d} {r['ns_per_transform']:12.0f} {r['gb_per_s']:8.2f} "
+                  f"{r['public_ns']:12.0f} {r['numpy_ns']:14.0f} {r['speedup_vs_numpy']:9.1f}x",
+                  flush=True)
+    return rows
+
+
+def load_skextra():
+    try:
+        from sklearn_extra.kernel_approximation import Fastfood as SkxFastfood
+        return SkxFastfood
+    except Exception as exc:  # noqa: BLE001 - report why it is missing
+        print(f"scikit-learn-extra not available: {type(exc).__name__}: {exc}")
+        return None
+
+
+def bench_features(n, reps, n_jobs, dims, comps, skx_reps):
+    SkxFastfood = load_skextra()
+    rows = []
+    rng = np.random.default_rng(0)
+    for d in dims:
+        X64 = rng.standard_normal((n, d))
+        for s in comps:
+            for dtype in (np.float32, np.float64):
+                X = X64.astype(dtype)
+                dense = rffkern.RandomFourierFeatures(s, length_scale=np.sqrt(d), random_state=0,
+                                                      n_jobs=n_jobs).fit(X)
+                ff = Fastfood(s, length_scale=np.sqrt(d), random_state=0, n_jobs=n_jobs).fit(X)
+                so = StructuredOrthogonalFeatures(s, length_scale=np.sqrt(d), random_state=0,
+                                                  n_jobs=n_jobs).fit(X)
+                t_dense = median_time(lambda: dense.transform(X), reps)
+                t_ff = median_time(lambda: ff.transform(X), reps)
+                t_so = median_time(lambda: so.transform(X), reps)
+                isz = np.dtype(dtype).itemsize
+                nb, p = ff.signs_.shape
+                row = dict(n=n, d=d, s=s, dtype=np.dtype(dtype).name, n_jobs=n_jobs,
+                           dense_s=t_dense, fastfood_s=t_ff, sorf_s=t_so,
+                           fastfood_vs_dense=t_dense / t_ff, sorf_vs_dense=t_dense / t_so,
+                           map_bytes_dense=d * s * isz,
+                           map_bytes_fastfood=nb * p * (3 * isz + 8) + s * isz,
+                           map_bytes_sorf=nb * 3 * p * isz + s * isz,
+                           skextra_s=None, fastfood_vs_skextra=None)
+                if SkxFastfood is not None and dtype == np.float64:
+                    skx = SkxFastfood(sigma=np.sqrt(d), n_components=s, random_state=0).fit(X)
+                    t_skx = median_time(lambda: skx.transform(X), skx_reps)
+                    row["skextra_s"] = t_skx
+                    row["fastfood_vs_skextra"] = t_skx / t_ff
+                rows.append(row)
+                skx_txt = (f"{row['skextra_s']:9.3f} {row['fastfood_vs_skextra']:7.1f}x"
+                           if row["skextra_s"] is not None else f"{'-':>9s} {'-':>8s}")
+                print(f"{d:5d} {s:5d} {row['dtype']:8s} {t_dense:9.3f} {t_ff:9.3f} {t_so:9.3f} "
+                      f"{row['fastfood_vs_dense']:7.2f}x {row['sorf_vs_dense']:7.2f}x {skx_txt}",
+                      flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000, help="samples for the feature benchmark")
+    ap.add_argument("--reps", type=int, default=7, help="repetitions (median), >= 5")
+    ap.add_argument("--skextra-reps", type=int, default=5)
+    ap.add_argument("--n-jobs", type=int, default=1)
+    ap.add_argument("--kmin", type=int, default=7)
+    ap.add_argument("--kmax", type=int, default=20)
+    ap.add_argument("--dims", type=int, nargs="+", default=[100, 784])
+    ap.add_argument("--components", type=int, nargs="+", default=[1024, 4096])
+    ap.add_argument("--skip-fwht", action="store_true")
+    ap.add_argument("--skip-features", action="store_true")
+    args = ap.parse_args()
+    if args.reps < 5:
+        ap.error("--reps must be >= 5 (medians of at least 5 repetitions)")
+    print(f"rffkern isa={_core.active_isa()} libmvec={_core.have_libmvec()} "
+          f"load={os.getloadavg()[0]:.1f}")
+    out = dict(machine=platform.processor() or platform.machine(), isa=_core.active_isa(),
+               load_avg=os.getloadavg(), args=vars(args))
+    if not args.skip_fwht:
+        print("\nFWHT, one thread, compiled kernel vs NumPy reference butterfly (same batch)")
+        print(f"{'dtype':8s} {'len':5s} {'ns/transf':>12s} {'GB/s':>8s} {'public ns':>12s} "
+              f"{'numpy ns':>14s} {'vs numpy':>10s}")
+        out["fwht"] = bench_fwht(args.reps, args.kmin, args.kmax)
+    if not args.skip_features:
+        print(f"\nfeatures, n={args.n}, n_jobs={args.n_jobs}: seconds per transform; ratios = "
+              "baseline time / our time")
+        print(f"{'d':>5s} {'s':>5s} {'dtype':8s} {'dense':>9s} {'fastfood':>9s} {'sorf':>9s} "
+              f"{'ff/dense':>8s} {'so/dense':>8s} {'skextra':>9s} {'ff/skx':>8s}")
+        out["features"] = bench_features(args.n, args.reps, args.n_jobs, args.dims,
+                                         args.components, args.skextra_reps)
+    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
+    path = os.path.join(os.path.dirname(__file__), "results", "bench_structured.json")
+    with open(path, "w") as fh:
+        json.dump(out, fh, indent=1)
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()
