@@ -18,7 +18,13 @@ from rffkern import datasets  # noqa: E402
 from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, TopKSelector, topk_selection  # noqa: E402
 from rffkern._api import fit  # noqa: E402
 from rffkern.structured import Fastfood, OrthogonalRandomFeatures, StructuredOrthogonalFeatures, fwht  # noqa: E402
+from rffkern.ridge import RFFRidge, RFFRidgeClassifier  # noqa: E402
+from rffkern.srff import SRFFRegressor  # noqa: E402
+from rffkern.eerf import EERFClassifier, EERFRegressor  # noqa: E402
+from rffkern.arff import AdaptiveRFFClassifier, AdaptiveRFFRegressor  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["kernels", "reference", "RandomFourierFeatures", "__version__", "datasets", "fit", "RFFNetRegressor", "RFFNetClassifier", "TopKSelector", "topk_selection", "fwht", "Fastfood", "StructuredOrthogonalFeatures", "OrthogonalRandomFeatures"]
+__all__ = ["kernels", "reference", "RandomFourierFeatures", "__version__", "datasets", "fit", "RFFNetRegressor", "RFFNetClassifier", "TopKSelector", "topk_selection", "fwht", "Fastfood", "StructuredOrthogonalFeatures", "OrthogonalRandomFeatures",
+           "RFFRidge", "RFFRidgeClassifier", "SRFFRegressor", "EERFRegressor", "EERFClassifier",
+           "AdaptiveRFFRegressor", "AdaptiveRFFClassifier"]

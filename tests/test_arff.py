@@ -1,0 +1,152 @@
+"""Adaptive RFF: the acceptance rule on a seeded uniform stream, one Metropolis step against NumPy,
+the estimator's chain replayed, improvement over fixed N(0, 1) frequencies, checks, bad input."""
+import numpy as np
+import pytest
+from scipy.special import sici
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import check_estimator
+
+from rffkern.arff import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, amplitudes, least_squares,
+                          metropolis_accept, metropolis_step, reference_metropolis_step)
+
+
+def test_acceptance_rule_on_a_seeded_uniform_stream():
+    rng = np.random.default_rng(0)
+    old = rng.uniform(0.01, 2.0, 500)
+    new = rng.uniform(0.01, 2.0, 500)
+    u = np.random.default_rng(1).random(500)
+    for gamma in (1.0, 2.5, 7.0):
+        expected = [u[k] < min(1.0, (new[k] / old[k]) ** gamma) for k in range(500)]
+        np.testing.assert_array_equal(metropolis_accept(old, new, gamma, u), expected)
+    # a larger new amplitude always accepts; zero old amplitude too
+    assert metropolis_accept([1.0], [2.0], 3.0, [0.999999])[0]
+    assert metropolis_accept([0.0], [0.0], 3.0, [0.5])[0]
+    assert not metropolis_accept([1.0], [0.0], 3.0, [1e-300])[0]
+
+
+def test_acceptance_frequency_is_ratio_to_the_gamma():
+    """For a fixed ratio r the acceptance frequency over 200000 seeded uniforms is r^gamma within
+    5 standard errors."""
+    u = np.random.default_rng(2).random(200_000)
+    for r, gamma in ((0.9, 4.0), (0.5, 1.0)):
+        freq = metropolis_accept(np.ones_like(u), np.full_like(u, r), gamma, u).mean()
+        p = r**gamma
+        assert abs(freq - p) < 5 * np.sqrt(p * (1 - p) / u.size)
+
+
+def _data(n=300, d=2, m=1, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    Y = np.column_stack([np.sin(3 * X[:, 0] + k) * np.exp(-X[:, 1] ** 2) for k in range(m)])
+    return X, Y - Y.mean(0)
+
+
+@pytest.mark.parametrize("m", [1, 3])
+def test_metropolis_step_matches_numpy_reference(m):
+    X, Y = _data(m=m)
+    rng = np.random.default_rng(3)
+    K, d = 12, X.shape[1]
+    W = rng.normal(size=(d, K))
+    amp = amplitudes(least_squares(X, Y, W, 1e-3, 1), K)
+    zeta, u = rng.normal(size=(K, d)), rng.random(K)
+    fast = metropolis_step(X, Y, W, amp, zeta, u, delta=0.7, gamma=4.0, lam=1e-3, omega_max=3.0, n_threads=1)
+    ref = reference_metropolis_step(X, Y, W, amp, zeta, u, delta=0.7, gamma=4.0, lam=1e-3, omega_max=3.0)
+    np.testing.assert_array_equal(fast[3], ref[3])
+    np.testing.assert_allclose(fast[0], ref[0])
+    np.testing.assert_allclose(fast[1], ref[1], rtol=1e-8)
+    np.testing.assert_allclose(fast[2].reshape(ref[2].shape), ref[2], rtol=1e-7, atol=1e-10)
+    assert 0 < fast[3].sum() < K  # the test exercised both outcomes
+
+
+def test_estimator_replays_algorithm_1():
+    """n_iter = 3, no covariance adaptation: the estimator's chain equals three reference steps fed
+    from the same seeded Generator (init, then per iteration zeta then u)."""
+    X, Y = _data(n=200, seed=4)
+    y = Y[:, 0]
+    m = AdaptiveRFFRegressor(8, n_iter=3, step=0.5, alpha=1e-3, adaptive_covariance=False,
+                             random_state=7, n_jobs=1).fit(X, y)
+    Xs = (X - X.mean(0)) / X.std(0)
+    Ys = ((y - y.mean()) / y.std())[:, None]
+    rng = np.random.default_rng(7)
+    W = rng.standard_normal((2, 8))
+    S = np.hstack([np.cos(Xs @ W), np.sin(Xs @ W)])
+    B = np.linalg.solve(S.T @ S + 1e-3 * 200 * np.eye(16), S.T @ Ys)
+    amp = np.sqrt(B[:8, 0] ** 2 + B[8:, 0] ** 2)
+    acc_rates = []
+    for _ in range(3):
+        zeta = rng.standard_normal((8, 2))
+        u = rng.random(8)
+        W, amp, _, acc = reference_metropolis_step(Xs, Ys, W, amp, zeta, u, delta=0.5, gamma=4.0, lam=1e-3)
+        acc_rates.append(acc.mean())
+    np.testing.assert_allclose(m.frequencies_, W, rtol=1e-12)
+    np.testing.assert_allclose(m.history_["acceptance"], acc_rates)
+    assert m.gamma_ == 3 * 2 - 2
+
+
+def _si_target(n, seed, a=1e-2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 1))
+    return X, sici(X[:, 0] / a)[0] * np.exp(-X[:, 0] ** 2 / 2)
+
+
+def test_beats_fixed_normal_frequencies_on_the_si_target():
+    """Si(x/a) exp(-x^2/2), a = 1e-2, K = 32, n = 1500: 40 Metropolis iterations (Algorithm 2,
+    omega_max = 200) against the same model with its initial N(0, 1) frequencies (n_iter = 0):
+    the test MSE drops by 40 % or more (measured 0.153 vs 0.384 on these seeds)."""
+    X, y = _si_target(1500, 0)
+    Xt, yt = _si_target(2000, 1)
+    kw = dict(alpha=1e-4, omega_max=200.0, random_state=0, n_jobs=1)
+    adaptive = AdaptiveRFFRegressor(32, n_iter=40, **kw).fit(X, y)
+    fixed = AdaptiveRFFRegressor(32, n_iter=0, **kw).fit(X, y)
+    e_ad = np.mean((adaptive.predict(Xt) - yt) ** 2)
+    e_fix = np.mean((fixed.predict(Xt) - yt) ** 2)
+    assert e_ad < 0.6 * e_fix
+    assert np.all(np.linalg.norm(adaptive.frequencies_, axis=0) <= 200.0)
+    assert 0 < adaptive.acceptance_rate_ < 1
+    assert adaptive.history_["acceptance"].shape == (40,)
+    assert adaptive.history_["proposal_mse"].shape == (40,)
+
+
+def test_classifier_history_and_resampling():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 2))
+    y = np.where(X[:, 0] ** 2 + X[:, 1] ** 2 > 1.3, 2, np.where(X[:, 0] > 0, 0, 1))
+    m = AdaptiveRFFClassifier(32, n_iter=10, alpha=1e-3, resample=True, resample_threshold=0.9,
+                              keep_frequency_history=5, random_state=0, n_jobs=1).fit(X, y)
+    assert m.score(X, y) > 0.85
+    assert m.decision_function(X).shape == (400, 3)
+    assert m.frequency_history_.shape == (3, 2, 32)
+    assert m.history_["n_resamples"] >= 1
+    b = AdaptiveRFFClassifier(16, n_iter=3, random_state=0).fit(X, y > 1)
+    assert b.decision_function(X).shape == (400,)
+
+
+def test_same_result_whatever_n_jobs():
+    X, Y = _data(n=300)
+    a = AdaptiveRFFRegressor(16, n_iter=5, random_state=0, n_jobs=1).fit(X, Y[:, 0])
+    b = AdaptiveRFFRegressor(16, n_iter=5, random_state=0, n_jobs=2).fit(X, Y[:, 0])
+    np.testing.assert_array_equal(a.frequencies_, b.frequencies_)
+
+
+def test_bad_input():
+    X, Y = _data(n=50)
+    with pytest.raises(ValueError):
+        AdaptiveRFFRegressor(8, alpha=0.0).fit(X, Y[:, 0])
+    with pytest.raises(ValueError):
+        AdaptiveRFFRegressor(8, step=-1.0).fit(X, Y[:, 0])
+    with pytest.raises(ValueError):
+        AdaptiveRFFRegressor(8, burn_in=1.5).fit(X, Y[:, 0])
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        AdaptiveRFFRegressor(8).fit(Xn, Y[:, 0])
+    with pytest.raises(ValueError, match="2 classes"):
+        AdaptiveRFFClassifier(8).fit(X, np.ones(50))
+
+
+@pytest.mark.parametrize("est", [
+    AdaptiveRFFRegressor(50, n_iter=10, random_state=0, n_jobs=1),
+    AdaptiveRFFClassifier(50, n_iter=10, random_state=0, n_jobs=1),
+], ids=["AdaptiveRFFRegressor", "AdaptiveRFFClassifier"])
+def test_sklearn_estimator_checks(est):
+    check_estimator(clone(est))
