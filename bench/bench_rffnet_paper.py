@@ -14,6 +14,7 @@ false-discovery rate (|sel - S| / |sel|), and the median fit time. JSON goes to 
     python bench/bench_rffnet_paper.py                       # n_train 5000, 5 seeds, defaults
     python bench/bench_rffnet_paper.py --quick               # 2 seeds, n_train 2000
     python bench/bench_rffnet_paper.py --config paper-script # lambda 0.1, batch 128, no centring
+    python bench/bench_rffnet_paper.py --config patient      # patience 30, <= 300 epochs
     python bench/bench_rffnet_paper.py --datasets gse1 --param n_iter_no_change=30
 """
 from __future__ import annotations
@@ -44,6 +45,8 @@ CONFIGS = {
     # The authors' experiment script (ALGORITHMS.md section 3): lambda 0.1, batch 128, y unscaled
     # and not centred.
     "paper-script": dict(alpha=0.1, batch_size=128, fit_intercept=False),
+    # The defaults with more patience: 30 epochs without validation improvement, at most 300.
+    "patient": dict(n_iter_no_change=30, max_iter=300),
 }
 
 
