@@ -100,8 +100,9 @@ def reference_metropolis_step(X, Y, W, amp, zeta, u, *, delta, gamma, lam, omega
     beta_new = np.linalg.solve(S.T @ S + lam * n * np.eye(2 * K), S.T @ Y)
     B = beta_new.reshape(2 * K, -1)
     amp_new = np.sqrt((B[:K] ** 2).sum(1) + (B[K:] ** 2).sum(1))
-    acc = np.array([u[k] < min(1.0, (amp_new[k] / amp[k]) ** gamma) if amp[k] > 0 else True
-                    for k in range(K)])
+    with np.errstate(over="ignore"):  # a huge ratio^gamma is inf, which accepts, as it should
+        acc = np.array([u[k] < min(1.0, (amp_new[k] / amp[k]) ** gamma) if amp[k] > 0 else True
+                        for k in range(K)])
     if omega_max is not None:
         acc &= np.linalg.norm(W_new, axis=0) <= omega_max
     W = W.copy()

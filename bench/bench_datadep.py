@@ -1,0 +1,307 @@
+"""Demonstrations of the data-dependent random features (issue 5), each beside its baseline.
+
+Sections (``--only`` picks some; all by default):
+
+* ``timing``  time per SRFF outer iteration (ridge step + FISTA gamma step) and per adaptive-RFF
+              Metropolis iteration: rffkern (compiled kernels) vs a direct NumPy implementation of
+              the same step (features materialised, ``np.linalg.solve``); median of ``--reps``.
+* ``srff``    SRFF on SE1 (gse1) and SE2 (gse2): test RMSE beside the paper's (n = 1k: SE1 0.272,
+              SE2 1.603) and the learned gamma on / off the true support.
+* ``eerf``    EERF vs RFFRidge at equal M on cpu_act, elevators (test RMSE) and a9a (test error),
+              M in {50, 100, 200, 500}, with EERF's pre-processing time beside the training times.
+* ``arff_si`` adaptive RFF on f(x) = Si(x/a) exp(-x^2/2), a = 1e-2: test MSE vs K (powers of two)
+              beside plain RFF with fixed N(0, 1) and N(0, sigma^2) frequencies.
+* ``arff_mnist`` the same on MNIST (the 10k test set split 8000 / 2000): test error vs K.
+
+Everything prints a table and writes JSON to bench/results/datadep_<section>.json.
+
+    python bench/bench_datadep.py --only timing srff          # the quick parts
+    python bench/bench_datadep.py --reduced                    # smaller sizes while the machine is busy
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent
+DATA = Path("/work/shared/datasets")
+RESULTS = ROOT / "results"
+
+
+def median_time(fn, reps):
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def save(name, payload):
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"datadep_{name}.json"
+    path.write_text(json.dumps(payload, indent=1, default=float))
+    print(f"-> {path}")
+
+
+def load_csv(name):
+    import gzip
+
+    with gzip.open(DATA / name, "rt") as fh:
+        arr = np.loadtxt(fh, delimiter=",", skiprows=1)
+    return arr[:, :-1], arr[:, -1]
+
+
+def table(rows, cols):
+    widths = [max(len(c), *(len(f"{r[c]}") for r in rows)) for c in cols]
+    print("  ".join(c.rjust(w) for c, w in zip(cols, widths)))
+    for r in rows:
+        print("  ".join(f"{r[c]}".rjust(w) for c, w in zip(cols, widths)))
+
+
+# ------------------------------------------------------------------------------------------------
+def bench_timing(args):
+    from threadpoolctl import threadpool_limits
+
+    from rffkern.arff import amplitudes, least_squares, metropolis_step, reference_metropolis_step
+    from rffkern.datasets import make_gse1
+    from rffkern.srff import fista_gamma, reference_outer_step, ridge_step
+
+    rows = []
+    n_srff = 1000
+    X, y, _ = make_gse1(n_srff, random_state=0)
+    X = (X - X.mean(0)) / X.std(0)
+    y = y - y.mean()
+    rng = np.random.default_rng(0)
+    D = 300
+    eps, b = rng.standard_normal((X.shape[1], D)), rng.uniform(0, 2 * np.pi, D)
+    gamma = np.full(X.shape[1], 0.25)
+    lam = 1e-3
+
+    def srff_fast():
+        a, _ = ridge_step(X, y, eps, b, gamma, lam, args.threads)
+        return fista_gamma(X, y, eps, b, a, gamma, gamma.sum(), n_threads=args.threads)
+
+    def srff_ref():
+        return reference_outer_step(X, y, eps, b, gamma, lam, gamma.sum())
+
+    inner = srff_fast()[1]
+    with threadpool_limits(args.threads):
+        t_fast, t_ref = median_time(srff_fast, args.reps), median_time(srff_ref, args.reps)
+    rows.append(dict(step=f"SRFF outer iteration (n={n_srff}, d=18, D={D}, {inner} FISTA its)",
+                     rffkern_s=round(t_fast, 4), numpy_s=round(t_ref, 4), ratio=round(t_ref / t_fast, 2)))
+
+    for n, d, K in ((4000, 1, 256), (4000, 10, 256), (2000, 100, 512)):
+        Xa = rng.standard_normal((n, d))
+        Ya = np.sin(Xa.sum(1, keepdims=True))
+        W = rng.standard_normal((d, K))
+        amp = amplitudes(least_squares(Xa, Ya, W, 1e-3, args.threads), K)
+        zeta, u = rng.standard_normal((K, d)), rng.random(K)
+        kw = dict(delta=0.5, gamma=3 * d - 2.0, lam=1e-3)
+        with threadpool_limits(args.threads):
+            t_fast = median_time(lambda: metropolis_step(Xa, Ya, W, amp, zeta, u, n_threads=args.threads, **kw),
+                                 args.reps)
+            t_ref = median_time(lambda: reference_metropolis_step(Xa, Ya, W, amp, zeta, u, **kw), args.reps)
+        rows.append(dict(step=f"Metropolis iteration (n={n}, d={d}, K={K})", rffkern_s=round(t_fast, 4),
+                         numpy_s=round(t_ref, 4), ratio=round(t_ref / t_fast, 2)))
+    print(f"\nTime per iteration, median of {args.reps}, {args.threads} thread(s) (BLAS limited to the same);"
+          " ratio = NumPy / rffkern (> 1: rffkern faster)")
+    table(rows, ["step", "rffkern_s", "numpy_s", "ratio"])
+    save("timing", dict(reps=args.reps, threads=args.threads, rows=rows))
+
+
+# ------------------------------------------------------------------------------------------------
+def bench_srff(args):
+    from rffkern import RFFRidge, SRFFRegressor
+    from rffkern.datasets import make_gse1, make_gse2
+    from rffkern.srff import GRID_EXPONENTS, srff_alpha_grid
+
+    paper = {("SE1", 1000): 0.272, ("SE2", 1000): 1.603, ("SE1", 5000): None, ("SE2", 5000): None}
+    exps = GRID_EXPONENTS[::args.grid_stride]
+    rows = []
+    for n in args.srff_n:
+        for name, gen in (("SE1", make_gse1), ("SE2", make_gse2)):
+            for seed in range(args.seeds):
+                # the paper's protocol: train n, validation n (lambda search), test 1000
+                X, y, support = gen(2 * n + 1000, random_state=seed)
+                Xtr, ytr = X[:2 * n], y[:2 * n]
+                Xs = (X[:n] - X[:n].mean(0)) / X[:n].std(0)
+                t0 = time.perf_counter()
+                m = SRFFRegressor(300, alpha=srff_alpha_grid(Xs, exps), validation_fraction=0.5,
+                                  max_iter=args.srff_max_iter, random_state=seed).fit(Xtr, ytr)
+                t_fit = time.perf_counter() - t0
+                rmse = float(np.sqrt(np.mean((m.predict(X[2 * n:]) - y[2 * n:]) ** 2)))
+                rff = RFFRidge(300, alpha=list(np.logspace(-4, 2, 7)), length_scale=m.length_scale_,
+                               random_state=seed).fit((Xtr - m.x_mean_) / m.x_scale_, ytr)
+                rmse_rff = float(np.sqrt(np.mean((rff.predict((X[2 * n:] - m.x_mean_) / m.x_scale_)
+                                                  - y[2 * n:]) ** 2)))
+                off = np.setdiff1d(np.arange(X.shape[1]), support)
+                rows.append(dict(data=name, n=n, seed=seed, srff_rmse=round(rmse, 4),
+                                 paper_rmse=paper.get((name, n)), rff_ridge_rmse=round(rmse_rff, 4),
+                                 mean_rmse=round(float(np.std(y[2 * n:])), 4),
+                                 gamma_support_min=round(float(m.gamma_[support].min()), 3),
+                                 gamma_off_max=round(float(m.gamma_[off].max()), 3),
+                                 top_is_support=bool(set(np.argsort(-m.gamma_)[:len(support)]) == set(support)),
+                                 lam_exp=round(float(exps[int(np.argmin(m.validation_errors_))]), 1),
+                                 outer_its=m.n_iter_, fit_s=round(t_fit, 1)))
+                print(rows[-1], flush=True)
+    print(f"\nSRFF (D = 300, lambda grid exponents {exps[0]}..{exps[-1]} step {0.2 * args.grid_stride:.1f}, "
+          f"max_iter {args.srff_max_iter}); mean_rmse = RMSE of predicting the mean")
+    table(rows, ["data", "n", "seed", "srff_rmse", "paper_rmse", "rff_ridge_rmse", "mean_rmse",
+                 "gamma_support_min", "gamma_off_max", "top_is_support", "lam_exp", "outer_its", "fit_s"])
+    save("srff", dict(grid_exponents=list(exps), rows=rows))
+
+
+# ------------------------------------------------------------------------------------------------
+def bench_eerf(args):
+    from rffkern import EERFClassifier, EERFRegressor, RFFRidge, RFFRidgeClassifier
+
+    alphas = list(np.logspace(-3, 2, 6))
+    rows = []
+    sets = []
+    for name in args.eerf_sets:
+        if name == "a9a":
+            Xtr, ytr = load_csv("a9a_train.csv.gz")
+            Xte, yte = load_csv("a9a_test.csv.gz")
+        else:
+            X, y = load_csv(f"{name}.csv.gz")
+            perm = np.random.default_rng(0).permutation(len(y))
+            cut = int(0.8 * len(y))
+            Xtr, ytr, Xte, yte = X[perm[:cut]], y[perm[:cut]], X[perm[cut:]], y[perm[cut:]]
+        if args.reduced:
+            Xtr, ytr = Xtr[:8000], ytr[:8000]
+        sets.append((name, Xtr, ytr, Xte, yte))
+    for name, Xtr, ytr, Xte, yte in sets:
+        clf = name == "a9a"
+        for M in args.eerf_m:
+            for seed in range(args.seeds):
+                kw = dict(alpha=alphas, random_state=seed)
+                t0 = time.perf_counter()
+                e = (EERFClassifier(M, **kw) if clf else EERFRegressor(M, **kw)).fit(Xtr, ytr)
+                t_eerf = time.perf_counter() - t0
+                Xs_tr, Xs_te = e._transform_input(Xtr), e._transform_input(Xte)
+                t0 = time.perf_counter()
+                base = (RFFRidgeClassifier if clf else RFFRidge)(M, length_scale=e.length_scale_, **kw).fit(Xs_tr, ytr)
+                t_rff = time.perf_counter() - t0
+                if clf:
+                    err_e, err_r = 1 - e.score(Xte, yte), 1 - base.score(Xs_te, yte)
+                else:
+                    err_e = float(np.sqrt(np.mean((e.predict(Xte) - yte) ** 2)))
+                    err_r = float(np.sqrt(np.mean((base.predict(Xs_te) - yte) ** 2)))
+                rows.append(dict(data=name, metric="error" if clf else "RMSE", M=M, seed=seed,
+                                 rff=round(err_r, 5), eerf=round(err_e, 5), eerf_over_rff=round(err_e / err_r, 3),
+                                 eerf_pre_s=round(e.preprocessing_time_, 3), eerf_train_s=round(e.training_time_, 3),
+                                 rff_train_s=round(t_rff, 3), eerf_total_s=round(t_eerf, 3),
+                                 N0=e.n_subsample_, M0=e.n_candidates_))
+                print(rows[-1], flush=True)
+    print("\nEERF vs RFFRidge at equal M (same sigma = EERF's 50-NN rule on standardised X, same alpha list "
+          "chosen by LOO); training time includes the alpha search")
+    table(rows, ["data", "metric", "M", "seed", "rff", "eerf", "eerf_over_rff", "eerf_pre_s", "eerf_train_s",
+                 "rff_train_s", "N0", "M0"])
+    save("eerf", dict(alphas=alphas, rows=rows))
+
+
+# ------------------------------------------------------------------------------------------------
+def bench_arff_si(args):
+    from scipy.special import sici
+
+    from rffkern import AdaptiveRFFRegressor
+
+    a = 1e-2
+
+    def draw(n, seed):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(n, 1))
+        return X, sici(X[:, 0] / a)[0] * np.exp(-X[:, 0] ** 2 / 2)
+
+    X, y = draw(args.si_n, 0)
+    Xt, yt = draw(4000, 1)
+    rows = []
+    for K in args.si_k:
+        common = dict(alpha=args.si_alpha, random_state=0)
+        t0 = time.perf_counter()
+        ad = AdaptiveRFFRegressor(K, n_iter=args.si_iters, omega_max=args.si_omega_max, **common).fit(X, y)
+        t_ad = time.perf_counter() - t0
+        row = dict(K=K, adaptive=float(np.mean((ad.predict(Xt) - yt) ** 2)), accept=round(ad.acceptance_rate_, 3),
+                   adaptive_s=round(t_ad, 1), s_per_iter=round(t_ad / max(args.si_iters, 1), 3))
+        for sig in args.si_sigmas:
+            fx = AdaptiveRFFRegressor(K, n_iter=0, init_scale=sig, **common).fit(X, y)
+            row[f"fixed_N(0,{sig}^2)"] = float(np.mean((fx.predict(Xt) - yt) ** 2))
+        rows.append({k: (f"{v:.3e}" if isinstance(v, float) and k not in ("accept", "adaptive_s", "s_per_iter") else v)
+                     for k, v in row.items()})
+        print(rows[-1], flush=True)
+    print(f"\nAdaptive RFF (Algorithm 2, {args.si_iters} iterations, omega_max {args.si_omega_max}, "
+          f"lambda {args.si_alpha}) on Si(x/{a}) exp(-x^2/2), n = {args.si_n}: test MSE vs K")
+    table(rows, list(rows[0].keys()))
+    save("arff_si", dict(n=args.si_n, iters=args.si_iters, alpha=args.si_alpha, rows=rows))
+
+
+def bench_arff_mnist(args):
+    from rffkern import AdaptiveRFFClassifier
+
+    X, y = load_csv("mnist_test10k.csv.gz")
+    perm = np.random.default_rng(0).permutation(len(y))
+    tr, te = perm[:args.mnist_train], perm[8000:]
+    Xtr, ytr, Xte, yte = X[tr] / 255.0, y[tr].astype(int), X[te] / 255.0, y[te].astype(int)
+    # fixed Gaussian width: tuned on a held-out part of the training split at K = 256
+    d = X.shape[1]
+    rows = []
+    for K in args.mnist_k:
+        row = dict(K=K)
+        common = dict(alpha=args.mnist_alpha, random_state=0)
+        t0 = time.perf_counter()
+        iters = args.mnist_iters
+        ad = AdaptiveRFFClassifier(K, n_iter=iters, init_scale=0.0, **common).fit(Xtr, ytr)
+        row["adaptive_err_%"] = round(100 * (1 - ad.score(Xte, yte)), 2)
+        row["accept"] = round(ad.acceptance_rate_, 3)
+        row["adaptive_s"] = round(time.perf_counter() - t0, 1)
+        for sig in args.mnist_sigmas:
+            fx = AdaptiveRFFClassifier(K, n_iter=0, init_scale=sig / np.sqrt(d), **common).fit(Xtr, ytr)
+            row[f"fixed_N(0,({sig}/sqrt(d))^2)_err_%"] = round(100 * (1 - fx.score(Xte, yte)), 2)
+        fx = AdaptiveRFFClassifier(K, n_iter=0, init_scale=1.0, **common).fit(Xtr, ytr)
+        row["fixed_N(0,1)_err_%"] = round(100 * (1 - fx.score(Xte, yte)), 2)
+        rows.append(row)
+        print(row, flush=True)
+    print(f"\nMNIST (10k test set: {len(tr)} train / {len(te)} test, standardised pixels), adaptive RFF "
+          f"{args.mnist_iters} Metropolis iterations from omega = 0, lambda {args.mnist_alpha}: test error %")
+    table(rows, list(rows[0].keys()))
+    save("arff_mnist", dict(train=len(tr), iters=args.mnist_iters, alpha=args.mnist_alpha, rows=rows))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", nargs="+", default=["timing", "srff", "eerf", "arff_si", "arff_mnist"])
+    p.add_argument("--reduced", action="store_true", help="smaller sizes for a busy machine")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--srff-n", type=int, nargs="+", default=[1000])
+    p.add_argument("--grid-stride", type=int, default=5, help="take every k-th of the 50 lambda exponents")
+    p.add_argument("--srff-max-iter", type=int, default=1000)
+    p.add_argument("--eerf-sets", nargs="+", default=["cpu_act", "elevators", "a9a"])
+    p.add_argument("--eerf-m", type=int, nargs="+", default=[50, 100, 200, 500])
+    p.add_argument("--si-n", type=int, default=4096)
+    p.add_argument("--si-k", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256, 512, 1024])
+    p.add_argument("--si-iters", type=int, default=30)
+    p.add_argument("--si-alpha", type=float, default=1e-5)
+    p.add_argument("--si-omega-max", type=float, default=200.0)
+    p.add_argument("--si-sigmas", type=float, nargs="+", default=[1.0, 30.0])
+    p.add_argument("--mnist-train", type=int, default=8000)
+    p.add_argument("--mnist-k", type=int, nargs="+", default=[16, 64, 256, 1024])
+    p.add_argument("--mnist-iters", type=int, default=10)
+    p.add_argument("--mnist-alpha", type=float, default=1e-4)
+    p.add_argument("--mnist-sigmas", type=float, nargs="+", default=[1.0, 3.0])
+    args = p.parse_args(argv)
+    for name in args.only:
+        print(f"\n=== {name} ===", flush=True)
+        globals()[f"bench_{name}"](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
