@@ -328,7 +328,8 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         check_classification_targets(y)
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
-            raise ValueError(f"the classifier needs samples of at least 2 classes; got {len(self.classes_)} class")
+            raise ValueError(
+                f"the classifier needs samples of at least 2 classes; got {len(self.classes_)} class")
         Y = LabelBinarizer().fit(self.classes_).transform(y).astype(np.float64)
         if Y.shape[1] == 1:
             Y = np.hstack([1 - Y, Y])

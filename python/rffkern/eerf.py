@@ -60,8 +60,9 @@ class ArcCosineMap:
         return Z
 
     def features(self, X):
-        return np.vstack([self.block(X[i:i + _BLOCK_ROWS]) for i in range(0, max(X.shape[0], 1), _BLOCK_ROWS)]) \
-            if X.shape[0] else np.empty((0, self.n_out), X.dtype)
+        if not X.shape[0]:
+            return np.empty((0, self.n_out), X.dtype)
+        return np.vstack([self.block(X[i:i + _BLOCK_ROWS]) for i in range(0, X.shape[0], _BLOCK_ROWS)])
 
     def gram(self, X, Y, out=None, out_zty=None, accumulate=False):
         G = out if out is not None else np.zeros((self.n_out, self.n_out), X.dtype)
@@ -370,7 +371,8 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(y)
         self.classes_ = binarizer.classes_
         if len(self.classes_) < 2:
-            raise ValueError(f"the classifier needs samples of at least 2 classes; got {len(self.classes_)} class")
+            raise ValueError(
+                f"the classifier needs samples of at least 2 classes; got {len(self.classes_)} class")
         Y = binarizer.transform(y).astype(np.float64)
         rng = as_generator(self.random_state)
         Xs = self._prepare(X)

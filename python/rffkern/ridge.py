@@ -230,7 +230,7 @@ class _RFFRidgeBase(BaseEstimator):
         self.n_jobs = n_jobs
 
     # -- the random map -------------------------------------------------------------------------
-    def _draw_map(self, n_features, dtype, rng):
+    def _draw_map(self, n_features, rng):
         if self.pair and self.n_components % 2:
             raise ValueError(
                 f"n_components must be even with pair=True (each frequency gives a cos and a sin), "
@@ -257,7 +257,7 @@ class _RFFRidgeBase(BaseEstimator):
         self._validate_params()
         alphas = check_alphas(self.alpha)
         rng = as_generator(self.random_state)
-        self._draw_map(X.shape[1], X.dtype, rng)
+        self._draw_map(X.shape[1], rng)
         out = fit_ridge_map(self._map(), X, Y, alphas, fit_intercept=self.fit_intercept,
                             selection=self.alpha_selection,
                             validation_fraction=self.validation_fraction, rng=rng)
@@ -271,7 +271,7 @@ class _RFFRidgeBase(BaseEstimator):
             if len(alphas) > 1 and self.alpha_selection == "validation":
                 raise ValueError("partial_fit cannot hold out validation data; use alpha_selection='gcv' "
                                  "(or 'loo', which partial_fit replaces by GCV)")
-            self._draw_map(X.shape[1], X.dtype, as_generator(self.random_state))
+            self._draw_map(X.shape[1], as_generator(self.random_state))
             self._stats = GramStats(self._map().n_out, Y.shape[1], X.dtype)
         elif Y.shape[1] != self._stats.ZtY.shape[1] - 1:
             raise ValueError(f"y has {Y.shape[1]} outputs, the model was started with "
@@ -384,7 +384,8 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         self._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(y)
         self.classes_ = self._binarizer.classes_
         if len(self.classes_) < 2:
-            raise ValueError(f"the classifier needs samples of at least 2 classes; got {len(self.classes_)} class")
+            raise ValueError(
+                f"the classifier needs samples of at least 2 classes; got {len(self.classes_)} class")
         Y = self._targets(y)
         return self._fit_targets(X, Y.astype(X.dtype), ravel=Y.shape[1] == 1)
 

@@ -255,8 +255,8 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components=300, *, alpha=None, length_scale="auto", max_iter=1000, max_inner_iter=100,
-                 tol=1e-5, stall_window=5, step_init=100.0, validation_fraction=0.2, refit=False,
+    def __init__(self, n_components=300, *, alpha=None, length_scale="auto", max_iter=1000,
+                 max_inner_iter=100, tol=1e-5, stall_window=5, step_init=100.0, validation_fraction=0.2, refit=False,
                  standardize=True, random_state=None, n_jobs=None, verbose=0):
         self.n_components = n_components
         self.alpha = alpha
