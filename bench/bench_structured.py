@@ -1,7 +1,8 @@
 """Benchmark of the structured maps: FWHT kernel and Fastfood/SORF features.
 
 Part 1, FWHT (one thread): ns per transform and GB/s (len * itemsize / time) of the compiled
-kernel for lengths 2^7..2^20, float32 and float64, against the NumPy reference butterfly
+kernel, out of place (X -> Y) and in place, for lengths 2^7..2^20, float32 and float64, against
+the NumPy reference butterfly
 (rffkern.structured_reference.fwht) on the same batch. Rows are batched so that each call moves
 ~2^21 values (the per-call overhead is then negligible); the "public" column is rffkern.fwht
 (input validation included: one extra pass for the finiteness check).
@@ -52,15 +53,17 @@ def bench_fwht(reps, kmin, kmax):
             X = rng.standard_normal((n_rows, length)).astype(dtype)
             Y = np.empty_like(X)
             t_core = median_time(lambda: _core.fwht(X, Y, False, 1), reps) / n_rows
+            t_inpl = median_time(lambda: _core.fwht_inplace(Y, False, 1), reps) / n_rows
             t_pub = median_time(lambda: rffkern.fwht(X, out=Y, n_threads=1), reps) / n_rows
             t_np = median_time(lambda: ref.fwht(X), max(3, reps // 2)) / n_rows
             nbytes = length * np.dtype(dtype).itemsize
             rows.append(dict(dtype=np.dtype(dtype).name, k=k, ns_per_transform=t_core * 1e9,
-                             gb_per_s=nbytes / t_core / 1e9, public_ns=t_pub * 1e9,
+                             gb_per_s=nbytes / t_core / 1e9, inplace_ns=t_inpl * 1e9,
+                             inplace_gb_per_s=nbytes / t_inpl / 1e9, public_ns=t_pub * 1e9,
                              numpy_ns=t_np * 1e9, speedup_vs_numpy=t_np / t_core))
             r = rows[-1]
             print(f"{r['dtype']:8s} 2^{k:<3d} {r['ns_per_transform']:12.0f} {r['gb_per_s']:8.2f} "
-                  f"{r['public_ns']:12.0f} {r['numpy_ns']:14.0f} {r['speedup_vs_numpy']:9.1f}x",
+                  f"{r['inplace_ns']:12.0f} {r['inplace_gb_per_s']:8.2f} {r['public_ns']:12.0f} {r['numpy_ns']:14.0f} {r['speedup_vs_numpy']:9.1f}x",
                   flush=True)
     return rows
 
@@ -135,7 +138,8 @@ def main():
                load_avg=os.getloadavg(), args=vars(args))
     if not args.skip_fwht:
         print("\nFWHT, one thread, compiled kernel vs NumPy reference butterfly (same batch)")
-        print(f"{'dtype':8s} {'len':5s} {'ns/transf':>12s} {'GB/s':>8s} {'public ns':>12s} "
+        print(f"{'dtype':8s} {'len':5s} {'ns/transf':>12s} {'GB/s':>8s} {'in-place':>12s} "
+              f"{'GB/s':>8s} {'public ns':>12s} "
               f"{'numpy ns':>14s} {'vs numpy':>10s}")
         out["fwht"] = bench_fwht(args.reps, args.kmin, args.kmax)
     if not args.skip_features:

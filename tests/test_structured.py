@@ -61,6 +61,22 @@ def test_fwht_bitwise_equals_reference_butterfly(k, dtype):
     np.testing.assert_array_equal(X, X0)  # the input is never modified
 
 
+@pytest.mark.parametrize("k,dtype", [(22, np.float64), (24, np.float32)])
+def test_fwht_very_long_rows_against_closed_form(k, dtype):
+    # H[i, j] = (-1)^popcount(i & j): the transform of 3 e_a - 2 e_b is known in closed form
+    n = 2**k
+    a, b = 12345, n - 7
+    x = np.zeros(n, dtype)
+    x[a], x[b] = 3.0, -2.0
+    i = np.arange(n, dtype=np.uint32)
+
+    def column(j):
+        return 1 - 2 * (np.bitwise_count(i & np.uint32(j)) & 1).astype(np.int8)
+
+    expected = (3 * column(a) - 2 * column(b)).astype(dtype)
+    np.testing.assert_array_equal(fwht(x, n_threads=1), expected)
+
+
 @pytest.mark.parametrize("k", [0, 1, 4, 7, 10])
 def test_fwht_involution(k, dtype):
     # H H = 2^k I exactly in floating point for the identity (all partial sums are small integers)
