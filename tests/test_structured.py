@@ -258,6 +258,31 @@ def test_large_blocks_use_the_cache_blocked_transform():
         np.testing.assert_allclose(model.transform(X), _reference_of(model, X), atol=1e-10)
 
 
+# ---- the maths of each map ------------------------------------------------------------------
+def test_frequency_laws_of_the_maps():
+    d = p = 64
+    X = np.zeros((1, d))
+    # SORF: each block is sqrt(p)/sigma times an orthogonal matrix
+    so = StructuredOrthogonalFeatures(2 * p, length_scale=2.0, random_state=0).fit(X)
+    W = ref.sorf_weights(d, so.diagonals_, 2.0, 2 * p)
+    for t in range(2):
+        Wt = W[:, t * p:(t + 1) * p]
+        np.testing.assert_allclose(Wt.T @ Wt, (p / 4.0) * np.eye(p), atol=1e-10)
+    # ORF: each block of d frequencies is exactly orthogonal, lengths chi_d / sigma
+    orf = OrthogonalRandomFeatures(40 * d, length_scale=2.0, random_state=0).fit(X)
+    Wo = orf.weights_
+    G = Wo[:, :d].T @ Wo[:, :d]
+    np.testing.assert_allclose(G - np.diag(np.diag(G)), 0, atol=1e-10)
+    # Fastfood: row norms are exactly the chi_p draws over sigma (S = chi / ||G||), and in every
+    # map the squared lengths have the chi^2_d mean d / sigma^2 (40 blocks: a 1% standard error)
+    ff = Fastfood(40 * p, length_scale=2.0, random_state=0).fit(X)
+    Wf = ref.fastfood_weights(d, ff.signs_, ff.permutation_, ff.gaussian_, ff.scaling_, 2.0, 40 * p)
+    chi = ff.scaling_ * np.linalg.norm(ff.gaussian_, axis=1, keepdims=True)
+    np.testing.assert_allclose(np.linalg.norm(Wf, axis=0), chi.ravel() / 2.0, rtol=1e-10)
+    for Wm in (Wf, Wo):
+        assert abs(np.mean((Wm**2).sum(0)) / (d / 4.0) - 1) < 0.05
+
+
 # ---- statistics: kernel approximation ----------------------------------------------------------
 def test_kernel_approximation_comparable_to_dense_rff():
     # Fixed seeds. Relative Frobenius error of Z Z^T against the exact Gaussian kernel, averaged
