@@ -129,6 +129,7 @@ def main():
     ap.add_argument("--components", type=int, nargs="+", default=[1024, 4096])
     ap.add_argument("--skip-fwht", action="store_true")
     ap.add_argument("--skip-features", action="store_true")
+    ap.add_argument("--out", default="bench_structured.json", help="file name in bench/results/")
     args = ap.parse_args()
     if args.reps < 5:
         ap.error("--reps must be >= 5 (medians of at least 5 repetitions)")
@@ -150,7 +151,7 @@ def main():
         out["features"] = bench_features(args.n, args.reps, args.n_jobs, args.dims,
                                          args.components, args.skextra_reps)
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    path = os.path.join(os.path.dirname(__file__), "results", "bench_structured.json")
+    path = os.path.join(os.path.dirname(__file__), "results", args.out)
     with open(path, "w") as fh:
         json.dump(out, fh, indent=1)
     print(f"\nwrote {path}")
