@@ -72,8 +72,6 @@ def test_non_finite_scale_is_refused():
             CALLS["features"](a, scale=bad)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (reported): a non-numeric scale gives NumPy's isfinite "
-                   "TypeError, whose message does not name 'scale'")
 def test_non_numeric_scale_is_refused_with_a_clear_message():
     with pytest.raises(TypeError, match="scale"):
         CALLS["features"](make_args(), scale="large")
@@ -414,8 +412,6 @@ def test_optimizer_step_converts_grad_and_leaves_it_alone():
     assert np.array_equal(g, g0)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (reported): adam_prox_step/sgd_prox_step accept a NaN/inf "
-                   "param (and m, v) and propagate it silently")
 def test_optimizer_step_refuses_non_finite_param():
     with pytest.raises(ValueError, match="param contains NaN or infinity"):
         _adam(p=np.array([1.0, np.nan, 0, 0, 0]))
@@ -469,15 +465,11 @@ def test_train_epoch_validation():
             _epoch(**over)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (reported, cosmetic): train_epoch reports a bad l1_theta "
-                   "or l2_coef as 'l1' / 'l2' (the names of adam_prox_step's arguments)")
 def test_train_epoch_names_its_own_regularisation_arguments():
     with pytest.raises(ValueError, match="l1_theta must be finite"):
         _epoch(l1_theta=-1.0)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (reported): train_epoch accepts NaN/inf in theta and coef "
-                   "and silently returns NaN parameters")
 def test_train_epoch_refuses_non_finite_parameters():
     a = _epoch_args()
     th = a["theta"].copy()
@@ -576,8 +568,6 @@ def test_rff_n_jobs_zero_is_refused_by_fit_transform():
         RandomFourierFeatures(4, n_jobs=0).fit_transform(X)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (reported): n_jobs=0 passes fit (the constraint is "
-                   "[Integral, None]) and only fails at transform")
 def test_rff_n_jobs_zero_is_refused_by_fit():
     X = np.random.default_rng(0).normal(size=(6, 2))
     with pytest.raises(ValueError, match=r"n_jobs"):

@@ -71,6 +71,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
             raise ValueError(
                 f"n_components must be even with pair=True (each frequency gives a cos and a sin), "
                 f"got {self.n_components}")
+        resolve_n_threads(self.n_jobs)  # n_jobs=0 is refused here, not at transform time
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_all_finite=True)
         rng = as_generator(self.random_state)
         n_freq = self.n_components // 2 if self.pair else self.n_components

@@ -21,6 +21,8 @@ the same bits whatever the thread count.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from rffkern import _core
@@ -73,9 +75,17 @@ def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_row
     th = None if theta is None else check_vector(theta, "theta", X.shape[1], dtype)
     if scale is None:
         scale = default_scale(s, pair)
-    elif not np.isfinite(scale):
-        raise ValueError(f"scale must be finite, got {scale}")
+    else:
+        scale = _check_scale(scale)
     return X, W, b, th, float(scale), bool(pair)
+
+
+def _check_scale(scale):
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"scale must be a real number, got {type(scale).__name__} {scale!r}")
+    if not np.isfinite(scale):
+        raise ValueError(f"scale must be finite, got {scale}")
+    return float(scale)
 
 
 def features(X, weights, offsets=None, *, theta=None, scale=None, pair=False, out=None, n_threads=None):
@@ -242,14 +252,14 @@ def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", s
     return float(value), grad_coef, grad_theta
 
 
-def _check_step_params(learning_rate, beta1, beta2, eps, l2, l1):
+def _check_step_params(learning_rate, beta1, beta2, eps, l2, l1, l2_name="l2", l1_name="l1"):
     check_positive_float(learning_rate, "learning_rate")
     for name, v in (("beta1", beta1), ("beta2", beta2)):
-        if not 0 <= v < 1:
-            raise ValueError(f"{name} must be in [0, 1), got {v}")
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < 1:
+            raise ValueError(f"{name} must be in [0, 1), got {v!r}")
     check_positive_float(eps, "eps")
-    check_positive_float(l2, "l2", allow_zero=True)
-    check_positive_float(l1, "l1", allow_zero=True)
+    check_positive_float(l2, l2_name, allow_zero=True)
+    check_positive_float(l1, l1_name, allow_zero=True)
 
 
 def _check_inplace(arr, name, dtype=None, shape=None):
@@ -261,6 +271,8 @@ def _check_inplace(arr, name, dtype=None, shape=None):
         raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
     if not arr.flags.c_contiguous or not arr.flags.writeable:
         raise ValueError(f"{name} must be a writeable C-contiguous array (it is updated in place)")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinity")
     return arr
 
 
@@ -343,11 +355,10 @@ def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size
     if order.size and (order.min() < 0 or order.max() >= X.shape[0]):
         raise ValueError(f"order holds indices outside [0, {X.shape[0]})")
     batch_size = check_positive_int(batch_size, "batch_size")
-    _check_step_params(learning_rate, beta1, beta2, eps, l2_coef, l1_theta)
+    _check_step_params(learning_rate, beta1, beta2, eps, l2_coef, l1_theta, "l2_coef", "l1_theta")
     W = check_matrix(weights, "weights", (X.shape[1], coef.shape[0]), dtype)
     b = None if offsets is None else check_vector(offsets, "offsets", W.shape[1], dtype)
-    if scale is None:
-        scale = default_scale(W.shape[1])
+    scale = default_scale(W.shape[1]) if scale is None else _check_scale(scale)
     mean_loss, step = _core.train_epoch(
         X, Y, order, batch_size, W, b, theta, dtype.type(scale), coef, loss, solver == "adam",
         learning_rate, beta1, beta2, eps, l2_coef, l1_theta, bool(update_coef), bool(update_theta),
