@@ -11,7 +11,9 @@ Part 2, features (n_jobs threads, default 1): rffkern Fastfood and SORF vs dense
 rffkern.RandomFourierFeatures (the baseline of the ratio) and scikit-learn-extra's Fastfood when
 it imports (float64 only), for d in {100, 784} and s in {1024, 4096}.
 
-Every time is the median of --reps repetitions (>= 5); ratios are measured in the same run.
+Every time is the median of --reps repetitions (>= 5), the compared methods run in turn within
+each repetition (so load swings on a shared machine hit all of them alike); ratios are measured
+in the same run. The FWHT table also gives the minimum.
 Writes bench/results/bench_structured.json.
 
     python bench/bench_structured.py                 # full: n = 100000
@@ -33,14 +35,19 @@ from rffkern import structured_reference as ref
 from rffkern.structured import Fastfood, StructuredOrthogonalFeatures
 
 
-def median_time(fn, reps):
-    fn()  # warm-up
-    ts = []
+def interleaved_times(fns, reps):
+    """Median (and min) seconds of each callable, the callables run in turn within every
+    repetition so that load changes on a shared machine hit all of them alike."""
+    for fn in fns.values():
+        fn()  # warm-up
+    ts = {k: [] for k in fns}
     for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            ts[k].append(time.perf_counter() - t0)
+    return ({k: float(np.median(v)) for k, v in ts.items()},
+            {k: float(np.min(v)) for k, v in ts.items()})
 
 
 def bench_fwht(reps, kmin, kmax):
@@ -52,18 +59,22 @@ def bench_fwht(reps, kmin, kmax):
             n_rows = max(1, 2**21 // length)
             X = rng.standard_normal((n_rows, length)).astype(dtype)
             Y = np.empty_like(X)
-            t_core = median_time(lambda: _core.fwht(X, Y, False, 1), reps) / n_rows
-            t_inpl = median_time(lambda: _core.fwht_inplace(Y, False, 1), reps) / n_rows
-            t_pub = median_time(lambda: rffkern.fwht(X, out=Y, n_threads=1), reps) / n_rows
-            t_np = median_time(lambda: ref.fwht(X), max(3, reps // 2)) / n_rows
+            med, best = interleaved_times({
+                "core": lambda: _core.fwht(X, Y, False, 1),
+                "inplace": lambda: _core.fwht_inplace(Y, False, 1),
+                "public": lambda: rffkern.fwht(X, out=Y, n_threads=1),
+                "numpy": lambda: ref.fwht(X)}, reps)
+            t_core, t_inpl, t_pub, t_np = (med[k] / n_rows for k in ("core", "inplace", "public", "numpy"))
+            t_min = best["core"] / n_rows
             nbytes = length * np.dtype(dtype).itemsize
             rows.append(dict(dtype=np.dtype(dtype).name, k=k, ns_per_transform=t_core * 1e9,
-                             gb_per_s=nbytes / t_core / 1e9, inplace_ns=t_inpl * 1e9,
+                             gb_per_s=nbytes / t_core / 1e9, min_ns=t_min * 1e9,
+                             min_gb_per_s=nbytes / t_min / 1e9, inplace_ns=t_inpl * 1e9,
                              inplace_gb_per_s=nbytes / t_inpl / 1e9, public_ns=t_pub * 1e9,
                              numpy_ns=t_np * 1e9, speedup_vs_numpy=t_np / t_core))
             r = rows[-1]
             print(f"{r['dtype']:8s} 2^{k:<3d} {r['ns_per_transform']:12.0f} {r['gb_per_s']:8.2f} "
-                  f"{r['inplace_ns']:12.0f} {r['inplace_gb_per_s']:8.2f} {r['public_ns']:12.0f} {r['numpy_ns']:14.0f} {r['speedup_vs_numpy']:9.1f}x",
+                  f"{r['min_ns']:10.0f} {r['min_gb_per_s']:8.2f} {r['inplace_ns']:12.0f} {r['inplace_gb_per_s']:8.2f} {r['public_ns']:12.0f} {r['numpy_ns']:14.0f} {r['speedup_vs_numpy']:9.1f}x",
                   flush=True)
     return rows
 
@@ -77,7 +88,7 @@ def load_skextra():
         return None
 
 
-def bench_features(n, reps, n_jobs, dims, comps, skx_reps):
+def bench_features(n, reps, n_jobs, dims, comps):
     SkxFastfood = load_skextra()
     rows = []
     rng = np.random.default_rng(0)
@@ -91,9 +102,14 @@ def bench_features(n, reps, n_jobs, dims, comps, skx_reps):
                 ff = Fastfood(s, length_scale=np.sqrt(d), random_state=0, n_jobs=n_jobs).fit(X)
                 so = StructuredOrthogonalFeatures(s, length_scale=np.sqrt(d), random_state=0,
                                                   n_jobs=n_jobs).fit(X)
-                t_dense = median_time(lambda: dense.transform(X), reps)
-                t_ff = median_time(lambda: ff.transform(X), reps)
-                t_so = median_time(lambda: so.transform(X), reps)
+                fns = {"dense": lambda: dense.transform(X), "fastfood": lambda: ff.transform(X),
+                       "sorf": lambda: so.transform(X)}
+                skx = None
+                if SkxFastfood is not None and dtype == np.float64:
+                    skx = SkxFastfood(sigma=np.sqrt(d), n_components=s, random_state=0).fit(X)
+                    fns["skextra"] = lambda: skx.transform(X)
+                med, _ = interleaved_times(fns, reps)
+                t_dense, t_ff, t_so = med["dense"], med["fastfood"], med["sorf"]
                 isz = np.dtype(dtype).itemsize
                 nb, p = ff.signs_.shape
                 row = dict(n=n, d=d, s=s, dtype=np.dtype(dtype).name, n_jobs=n_jobs,
@@ -103,11 +119,9 @@ def bench_features(n, reps, n_jobs, dims, comps, skx_reps):
                            map_bytes_fastfood=nb * p * (3 * isz + 8) + s * isz,
                            map_bytes_sorf=nb * 3 * p * isz + s * isz,
                            skextra_s=None, fastfood_vs_skextra=None)
-                if SkxFastfood is not None and dtype == np.float64:
-                    skx = SkxFastfood(sigma=np.sqrt(d), n_components=s, random_state=0).fit(X)
-                    t_skx = median_time(lambda: skx.transform(X), skx_reps)
-                    row["skextra_s"] = t_skx
-                    row["fastfood_vs_skextra"] = t_skx / t_ff
+                if skx is not None:
+                    row["skextra_s"] = med["skextra"]
+                    row["fastfood_vs_skextra"] = med["skextra"] / t_ff
                 rows.append(row)
                 skx_txt = (f"{row['skextra_s']:9.3f} {row['fastfood_vs_skextra']:7.1f}x"
                            if row["skextra_s"] is not None else f"{'-':>9s} {'-':>8s}")
@@ -121,7 +135,6 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000, help="samples for the feature benchmark")
     ap.add_argument("--reps", type=int, default=7, help="repetitions (median), >= 5")
-    ap.add_argument("--skextra-reps", type=int, default=5)
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--kmin", type=int, default=7)
     ap.add_argument("--kmax", type=int, default=20)
@@ -139,7 +152,8 @@ def main():
                load_avg=os.getloadavg(), args=vars(args))
     if not args.skip_fwht:
         print("\nFWHT, one thread, compiled kernel vs NumPy reference butterfly (same batch)")
-        print(f"{'dtype':8s} {'len':5s} {'ns/transf':>12s} {'GB/s':>8s} {'in-place':>12s} "
+        print(f"{'dtype':8s} {'len':5s} {'ns/transf':>12s} {'GB/s':>8s} {'min ns':>10s} "
+              f"{'GB/s':>8s} {'in-place':>12s} "
               f"{'GB/s':>8s} {'public ns':>12s} "
               f"{'numpy ns':>14s} {'vs numpy':>10s}")
         out["fwht"] = bench_fwht(args.reps, args.kmin, args.kmax)
@@ -149,7 +163,7 @@ def main():
         print(f"{'d':>5s} {'s':>5s} {'dtype':8s} {'dense':>9s} {'fastfood':>9s} {'sorf':>9s} "
               f"{'ff/dense':>8s} {'so/dense':>8s} {'skextra':>9s} {'ff/skx':>8s}")
         out["features"] = bench_features(args.n, args.reps, args.n_jobs, args.dims,
-                                         args.components, args.skextra_reps)
+                                         args.components)
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
     path = os.path.join(os.path.dirname(__file__), "results", args.out)
     with open(path, "w") as fh:
