@@ -116,3 +116,54 @@ def test_gradients_match_finite_differences_hypothesis(loss, pair, n, d, s, seed
     _, kc, kt = kernels.loss_and_grad(X, Y, W, b, coef, theta=theta, loss=loss, pair=pair, n_threads=2)
     assert_grad_close(kc, fd_c, f"compiled {loss} d/dcoef")
     assert_grad_close(kt, fd_t, f"compiled {loss} d/dtheta")
+
+
+# ---- the reference itself against the maths written out by hand ----------------------------------
+def test_reference_losses_are_the_documented_formulas():
+    rng = np.random.default_rng(12)
+    F = rng.normal(size=(9, 3)) * 3
+    Y = rng.normal(size=(9, 3))
+    per, g = reference.loss_values(F, Y, "squared")
+    np.testing.assert_allclose(per, 0.5 * ((F - Y) ** 2).sum(1), rtol=1e-14)
+    np.testing.assert_allclose(g, F - Y, rtol=1e-14)
+    Yb = (Y > 0).astype(float)
+    per, g = reference.loss_values(F, Yb, "logistic")
+    np.testing.assert_allclose(per, (np.log(1 + np.exp(F)) - Yb * F).sum(1), rtol=1e-12)
+    np.testing.assert_allclose(g, 1 / (1 + np.exp(-F)) - Yb, rtol=1e-12, atol=1e-15)
+    Yh = np.eye(3)[rng.integers(0, 3, 9)]
+    P = np.exp(F) / np.exp(F).sum(1, keepdims=True)
+    per, g = reference.loss_values(F, Yh, "softmax")
+    np.testing.assert_allclose(per, -(Yh * np.log(P)).sum(1), rtol=1e-12)
+    np.testing.assert_allclose(g, P - Yh, rtol=1e-12, atol=1e-15)
+
+
+def test_logistic_and_softmax_do_not_overflow():
+    """Outputs of +-800 (exp overflows float64): finite loss and gradient, compiled and reference."""
+    X = np.array([[1.0], [-1.0]])
+    W = np.zeros((1, 1))
+    b = np.zeros(1)
+    for loss, Y, coef in (("logistic", np.array([[0.0], [1.0]]), np.array([[800.0]])),
+                          ("softmax", np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([[800.0, -800.0]]))):
+        for fn in (reference.loss_and_grad, kernels.loss_and_grad):
+            value, gc, gt = fn(X, Y, W, b, coef, loss=loss, scale=1.0)
+            assert np.isfinite(value) and np.all(np.isfinite(gc)) and np.all(np.isfinite(gt))
+            # rows: f = 800 (y = 0) and f = 800 (y = 1) -> (800 + 0) / 2; softmax (1600 + 0) / 2
+            assert abs(value - (400.0 if loss == "logistic" else 800.0)) < 1e-9 * 1600
+
+
+def test_first_adam_step_moves_by_learning_rate_times_sign():
+    """Step 1: m_hat = g and v_hat = g^2, so the update is -lr * g / (|g| + eps); then the proxes."""
+    g = np.array([2.0, -0.5, 1e-3, 0.0])
+    for fn in ("reference", "kernels"):
+        p, m, v = np.ones(4), np.zeros(4), np.zeros(4)
+        if fn == "reference":
+            p, m, v = reference.adam_prox_step(p, g, m, v, 1, learning_rate=0.1, eps=1e-8)
+        else:
+            kernels.adam_prox_step(p, g, m, v, 1, learning_rate=0.1, eps=1e-8)
+        np.testing.assert_allclose(p, 1 - 0.1 * g / (np.abs(g) + 1e-8), rtol=1e-12)
+        np.testing.assert_allclose(m, 0.1 * g, rtol=1e-12)
+        np.testing.assert_allclose(v, 0.001 * g**2, rtol=1e-12)
+    # l2 prox divides by 1 + 2 l2 lr, then l1 soft-thresholds by l1 lr
+    p = np.array([1.0, -1.0, 0.05, -0.05])
+    kernels.sgd_prox_step(p, np.zeros(4), learning_rate=0.5, l2=1.0, l1=0.2)
+    np.testing.assert_allclose(p, [0.5 - 0.1, -0.5 + 0.1, 0.0, 0.0], rtol=1e-12)
