@@ -444,3 +444,10 @@ def test_topk_bad_input():
     clf = RFFNetClassifier(n_components=20, max_iter=2, random_state=0).fit(X, y > 0)
     with pytest.raises(ValueError, match="single class"):
         topk_selection(clf, X, np.ones(200, bool))
+
+
+def test_restarter_with_every_restart_diverging_is_reported():
+    X, y, _ = make_jse3(100, random_state=0)
+    with pytest.raises(ValueError, match="diverged"):
+        RFFNetRegressor(n_components=10, init="restarter", n_restarts=2, restart_iter=2, solver="sgd",
+                        learning_rate=1e30, random_state=0).fit(X, y * 1e30)

@@ -236,6 +236,10 @@ class _BaseRFFNet(BaseEstimator):
                 cand_state = _TrainingState(self.coef_.shape, d, theta.dtype, self._palm)
                 for _ in range(self.restart_iter):
                     self._run_epoch(Xs_train, Y_train, cand, cand_coef, cand_state, rng)
+                    if not (np.isfinite(cand).all() and np.isfinite(cand_coef).all()):
+                        break  # a diverged restart is discarded (the kernels refuse non-finite input)
+                if not (np.isfinite(cand).all() and np.isfinite(cand_coef).all()):
+                    continue
                 value = self._mean_loss(Xs_train, Y_train, cand, cand_coef)
                 if np.isfinite(value) and (best is None or value < best[0]):
                     best = (value, cand, cand_coef, cand_state)
