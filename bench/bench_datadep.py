@@ -13,7 +13,9 @@ Sections (``--only`` picks some; all by default):
               beside plain RFF with fixed N(0, 1) and N(0, sigma^2) frequencies.
 * ``arff_mnist`` the same on MNIST (the 10k test set split 8000 / 2000): test error vs K.
 
-Everything prints a table and writes JSON to bench/results/datadep_<section>.json.
+Everything prints a table and writes JSON to bench/results/datadep_<section>[_<tag>].json. BLAS
+threads: run with OPENBLAS_NUM_THREADS=1 on a shared machine (two-thread OpenBLAS factorisations
+were measured 25x slower than one thread under load); the compiled kernels use ``--threads``.
 
     python bench/bench_datadep.py --only timing srff          # the quick parts
     python bench/bench_datadep.py --reduced                    # smaller sizes while the machine is busy
@@ -43,9 +45,12 @@ def median_time(fn, reps):
     return float(np.median(times))
 
 
+TAG = ""
+
+
 def save(name, payload):
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"datadep_{name}.json"
+    path = RESULTS / f"datadep_{name}{TAG}.json"
     path.write_text(json.dumps(payload, indent=1, default=float))
     print(f"-> {path}")
 
@@ -297,7 +302,10 @@ def main(argv=None):
     p.add_argument("--mnist-iters", type=int, default=10)
     p.add_argument("--mnist-alpha", type=float, default=1e-4)
     p.add_argument("--mnist-sigmas", type=float, nargs="+", default=[1.0, 3.0])
+    p.add_argument("--tag", default="", help="suffix of the JSON file names")
     args = p.parse_args(argv)
+    global TAG
+    TAG = f"_{args.tag}" if args.tag else ""
     for name in args.only:
         print(f"\n=== {name} ===", flush=True)
         globals()[f"bench_{name}"](args)
