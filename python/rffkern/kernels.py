@@ -77,6 +77,9 @@ def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_row
         scale = default_scale(s, pair)
     else:
         scale = _check_scale(scale)
+    with np.errstate(over="ignore"):
+        if not np.isfinite(dtype.type(scale)):
+            raise ValueError(f"scale={scale} overflows {dtype} (the computation dtype)")
     return X, W, b, th, float(scale), bool(pair)
 
 
@@ -290,6 +293,8 @@ def adam_prox_step(param, grad, m, v, step, *, learning_rate=1e-3, beta1=0.9, be
     g = check_matrix(np.asarray(grad).reshape(1, -1), "grad", (1, param.size), param.dtype)
     if np.shape(grad) != param.shape:
         raise ValueError(f"grad must have param's shape {param.shape}, got {np.shape(grad)}")
+    if np.any(v < 0):
+        raise ValueError("v must be >= 0 (Adam's second moment is a running mean of squares)")
     check_positive_int(step, "step")
     _check_step_params(learning_rate, beta1, beta2, eps, l2, l1)
     _core.adam_prox_step(param, g.reshape(param.shape), m, v, int(step), learning_rate, beta1, beta2,
@@ -346,6 +351,8 @@ def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size
                          ("state.m_theta", state.m_theta, theta.shape),
                          ("state.v_theta", state.v_theta, theta.shape)):
         _check_inplace(a, name, dtype, shp)
+    if np.any(state.v_coef < 0) or np.any(state.v_theta < 0):
+        raise ValueError("state.v_coef and state.v_theta must be >= 0 (Adam's second moments)")
     for name, a in (("X", X), ("Y", Y)):
         if not (isinstance(a, np.ndarray) and a.dtype == dtype and a.ndim == 2 and a.flags.c_contiguous):
             raise TypeError(f"{name} must be a C-contiguous 2-D {dtype} array (validate it once per fit)")
