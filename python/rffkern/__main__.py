@@ -241,7 +241,7 @@ def build_parser():
                                      description="RFFNet: interpretable random-Fourier-feature learners")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="fit a built-in synthetic problem and show the relevances")
-    demo.add_argument("--dataset", choices=sorted(_DEMOS), default="gse1", help="problem (gse1)")
+    demo.add_argument("--dataset", choices=sorted(_DEMOS), default="gse2", help="problem (gse2: 5 relevant of 100 features)")
     demo.add_argument("--n-samples", type=int, default=10000, help="training samples (10000)")
     _add_model_options(demo)
     fit = sub.add_parser("fit", help="fit a CSV file and print metrics and relevances")
