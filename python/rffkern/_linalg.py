@@ -5,12 +5,36 @@ Everything here works on the s x s Gram matrix ``G = Z.T Z`` and the s x m cross
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh
+from threadpoolctl import ThreadpoolController
 
 __all__ = ["ridge_solve", "RidgeEigen", "simplex_projection", "stall"]
 
 
+@functools.lru_cache(maxsize=1)
+def _controller():
+    return ThreadpoolController()
+
+
+def single_threaded_lapack(fn):
+    """Run ``fn`` with one BLAS thread.
+
+    The factorisations here are O(s^3) on s <= a few thousand, where LAPACK's many panel
+    synchronisations make a multi-threaded OpenBLAS slower, not faster: on the shared 2-core test
+    machine a 512 x 512 Cholesky took 3 ms with one thread and 19-250 ms with two (eigh 54 vs
+    157 ms), the worst under load. Matrix products elsewhere keep the caller's threading.
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with _controller().limit(limits=1, user_api="blas"):
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+@single_threaded_lapack
 def ridge_solve(G, ZtY, alpha):
     """Solve ``(G + alpha I) coef = ZtY`` by Cholesky (an eigen-solve if G + alpha I is singular).
 
@@ -35,6 +59,7 @@ class RidgeEigen:
     ZtY : ndarray of shape (s, m)
     """
 
+    @single_threaded_lapack
     def __init__(self, G, ZtY):
         self.evals, self.V = eigh(G.astype(np.float64), check_finite=False)
         np.maximum(self.evals, 0.0, out=self.evals)  # round-off can make tiny eigenvalues negative
