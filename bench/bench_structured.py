@@ -1,7 +1,7 @@
 """Benchmark of the structured maps: FWHT kernel and Fastfood/SORF features.
 
 Part 1, FWHT (one thread): ns per transform and GB/s (len * itemsize / time) of the compiled
-kernel for lengths 2^7..2^20, float32 and float64: "hot" = a batch of <= 128 KiB transformed in
+kernel for lengths 2^7..2^20, float32 and float64: "hot" = a batch of <= 256 KiB transformed in
 place repeatedly (data in cache, the usual FWHT benchmark); "stream" = out of place (X -> Y) on a
 batch of 2^21 values (8-16 MiB, so the data comes from L3/DRAM); also in place on that batch;
 against the NumPy reference butterfly
@@ -61,10 +61,10 @@ def bench_fwht(reps, kmin, kmax):
             n_rows = max(1, 2**21 // length)
             X = rng.standard_normal((n_rows, length)).astype(dtype)
             Y = np.empty_like(X)
-            # in-cache figure: a batch of <= 128 KiB transformed in place (normalised, so the
-            # values stay bounded) many times per sample; per-call overhead amortised over
-            # ~2^22 values
-            hot_rows = max(1, (2**15 if dtype == np.float32 else 2**14) // length)
+            # in-cache figure: a batch of <= 256 KiB (half of L2) transformed in place
+            # (normalised, so the values stay bounded) many times per sample; the ~1.7 us
+            # Python call overhead is included (about 5% at 2^10)
+            hot_rows = max(1, (2**16 if dtype == np.float32 else 2**15) // length)
             H = X[:hot_rows].copy()
             calls = max(1, 2**22 // (hot_rows * length))
 
