@@ -78,7 +78,8 @@ def bench_fwht(reps, kmin, kmax):
                 "inplace": lambda: _core.fwht_inplace(Y, False, 1),
                 "public": lambda: rffkern.fwht(X, out=Y, n_threads=1),
                 "numpy": lambda: ref.fwht(X)}, reps)
-            t_core, t_inpl, t_pub, t_np = (med[k] / n_rows for k in ("core", "inplace", "public", "numpy"))
+            t_core, t_inpl, t_pub, t_np = (med[k] / n_rows
+                                           for k in ("core", "inplace", "public", "numpy"))
             t_min = best["core"] / n_rows
             t_hot = med["hot"] / (calls * hot_rows)
             nbytes = length * np.dtype(dtype).itemsize
@@ -91,7 +92,9 @@ def bench_fwht(reps, kmin, kmax):
             r = rows[-1]
             print(f"{r['dtype']:8s} 2^{k:<3d} {r['hot_ns']:10.0f} {r['hot_gb_per_s']:7.2f} "
                   f"{r['ns_per_transform']:12.0f} {r['gb_per_s']:8.2f} "
-                  f"{r['min_ns']:10.0f} {r['min_gb_per_s']:8.2f} {r['inplace_ns']:12.0f} {r['inplace_gb_per_s']:8.2f} {r['public_ns']:12.0f} {r['numpy_ns']:14.0f} {r['speedup_vs_numpy']:9.1f}x",
+                  f"{r['min_ns']:10.0f} {r['min_gb_per_s']:8.2f} {r['inplace_ns']:12.0f} "
+                  f"{r['inplace_gb_per_s']:8.2f} {r['public_ns']:12.0f} {r['numpy_ns']:14.0f} "
+                  f"{r['speedup_vs_numpy']:9.1f}x",
                   flush=True)
     return rows
 
