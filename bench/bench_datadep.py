@@ -158,7 +158,7 @@ def bench_srff(args):
                                  lam_exp=round(float(exps[int(np.argmin(m.validation_errors_))]), 1),
                                  outer_its=m.n_iter_, fit_s=round(t_fit, 1)))
                 print(rows[-1], flush=True)
-    print(f"\nSRFF (D = 300, lambda exponents {list(np.round(exps, 1))}, "
+    print(f"\nSRFF (D = 300, lambda exponents {[round(float(e), 1) for e in exps]}, "
           f"max_iter {args.srff_max_iter}); paper_rmse from the paper's Tables 3/5; mean_rmse = RMSE of predicting the mean")
     table(rows, ["data", "n", "seed", "srff_rmse", "paper_rmse", "rff_ridge_rmse", "mean_rmse",
                  "gamma_support_min", "gamma_off_max", "top_is_support", "lam_exp", "outer_its", "fit_s"])
