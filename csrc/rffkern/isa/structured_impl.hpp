@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "rffkern/isa/simd_vector.hpp"
 #include "rffkern/parallel.hpp"
 #include "rffkern/structured.hpp"
 #if defined(__AVX2__)
@@ -39,20 +40,14 @@ namespace RFFKERN_ISA_NS {
 // compiled into the same per-ISA namespace in another translation unit.
 namespace structured_detail {
 
-#if defined(__AVX512F__)
-constexpr int kBytes = 64;
-#elif defined(__AVX2__)
-constexpr int kBytes = 32;
-#else
-constexpr int kBytes = 16;
-#endif
+constexpr int kBytes = simd::kVecBytes;
 
 // In-cache transform size: chunks of 64 KiB (L2-resident; 32 to 256 KiB measured within noise
 // of each other on Zen 3).
 constexpr std::size_t kChunkBytes = 64 * 1024;
 
-typedef float vfloat __attribute__((vector_size(kBytes)));
-typedef double vdouble __attribute__((vector_size(kBytes)));
+using simd::vdouble;
+using simd::vfloat;
 typedef std::int32_t vint32 __attribute__((vector_size(kBytes)));
 typedef std::int64_t vint64 __attribute__((vector_size(kBytes)));
 
@@ -73,65 +68,10 @@ struct Vec<double> {
     static constexpr int L = kBytes / 8;
 };
 
-template <class V, class T>
-inline V loadu(const T* p) {
-    V v;
-    std::memcpy(&v, p, sizeof(V));
-    return v;
-}
-template <class V, class T>
-inline void storeu(T* p, V v) {
-    std::memcpy(p, &v, sizeof(V));
-}
-
-// ---- vector cos / sin (glibc libmvec, x86_64 vector function ABI) ----------------------------
-#if defined(RFFKERN_HAVE_LIBMVEC)
-extern "C" {
-#if defined(__AVX512F__)
-vdouble _ZGVeN8v_cos(vdouble);
-vdouble _ZGVeN8v_sin(vdouble);
-vfloat _ZGVeN16v_cosf(vfloat);
-vfloat _ZGVeN16v_sinf(vfloat);
-#elif defined(__AVX2__)
-vdouble _ZGVdN4v_cos(vdouble);
-vdouble _ZGVdN4v_sin(vdouble);
-vfloat _ZGVdN8v_cosf(vfloat);
-vfloat _ZGVdN8v_sinf(vfloat);
-#else
-vdouble _ZGVbN2v_cos(vdouble);
-vdouble _ZGVbN2v_sin(vdouble);
-vfloat _ZGVbN4v_cosf(vfloat);
-vfloat _ZGVbN4v_sinf(vfloat);
-#endif
-}
-#if defined(__AVX512F__)
-inline vdouble vcos(vdouble x) { return _ZGVeN8v_cos(x); }
-inline vdouble vsin(vdouble x) { return _ZGVeN8v_sin(x); }
-inline vfloat vcos(vfloat x) { return _ZGVeN16v_cosf(x); }
-inline vfloat vsin(vfloat x) { return _ZGVeN16v_sinf(x); }
-#elif defined(__AVX2__)
-inline vdouble vcos(vdouble x) { return _ZGVdN4v_cos(x); }
-inline vdouble vsin(vdouble x) { return _ZGVdN4v_sin(x); }
-inline vfloat vcos(vfloat x) { return _ZGVdN8v_cosf(x); }
-inline vfloat vsin(vfloat x) { return _ZGVdN8v_sinf(x); }
-#else
-inline vdouble vcos(vdouble x) { return _ZGVbN2v_cos(x); }
-inline vdouble vsin(vdouble x) { return _ZGVbN2v_sin(x); }
-inline vfloat vcos(vfloat x) { return _ZGVbN4v_cosf(x); }
-inline vfloat vsin(vfloat x) { return _ZGVbN4v_sinf(x); }
-#endif
-#else
-template <class V>
-inline V vcos(V x) {
-    for (int l = 0; l < int(sizeof(V) / sizeof(x[0])); ++l) x[l] = std::cos(x[l]);
-    return x;
-}
-template <class V>
-inline V vsin(V x) {
-    for (int l = 0; l < int(sizeof(V) / sizeof(x[0])); ++l) x[l] = std::sin(x[l]);
-    return x;
-}
-#endif
+using simd::loadu;
+using simd::storeu;
+using simd::vcos;
+using simd::vsin;
 
 inline int log2_exact(std::size_t len) {
     int k = 0;
