@@ -45,3 +45,22 @@ def exact_kernel(kernel, X, Y, length_scale):
     if kernel == "laplace":
         return np.exp(-np.abs(D).sum(-1))
     return np.prod(1.0 / (1.0 + D**2), axis=-1)
+
+
+def knn_distances(X, n_neighbors, max_samples=2000, rng=None):
+    """Distances from each point of a random subsample (at most ``max_samples`` rows) to its
+    ``n_neighbors`` nearest neighbours, shape (m, k); None when there are too few points.
+
+    The kernel-width rules of the data-dependent methods (EERF, SRFF) are statistics of this.
+    """
+    from sklearn.neighbors import NearestNeighbors
+
+    X = np.asarray(X, np.float64)
+    if X.shape[0] > max_samples:
+        rng = np.random.default_rng(0) if rng is None else rng
+        X = X[rng.choice(X.shape[0], max_samples, replace=False)]
+    k = min(n_neighbors, X.shape[0] - 1)
+    if k < 1:
+        return None
+    dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
+    return dist[:, 1:]

@@ -33,6 +33,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
+from rffkern._sampling import knn_distances
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.ridge import CosineMap, check_alphas, fit_ridge_map
 
@@ -138,16 +139,8 @@ def eerf_scores(X, T, weights, offsets=None, *, kernel="gaussian", n_threads=Non
 
 def knn_length_scale(X, n_neighbors=50, max_samples=2000, rng=None):
     """Mean distance to the ``n_neighbors``-th nearest neighbour on a subsample (the paper's sigma rule)."""
-    from sklearn.neighbors import NearestNeighbors
-
-    if X.shape[0] > max_samples:
-        rng = np.random.default_rng(0) if rng is None else rng
-        X = X[rng.choice(X.shape[0], max_samples, replace=False)]
-    k = min(n_neighbors, X.shape[0] - 1)
-    if k < 1:
-        return 1.0
-    dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
-    value = float(dist[:, k].mean())
+    dist = knn_distances(X, n_neighbors, max_samples, rng)
+    value = 0.0 if dist is None else float(dist[:, -1].mean())
     return value if value > 0 else 1.0
 
 

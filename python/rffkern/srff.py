@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._linalg import ridge_solve, simplex_projection, stall
+from rffkern._sampling import knn_distances
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["SRFFRegressor", "srff_alpha_grid", "simplex_projection"]
@@ -38,17 +39,8 @@ GRID_EXPONENTS = np.round(np.arange(-9.8, 0.0 + 1e-9, 0.2), 10)
 def median_knn_distance(X, n_neighbors=20, max_samples=2000, rng=None):
     """Median distance to the ``n_neighbors`` nearest neighbours (the paper's kernel width rule),
     on a random subsample of at most ``max_samples`` rows."""
-    from sklearn.neighbors import NearestNeighbors
-
-    X = np.asarray(X, np.float64)
-    if X.shape[0] > max_samples:
-        rng = np.random.default_rng(0) if rng is None else rng
-        X = X[rng.choice(X.shape[0], max_samples, replace=False)]
-    k = min(n_neighbors, X.shape[0] - 1)
-    if k < 1:
-        return 1.0
-    dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
-    value = float(np.median(dist[:, 1:]))
+    dist = knn_distances(X, n_neighbors, max_samples, rng)
+    value = 0.0 if dist is None else float(np.median(dist))
     return value if value > 0 else 1.0
 
 
