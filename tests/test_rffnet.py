@@ -14,11 +14,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rffkern
 from rffkern import reference
+from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern.datasets import make_gse2, make_jse2, make_jse3
 from rffkern.rffnet import (
     RFFNetClassifier,
     RFFNetRegressor,
     TopKSelector,
+    _stratified_split,
     constant_init,
     topk_selection,
 )
@@ -48,8 +50,12 @@ def _new_states(s, m, d):
 
 def reference_fit(X, y, *, n_components, seed, solver="adam", lr=1e-3, alpha=1e-4, batch=32,
                   max_iter=5, early_stopping=True, validation_fraction=0.1, n_iter_no_change=10,
-                  init="constant", n_restarts=3, restart_iter=2, scale=1.0):
-    """Algorithm 1/2 of RFFNet for squared loss in plain NumPy (float64), same random draws."""
+                  init="constant", n_restarts=3, restart_iter=2, scale=1.0, schedule="constant"):
+    """Algorithm 1/2 of RFFNet for squared loss in plain NumPy (float64), same random draws.
+
+    ``schedule="adaptive"``: each plateau of ``n_iter_no_change`` epochs divides the learning rate
+    by 5 (at most 3 times) instead of stopping; the plateau after the third decrease stops.
+    """
     rng = np.random.default_rng(seed)
     n, d = X.shape
     s = n_components
@@ -81,6 +87,7 @@ def reference_fit(X, y, *, n_components, seed, solver="adam", lr=1e-3, alpha=1e-
                 best = (value, cand, c_coef, c_states)
         _, theta, coef, states = best
     losses, val_losses, best_val, best_params, best_epoch, stall = [], [], np.inf, None, None, 0
+    decays = 0
     for epoch in range(max_iter):
         value, theta, coef = _ref_epoch(Xs, Yt, W, b, theta, coef, states, rng, **common)
         losses.append(value)
@@ -94,27 +101,34 @@ def reference_fit(X, y, *, n_components, seed, solver="adam", lr=1e-3, alpha=1e-
             best_val, best_params, best_epoch, stall = monitored, (theta.copy(), coef.copy()), epoch + 1, 0
         else:
             stall += 1
-        if early_stopping and stall >= n_iter_no_change:
+        if schedule == "adaptive" and stall >= n_iter_no_change and decays < 3:
+            common["lr"] /= 5.0
+            decays += 1
+            stall = 0
+        elif early_stopping and stall >= n_iter_no_change:
             break
     theta, coef = best_params
     return dict(theta=theta, coef=coef, losses=losses, val_losses=val_losses, best_epoch=best_epoch,
-                W=W, b=b, intercept=y_mean)
+                W=W, b=b, intercept=y_mean, lr=common["lr"])
 
 
 @settings(max_examples=12)
 @given(n=st.integers(12, 60), d=st.integers(1, 5), s=st.integers(1, 12), batch=st.integers(1, 16),
        solver=st.sampled_from(["adam", "palm-adam", "sgd", "palm-sgd"]),
-       early_stopping=st.booleans(), seed=st.integers(0, 2**20))
-def test_fit_matches_numpy_reference(n, d, s, batch, solver, early_stopping, seed):
+       early_stopping=st.booleans(), seed=st.integers(0, 2**20),
+       schedule=st.sampled_from(["constant", "adaptive"]))
+def test_fit_matches_numpy_reference(n, d, s, batch, solver, early_stopping, seed, schedule):
     data = np.random.default_rng(seed + 1)
     X = data.standard_normal((n, d)) * data.uniform(0.5, 3, d) + data.standard_normal(d)
     y = np.sin(X[:, 0]) + 0.1 * data.standard_normal(n)
     lr = 1e-2 if solver.endswith("adam") else 5e-2
     est = RFFNetRegressor(n_components=s, batch_size=batch, solver=solver, learning_rate=lr,
-                          max_iter=4, early_stopping=early_stopping, n_iter_no_change=2,
-                          dtype="float64", random_state=seed, n_jobs=1).fit(X, y)
+                          learning_rate_schedule=schedule, max_iter=6, early_stopping=early_stopping,
+                          n_iter_no_change=1, dtype="float64", random_state=seed, n_jobs=1).fit(X, y)
     ref = reference_fit(X, y, n_components=s, seed=seed, solver=solver, lr=lr, batch=batch,
-                        max_iter=4, early_stopping=early_stopping, n_iter_no_change=2)
+                        max_iter=6, early_stopping=early_stopping, n_iter_no_change=1,
+                        schedule=schedule)
+    assert est.learning_rate_ == pytest.approx(ref["lr"], rel=1e-15)
     np.testing.assert_allclose(est.weights_, ref["W"], rtol=0, atol=0)
     np.testing.assert_allclose(est.loss_curve_, ref["losses"], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(est.validation_loss_curve_, ref["val_losses"], rtol=1e-9, atol=1e-12)
@@ -266,6 +280,53 @@ def test_moons_classification():
     assert result.scores.max() > 0.95  # AUC
 
 
+@settings(max_examples=40, deadline=None)
+@given(counts=st.lists(st.integers(1, 40), min_size=2, max_size=5), frac=st.floats(0.05, 0.6),
+       seed=st.integers(0, 2**20))
+def test_classifier_validation_split_is_stratified(counts, frac, seed):
+    codes = np.repeat(np.arange(len(counts)), counts)
+    rng = np.random.default_rng(seed)
+    codes = codes[rng.permutation(codes.size)]
+    n = codes.size
+    n_val = int(np.ceil(frac * n))
+    perm = rng.permutation(n)
+    val, train = _stratified_split(perm, n_val, codes)
+    assert np.all(np.diff(val) > 0) and np.all(np.diff(train) > 0)
+    np.testing.assert_array_equal(np.sort(np.concatenate([val, train])), np.arange(n))
+    per_class = np.bincount(codes[val], minlength=len(counts))
+    counts = np.asarray(counts)
+    # every class keeps a training row; shares are proportional up to one row
+    assert np.all(per_class <= counts - 1)
+    assert np.all(per_class >= np.minimum(np.floor(n_val * counts / n), counts - 1))
+    if np.all(counts - 1 >= np.ceil(n_val * counts / n)):  # no class capped at its size - 1
+        assert np.all(per_class <= np.ceil(n_val * counts / n))
+        assert val.size == n_val
+    # within a class, the validation rows are its first rows in the permutation's order
+    for c in range(len(counts)):
+        rows = perm[codes[perm] == c]
+        np.testing.assert_array_equal(np.sort(rows[:per_class[c]]), val[codes[val] == c])
+
+
+def test_classifier_uses_the_stratified_split():
+    # 90/10 classes, 10% validation: the standardization statistics come from the training part,
+    # which must be the stratified one (18 + 2 validation rows) of the estimator's permutation.
+    X, _ = make_blobs(200, centers=[[0, 0], [3, 3]], random_state=0)
+    y = (np.arange(200) < 20).astype(int)
+    est = RFFNetClassifier(n_components=10, max_iter=2, random_state=2).fit(X, y)
+    rng = np.random.default_rng(2)  # replay the draws: W, b, B, then the split permutation
+    draw_frequencies("gaussian", 2, 10, 1.0, rng, np.float32)
+    draw_offsets(10, rng, np.float32)
+    rng.uniform(-1, 1, (10, 1))
+    perm = rng.permutation(200)
+    val, train = _stratified_split(perm, 20, y)
+    assert np.bincount(y[val]).tolist() == [18, 2]
+    np.testing.assert_allclose(est.x_mean_, X[train].astype(np.float32).mean(0, dtype=np.float64),
+                               rtol=1e-6)
+    plain_train = np.sort(perm[20:])
+    assert np.bincount(y[perm[:20]], minlength=2).tolist() == [20, 0]  # unstratified: no minority
+    assert not np.allclose(est.x_mean_, X[plain_train].mean(0), rtol=1e-6)
+
+
 def test_multiclass_softmax():
     X, y = make_blobs(600, centers=3, n_features=4, random_state=0)
     est = RFFNetClassifier(random_state=0, learning_rate=1e-2, max_iter=30).fit(X, y)
@@ -344,17 +405,37 @@ def test_pickle_round_trip_continues_identically():
 # ------------------------------------------------------------------ training-loop behaviour
 def test_early_stopping_and_checkpointing():
     X, y, _ = make_jse3(600, random_state=0)
-    est = RFFNetRegressor(n_components=50, max_iter=200, n_iter_no_change=3, learning_rate=0.05,
-                          random_state=0, dtype="float64").fit(X, y)
+    kw = dict(n_components=50, max_iter=200, n_iter_no_change=3, learning_rate=0.05, random_state=0,
+              dtype="float64", learning_rate_schedule="constant")
+    est = RFFNetRegressor(**kw).fit(X, y)
     curve = np.array(est.validation_loss_curve_)
     assert est.n_iter_ < 200 and len(curve) == est.n_iter_ == len(est.loss_curve_)
     assert est.best_epoch_ == np.argmin(curve) + 1
     assert est.n_iter_ == est.best_epoch_ + 3
     assert len(est.validation_scores_) == est.n_iter_
-    no_ckpt = RFFNetRegressor(n_components=50, max_iter=200, n_iter_no_change=3, learning_rate=0.05,
-                              random_state=0, dtype="float64", checkpoint=False).fit(X, y)
+    assert est.learning_rate_ == 0.05
+    no_ckpt = RFFNetRegressor(**{**kw, "checkpoint": False}).fit(X, y)
     assert no_ckpt.n_iter_ == est.n_iter_
     assert not np.array_equal(no_ckpt.coef_, est.coef_)
+
+
+def test_adaptive_schedule_lowers_the_rate_on_plateaus(capsys):
+    X, y, _ = make_jse3(600, random_state=0)
+    kw = dict(n_components=50, max_iter=200, n_iter_no_change=3, learning_rate=0.05, random_state=0,
+              dtype="float64")
+    const = RFFNetRegressor(**kw, learning_rate_schedule="constant").fit(X, y)
+    adapt = RFFNetRegressor(**kw, verbose=1).fit(X, y)  # "adaptive" is the default
+    lowered = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Learning rate")]
+    assert len(lowered) == 3 and adapt.learning_rate_ == pytest.approx(0.05 / 125)
+    # Identical up to the first plateau, then the adaptive run keeps training at smaller steps
+    # (stopping at the plateau after its third decrease) and ends with a lower validation loss.
+    k = const.n_iter_
+    np.testing.assert_array_equal(adapt.loss_curve_[:k], const.loss_curve_)
+    assert 3 * 3 + const.best_epoch_ + 3 <= adapt.n_iter_ < 200
+    assert min(adapt.validation_loss_curve_) < min(const.validation_loss_curve_)
+    # Without early stopping the plateaus are measured on the training loss and never stop it.
+    full = RFFNetRegressor(**{**kw, "max_iter": 40}, early_stopping=False).fit(X, y)
+    assert full.n_iter_ == 40
 
 
 def test_verbose_prints_one_line_per_epoch(capsys):

@@ -44,9 +44,10 @@ __all__ = [
     "constant_init",
 ]
 
-# Multiply-adds per mini-batch and thread below which the mini-batch loop stays single-threaded
-# when n_jobs is None (see _BaseRFFNet._epoch_threads).
-_WORK_PER_THREAD = 4_000_000
+# learning_rate_schedule="adaptive": on each plateau of n_iter_no_change epochs the learning rate
+# is divided by _LR_DECAY, at most _MAX_LR_DECAYS times; the next plateau stops the training.
+_LR_DECAY = 5.0
+_MAX_LR_DECAYS = 3
 SOLVERS = ("adam", "palm-adam", "sgd", "palm-sgd")
 INITS = ("constant", "regressor", "restarter")
 
@@ -105,6 +106,7 @@ class _BaseRFFNet(BaseEstimator):
         "restart_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "solver": [StrOptions(set(SOLVERS))],
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "learning_rate_schedule": [StrOptions({"constant", "adaptive"})],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "early_stopping": ["boolean"],
@@ -124,10 +126,11 @@ class _BaseRFFNet(BaseEstimator):
     _loss_kind = None
 
     def __init__(self, n_components=300, *, alpha=1e-4, kernel="gaussian", init="constant",
-                 n_restarts=10, restart_iter=10, solver="adam", learning_rate=1e-3, batch_size=32,
-                 max_iter=100, early_stopping=True, validation_fraction=0.1, n_iter_no_change=10,
-                 tol=0.0, checkpoint=True, standardize=True, feature_scale=1.0, dtype="float32",
-                 random_state=None, n_jobs=None, verbose=0):
+                 n_restarts=10, restart_iter=10, solver="adam", learning_rate=1e-3,
+                 learning_rate_schedule="adaptive", batch_size=32, max_iter=100, early_stopping=True,
+                 validation_fraction=0.1, n_iter_no_change=10, tol=0.0, checkpoint=True,
+                 standardize=True, feature_scale=1.0, dtype="float32", random_state=None, n_jobs=None,
+                 verbose=0):
         self.n_components = n_components
         self.alpha = alpha
         self.kernel = kernel
@@ -136,6 +139,7 @@ class _BaseRFFNet(BaseEstimator):
         self.restart_iter = restart_iter
         self.solver = solver
         self.learning_rate = learning_rate
+        self.learning_rate_schedule = learning_rate_schedule
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.early_stopping = early_stopping
@@ -187,13 +191,14 @@ class _BaseRFFNet(BaseEstimator):
                                             n_threads=self._n_threads)
         return value
 
-    def _run_epoch(self, Xs, Y, theta, coef, state, rng):
+    def _run_epoch(self, Xs, Y, theta, coef, state, rng, learning_rate=None):
         """One epoch on (Xs, Y): adam/sgd = one joint pass; palm-* = a pass on B, then one on theta.
 
         Returns the mean mini-batch loss of the (last) pass.
         """
-        common = dict(batch_size=self.batch_size, loss=self._loss, learning_rate=self.learning_rate,
-                      l2_coef=self.alpha, scale=self.scale_, n_threads=self._epoch_threads(Xs.shape[1]),
+        lr = self.learning_rate if learning_rate is None else learning_rate
+        common = dict(batch_size=self.batch_size, loss=self._loss, learning_rate=lr,
+                      l2_coef=self.alpha, scale=self.scale_, n_threads=self._n_threads,
                       solver="sgd" if self.solver.endswith("sgd") else "adam")
         n = Xs.shape[0]
         if self.solver.startswith("palm"):
@@ -203,20 +208,6 @@ class _BaseRFFNet(BaseEstimator):
                                        coef, state.theta_block, update_coef=False, **common)
         return kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights_, self.offsets_, theta, coef,
                                    state.joint, **common)
-
-    def _epoch_threads(self, n_features):
-        """Threads for the mini-batch loop.
-
-        Every mini-batch ends in a barrier, so a second thread only pays when each batch carries
-        enough work; on a busy machine a small batch split over threads waits for descheduled
-        workers at every step (measured 8-25x slower than one thread for gse1's 32 x 300 x 18
-        batches). With ``n_jobs=None`` small batches therefore run on one thread; an explicit
-        ``n_jobs`` is always obeyed. The result is bitwise the same for any thread count.
-        """
-        if self.n_jobs is not None:
-            return self._n_threads
-        work = self.batch_size * self.n_components * n_features
-        return int(max(1, min(self._n_threads, work // _WORK_PER_THREAD)))
 
     def _check_dtype_and_threads(self):
         self._n_threads = resolve_n_threads(self.n_jobs)
@@ -298,7 +289,7 @@ class _BaseRFFNet(BaseEstimator):
                     f"{n_val} validation sample(s) would leave {n - n_val} for training (at least 2 "
                     "needed); pass more samples or early_stopping=False")
             perm = rng.permutation(n)
-            val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+            val_idx, train_idx = self._validation_split(perm, n_val, y)
             X_train, Y_train, X_val, Y_val = X[train_idx], Y[train_idx], X[val_idx], Y[val_idx]
         else:
             X_train, Y_train, X_val, Y_val = X, Y, None, None
@@ -328,6 +319,7 @@ class _BaseRFFNet(BaseEstimator):
         self.validation_loss_curve_ = []
         self.validation_scores_ = []
         self.n_iter_ = 0
+        self.learning_rate_ = float(self.learning_rate)
         self.best_epoch_ = None
         self.t_ = 0
         self._fit_epochs(Xs_train, Y_train, Xs_val, Y_val, rng,
@@ -336,6 +328,10 @@ class _BaseRFFNet(BaseEstimator):
 
     def _intercept_from(self, Y_train):
         return np.zeros(Y_train.shape[1])
+
+    def _validation_split(self, perm, n_val, y):
+        """(validation, training) row indices, sorted: the first n_val rows of the permutation."""
+        return np.sort(perm[:n_val]), np.sort(perm[n_val:])
 
     def _check_partial_fit_params(self, dtype):
         if self.relevances_.dtype != dtype:
@@ -351,9 +347,11 @@ class _BaseRFFNet(BaseEstimator):
         best_value = np.inf
         best = None
         no_improve = 0
+        lr = self.learning_rate
+        n_decays = 0
         for _ in range(max_epochs):
             tic = time.perf_counter()
-            train_loss = self._run_epoch(Xs, Y, theta, coef, self._state, rng)
+            train_loss = self._run_epoch(Xs, Y, theta, coef, self._state, rng, learning_rate=lr)
             self.n_iter_ += 1
             self.t_ += Xs.shape[0]
             self.loss_curve_.append(train_loss)
@@ -387,7 +385,15 @@ class _BaseRFFNet(BaseEstimator):
                     line += f", validation loss {val_loss:.6g}"
                 line += f" ({time.perf_counter() - tic:.3f} s)"
                 print(line, file=sys.stdout, flush=True)
-            if monitor and self.early_stopping and no_improve >= self.n_iter_no_change:
+            if (monitor and no_improve >= self.n_iter_no_change
+                    and self.learning_rate_schedule == "adaptive" and n_decays < _MAX_LR_DECAYS):
+                lr /= _LR_DECAY
+                n_decays += 1
+                no_improve = 0
+                if self.verbose:
+                    print(f"Learning rate lowered to {lr:.3g} (no improvement for "
+                          f"{self.n_iter_no_change} epochs)", file=sys.stdout, flush=True)
+            elif monitor and self.early_stopping and no_improve >= self.n_iter_no_change:
                 if self.verbose:
                     print(f"Early stopping: no improvement for {no_improve} epochs; best epoch "
                           f"{self.best_epoch_}", file=sys.stdout, flush=True)
@@ -396,6 +402,8 @@ class _BaseRFFNet(BaseEstimator):
             if best is None:
                 raise ValueError(
                     "RFFNet training diverged (non-finite loss); lower learning_rate or standardize X")
+        if monitor:
+            self.learning_rate_ = float(lr)
         if best is not None:
             theta[...] = best[0]
             coef[...] = best[1]
@@ -450,13 +458,24 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Joint steps on (B, theta), or, for ``palm-*``, every epoch is a pass of steps on B followed
         by a pass on theta (each with its own Adam moments).
     learning_rate : float, default=1e-3
+        Initial step size of Adam/SGD (the prox on B uses the current step size).
+    learning_rate_schedule : {"adaptive", "constant"}, default="adaptive"
+        "constant" keeps ``learning_rate`` and, with early stopping, stops at the first plateau of
+        ``n_iter_no_change`` epochs without improvement (the paper's Algorithm 1). "adaptive"
+        (the paper is silent on schedules) instead divides the step size by 5 at each such
+        plateau, at most 3 times, and stops at the next one (or after ``max_iter`` epochs). The
+        plateau is measured on the validation loss, or on the training loss without early
+        stopping (then the training never stops early). Smaller late steps let the noisy
+        mini-batch iterates settle; measured on validation splits it lowers the error on the
+        paper's jse3 and gse1 problems.
     batch_size : int, default=32
     max_iter : int, default=100
         Maximum number of epochs.
     early_stopping : bool, default=True
         Hold out ``validation_fraction`` of the data and stop after ``n_iter_no_change`` epochs
-        without a validation-loss decrease larger than ``tol``. With False, all data is used for
-        training and all ``max_iter`` epochs run.
+        without a validation-loss decrease larger than ``tol`` (after the last learning-rate
+        decrease of the "adaptive" schedule). With False, all data is used for training and all
+        ``max_iter`` epochs run.
     validation_fraction : float, default=0.1
     n_iter_no_change : int, default=10
     tol : float, default=0.0
@@ -474,10 +493,10 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     random_state : int, Generator, RandomState or None, default=None
         Controls W, b, the initial B, the validation split and the shuffling.
     n_jobs : int or None, default=None
-        Threads of the compiled kernels (None: all usable cores, except that the mini-batch loop
-        stays on one thread when a batch holds fewer than about 4e6 multiply-adds,
-        ``batch_size * n_components * n_features``, where threads cost more than they give). The
-        fitted model is bitwise identical for any value.
+        Threads of the compiled kernels (None: all usable cores). The core itself runs a
+        mini-batch on fewer threads when it holds too little work to pay for the per-batch
+        barriers (batches of 32 run on one thread). The fitted model is bitwise identical for any
+        value.
     verbose : int, default=0
         Print one line per epoch with the training and validation loss.
     fit_intercept : bool, default=True
@@ -503,6 +522,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         c.
     n_iter_ : int
         Epochs run (including later ``partial_fit`` calls).
+    learning_rate_ : float
+        The step size at the end of ``fit`` (``learning_rate`` divided by the adaptive schedule's
+        decreases). ``partial_fit`` always steps with ``learning_rate``.
     loss_curve_ : list of float
         Mean mini-batch training loss per epoch (``1/2 ||y - f||^2`` per sample, without penalty).
     validation_loss_curve_ : list of float
@@ -518,14 +540,16 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     _parameter_constraints = {**_BaseRFFNet._parameter_constraints, "fit_intercept": ["boolean"]}
 
     def __init__(self, n_components=300, *, alpha=1e-4, kernel="gaussian", init="constant",
-                 n_restarts=10, restart_iter=10, solver="adam", learning_rate=1e-3, batch_size=32,
-                 max_iter=100, early_stopping=True, validation_fraction=0.1, n_iter_no_change=10,
-                 tol=0.0, checkpoint=True, standardize=True, feature_scale=1.0, dtype="float32",
-                 random_state=None, n_jobs=None, verbose=0, fit_intercept=True):
+                 n_restarts=10, restart_iter=10, solver="adam", learning_rate=1e-3,
+                 learning_rate_schedule="adaptive", batch_size=32, max_iter=100, early_stopping=True,
+                 validation_fraction=0.1, n_iter_no_change=10, tol=0.0, checkpoint=True,
+                 standardize=True, feature_scale=1.0, dtype="float32", random_state=None, n_jobs=None,
+                 verbose=0, fit_intercept=True):
         super().__init__(
             n_components, alpha=alpha, kernel=kernel, init=init, n_restarts=n_restarts,
             restart_iter=restart_iter, solver=solver, learning_rate=learning_rate,
-            batch_size=batch_size, max_iter=max_iter, early_stopping=early_stopping,
+            learning_rate_schedule=learning_rate_schedule, batch_size=batch_size, max_iter=max_iter,
+            early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change, tol=tol,
             checkpoint=checkpoint, standardize=standardize, feature_scale=feature_scale, dtype=dtype,
             random_state=random_state, n_jobs=n_jobs, verbose=verbose)
@@ -617,6 +641,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     restart_iter : int, default=10
     solver : {"adam", "palm-adam", "sgd", "palm-sgd"}, default="adam"
     learning_rate : float, default=1e-3
+    learning_rate_schedule : {"adaptive", "constant"}, default="adaptive"
     batch_size : int, default=32
     max_iter : int, default=100
     early_stopping : bool, default=True
@@ -669,6 +694,10 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         Y = np.zeros((y.size, k))
         Y[np.arange(y.size), codes] = 1.0
         return y, Y, "softmax"
+
+    def _validation_split(self, perm, n_val, y):
+        """A stratified split: see :func:`_stratified_split`."""
+        return _stratified_split(perm, n_val, self._encoder.transform(y))
 
     def _score_outputs(self, F, Y):
         if Y.shape[1] == 1:
@@ -726,6 +755,35 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         F = self._decision_outputs(X)
         idx = (F[:, 0] > 0).astype(int) if F.shape[1] == 1 else F.argmax(axis=1)
         return self.classes_[idx]
+
+
+def _stratified_split(perm, n_val, codes):
+    """Stratified (validation, training) row indices for class codes ``codes``, both sorted.
+
+    Class ``c`` with ``n_c`` samples gets ``floor(n_val * n_c / n)`` validation rows, and the
+    ``n_val - sum`` rows left go, one each, to the classes with the largest remainders (ties to the
+    larger class, then the smaller code), never taking a class's last training sample. Within a
+    class the validation rows are its first rows in the order of the random permutation ``perm``,
+    so the split uses the same single permutation as the unstratified one.
+    """
+    n = perm.size
+    counts = np.bincount(codes)
+    exact = n_val * counts / n
+    take = np.minimum(np.floor(exact).astype(np.int64), np.maximum(counts - 1, 0))
+    rest = n_val - int(take.sum())
+    for c in sorted(range(counts.size), key=lambda c: (-(exact[c] - take[c]), -counts[c], c)):
+        if rest <= 0:
+            break
+        if take[c] < counts[c] - 1:
+            take[c] += 1
+            rest -= 1
+    # rows in permutation order, grouped by class (stable), then the first take[c] of each class
+    ordered = perm[np.argsort(codes[perm], kind="stable")]
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    in_val = np.zeros(n, bool)
+    for c in range(counts.size):
+        in_val[ordered[starts[c]:starts[c] + take[c]]] = True
+    return np.flatnonzero(in_val), np.flatnonzero(~in_val)
 
 
 def _probabilities(F):
