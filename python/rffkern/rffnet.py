@@ -627,8 +627,9 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     sigmoid(f)``); this is the same model as the reference code's 2-output softmax (whose logit
     difference is ``f``) with half the output weights. More classes use the softmax cross-entropy on
     one output per class. There is no output bias. Parameters are those of
-    :class:`RFFNetRegressor` (without ``fit_intercept``); ``validation_scores_`` holds the
-    validation accuracy per epoch.
+    :class:`RFFNetRegressor` (without ``fit_intercept``); the early-stopping validation split is
+    stratified by class (each class contributes its share, up to one row, and keeps at least one
+    training row); ``validation_scores_`` holds the validation accuracy per epoch.
 
     Parameters
     ----------
