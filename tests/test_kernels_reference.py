@@ -67,6 +67,33 @@ def test_features(dtype, n_threads, data):
     assert_within(Z, expected, feature_magnitude(X, W, b, th, pair, scale), dtype, "features")
 
 
+@pytest.mark.parametrize("isa_name", available_isas())
+@dtypes
+def test_pair_features_sin_cos_are_accurate_to_a_few_ulp(isa_name, dtype):
+    # U = x exactly (d = 1, W = 1, b = 0, scale 1), so cos and sin are checked alone, in ulp of
+    # the dtype, against NumPy's float64 values of the same x: the fused sin/cos reduction of the
+    # AVX2/AVX-512 builds, around multiples of pi/2 (where the reduction cancels), up to and past
+    # the range where it hands over to libmvec (2^17 for float32, 2^30 for float64).
+    rng = np.random.default_rng(0)
+    limit = 2.0**17 if dtype == np.float32 else 2.0**30
+    k = np.arange(-4000, 4000)
+    x = np.concatenate([
+        rng.uniform(-1, 1, 4000), rng.uniform(-100, 100, 4000),
+        np.sign(rng.standard_normal(4000)) * np.exp(rng.uniform(0, np.log(4 * limit), 4000)),
+        k * (np.pi / 2) + rng.uniform(-1e-3, 1e-3, k.size),
+        [0.0, -0.0, np.pi / 4, -np.pi / 4, limit, -limit, 2 * limit, 1e-30],
+    ]).astype(dtype)
+    X = x[:, None]
+    W = np.ones((1, 40), dtype)
+    with isa(isa_name):
+        Z = kernels.features(X, W, np.zeros(40, dtype), scale=1.0, pair=True)
+    x64 = x.astype(np.float64)
+    for got, exact in ((Z[:, :40], np.cos(x64)), (Z[:, 40:], np.sin(x64))):
+        ulp = np.spacing(np.abs(exact).astype(dtype)).astype(np.float64)
+        err = np.abs(got.astype(np.float64) - exact[:, None]) / ulp[:, None]
+        assert err.max() <= 4.0, f"{err.max():.1f} ulp at x = {x[np.argmax(err.max(axis=1))]!r}"
+
+
 @dtypes
 @given(data=st.data())
 def test_features_into_out(dtype, data):

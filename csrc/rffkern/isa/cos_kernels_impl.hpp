@@ -45,6 +45,7 @@ using simd::loadu;
 using simd::storeu;
 using simd::vcos;
 using simd::vsin;
+using simd::vsincos;
 
 template <class T>
 struct Isa {
@@ -53,11 +54,24 @@ struct Isa {
     static constexpr int NR = kNV * L;                     // columns of a micro-tile
 };
 
+// Sum of the lanes by halving (a fixed order): 3 shuffle+add steps for 8 lanes.
+template <class V>
+inline auto hsum_tree(V v) {
+    constexpr int N = int(sizeof(V) / sizeof(v[0]));
+    if constexpr (N == 16)
+        return hsum_tree(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                         __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+    else if constexpr (N == 8)
+        return hsum_tree(__builtin_shufflevector(v, v, 0, 1, 2, 3) +
+                         __builtin_shufflevector(v, v, 4, 5, 6, 7));
+    else if constexpr (N == 4)
+        return hsum_tree(__builtin_shufflevector(v, v, 0, 1) + __builtin_shufflevector(v, v, 2, 3));
+    else
+        return v[0] + v[1];
+}
 template <class T>
 inline T hsum(typename Isa<T>::vec v) {
-    T acc = 0;
-    for (int l = 0; l < Isa<T>::L; ++l) acc += v[l];
-    return acc;
+    return hsum_tree(v);
 }
 
 // ---- the micro-kernel -------------------------------------------------------------------------
@@ -95,6 +109,46 @@ inline void micro_kernel(std::size_t K, const T* __restrict A, std::size_t lda,
         for (int j = 0; j < kNV; ++j) storeu(C + r * Isa<T>::NR + j * L, acc[r][j]);
 }
 
+// The theta-gradient tile: C = A^T-panel x B as in micro_kernel (K rows of X against K rows of
+// H), then, for each of the `rows` valid rows r, the lane-wise products of C's row with row r of
+// the W panel summed over the kNV vectors: out[r*L + l] (= or +=) sum_j C[r][j*L + l] W[r][j*L + l].
+// The lanes are summed once per gradient (finish), not once per panel.
+template <class T>
+inline void micro_kernel_wdot(std::size_t K, const T* __restrict A, std::size_t lda,
+                              const T* __restrict B, const T* __restrict Wrows, int rows,
+                              bool accumulate, T* __restrict out) {
+    using V = typename Isa<T>::vec;
+    constexpr int L = Isa<T>::L;
+    constexpr int NR = Isa<T>::NR;
+    V acc[kMR][kNV];
+#pragma GCC unroll 8
+    for (int r = 0; r < kMR; ++r)
+#pragma GCC unroll 4
+        for (int j = 0; j < kNV; ++j) acc[r][j] = V{};
+    for (std::size_t k = 0; k < K; ++k) {
+        const T* bk = B + k * NR;
+        const T* ak = A + k * lda;
+        V bv[kNV];
+#pragma GCC unroll 4
+        for (int j = 0; j < kNV; ++j) bv[j] = loadu<V>(bk + j * L);
+#pragma GCC unroll 8
+        for (int r = 0; r < kMR; ++r) {
+            const T a = ak[r];
+#pragma GCC unroll 4
+            for (int j = 0; j < kNV; ++j) acc[r][j] += a * bv[j];
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < kMR; ++r) {
+        if (r >= rows) break;
+        V v = acc[r][0] * loadu<V>(Wrows + r * NR);
+#pragma GCC unroll 4
+        for (int j = 1; j < kNV; ++j) v += acc[r][j] * loadu<V>(Wrows + r * NR + j * L);
+        if (accumulate) v += loadu<V>(out + r * L);
+        storeu(out + r * L, v);
+    }
+}
+
 // scale*cos (and scale*sin) of NR consecutive values of U.
 template <class T>
 inline void cos_sin_row(const T* u, T* cos_out, T* sin_out, T scale) {
@@ -102,8 +156,14 @@ inline void cos_sin_row(const T* u, T* cos_out, T* sin_out, T scale) {
     constexpr int L = Isa<T>::L;
     for (int j = 0; j < kNV; ++j) {
         const V x = loadu<V>(u + j * L);
-        storeu(cos_out + j * L, vcos(x) * scale);
-        if (sin_out) storeu(sin_out + j * L, vsin(x) * scale);
+        if (sin_out) {
+            V sv, cv;
+            vsincos(x, sv, cv);
+            storeu(cos_out + j * L, cv * scale);
+            storeu(sin_out + j * L, sv * scale);
+        } else {
+            storeu(cos_out + j * L, vcos(x) * scale);
+        }
     }
 }
 
@@ -467,16 +527,13 @@ struct LossGradEngine {
         rowloss.reset(MC);
         H.reset(P * MC * NR);
         gcoef.reset(Ptot * NR * m);
-        gtheta_part.reset(P * dpad);
+        gtheta_part.reset(P * dpad * L);  // lane partials per panel and feature
         tmp_stride = round_up(kMR * NR + NR, 16);
         tmp.reset(tmp_stride * n_threads);
     }
 
     // single thread: start accumulating a new batch
-    void reset_accumulators() {
-        gcoef.zero();
-        gtheta_part.zero();
-    }
+    void reset_accumulators() { gcoef.zero(); }  // gtheta_part is overwritten by the first block
 
     // All threads: forward and backward over rows [r0, r0+mc) of the logical X (idx-mapped),
     // adding the un-normalised gradients to gcoef / gtheta_part. Returns (on every thread) nothing;
@@ -617,14 +674,12 @@ struct LossGradEngine {
                 }
                 for (int j = 0; j < kNV; ++j) storeu(h + row * NR + j * L, hv[j]);
             }
-            T* gt = gtheta_part.data() + p * dpad;
+            T* gt = gtheta_part.data() + p * dpad * L;
             const T* wpanel = Wp.data() + p * d * NR;
             for (std::size_t jb = 0; jb < dpad / kMR; ++jb) {
-                micro_kernel(mcp, Xb.data() + jb * kMR, dpad, h, NR, static_cast<const T*>(nullptr), cbuf);
-                for (int r = 0; r < kMR; ++r) {
-                    const std::size_t j = jb * kMR + r;
-                    if (j < d) gt[j] += dot_nr(cbuf + r * NR, wpanel + j * NR);
-                }
+                const int rows = int(std::min<std::size_t>(kMR, d - jb * kMR));
+                micro_kernel_wdot(mcp, Xb.data() + jb * kMR, dpad, h, wpanel + jb * kMR * NR, rows,
+                                  r0 != 0, gt + jb * kMR * L);
             }
         }
     }
@@ -639,9 +694,13 @@ struct LossGradEngine {
         }
         if (grad_theta)
             for (std::size_t j = 0; j < d; ++j) {
-                T acc = 0;
-                for (std::size_t p = 0; p < P; ++p) acc += gtheta_part.data()[p * dpad + j];
-                grad_theta[j] = acc * inv;
+                if (P == 0) {
+                    grad_theta[j] = T(0);
+                    continue;
+                }
+                V acc = loadu<V>(gtheta_part.data() + j * L);
+                for (std::size_t p = 1; p < P; ++p) acc += loadu<V>(gtheta_part.data() + (p * dpad + j) * L);
+                grad_theta[j] = hsum<T>(acc) * inv;
             }
     }
 };

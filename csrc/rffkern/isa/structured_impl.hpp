@@ -72,6 +72,7 @@ using simd::loadu;
 using simd::storeu;
 using simd::vcos;
 using simd::vsin;
+using simd::vsincos;
 
 inline int log2_exact(std::size_t len) {
     int k = 0;
@@ -243,9 +244,10 @@ inline void emit_cos(const T* __restrict arg, T scale, T* __restrict zc, T* __re
     std::size_t j = 0;
     if (zs) {
         for (; j + L <= nc; j += L) {
-            const V a = loadu<V>(arg + j);
-            storeu(zc + j, vcos(a) * scale);
-            storeu(zs + j, vsin(a) * scale);
+            V sv, cv;
+            vsincos(loadu<V>(arg + j), sv, cv);
+            storeu(zc + j, cv * scale);
+            storeu(zs + j, sv * scale);
         }
     } else {
         for (; j + L <= nc; j += L) storeu(zc + j, vcos(loadu<V>(arg + j)) * scale);
@@ -253,10 +255,13 @@ inline void emit_cos(const T* __restrict arg, T scale, T* __restrict zc, T* __re
     if (j < nc) {
         T tail[L];
         const V a = loadu<V>(arg + j);
-        storeu(tail, vcos(a) * scale);
+        V sv, cv;
+        if (zs) vsincos(a, sv, cv);
+        else cv = vcos(a);
+        storeu(tail, cv * scale);
         std::memcpy(zc + j, tail, (nc - j) * sizeof(T));
         if (zs) {
-            storeu(tail, vsin(a) * scale);
+            storeu(tail, sv * scale);
             std::memcpy(zs + j, tail, (nc - j) * sizeof(T));
         }
     }
