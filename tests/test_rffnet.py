@@ -138,6 +138,22 @@ def test_fit_matches_numpy_reference(n, d, s, batch, solver, early_stopping, see
     assert est.best_epoch_ == ref["best_epoch"]
 
 
+@pytest.mark.parametrize("early_stopping", [True, False])
+def test_adaptive_schedule_matches_numpy_reference(early_stopping):
+    # A setting where all three decreases happen (the property test above reaches them rarely).
+    X, y, _ = make_jse3(120, random_state=1)
+    kw = dict(n_components=12, batch_size=16, learning_rate=0.1, max_iter=12, n_iter_no_change=1,
+              early_stopping=early_stopping)
+    est = RFFNetRegressor(**kw, dtype="float64", random_state=4, n_jobs=1).fit(X, y)
+    ref = reference_fit(X, y, n_components=12, seed=4, lr=0.1, batch=16, max_iter=12,
+                        n_iter_no_change=1, early_stopping=early_stopping, schedule="adaptive")
+    assert est.learning_rate_ == pytest.approx(0.1 / 125) and ref["lr"] == pytest.approx(0.1 / 125)
+    assert est.n_iter_ == len(ref["losses"]) == (8 if early_stopping else 12)
+    np.testing.assert_allclose(est.loss_curve_, ref["losses"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(est.relevances_, ref["theta"], rtol=1e-8, atol=1e-11)
+    np.testing.assert_allclose(est.coef_, ref["coef"], rtol=1e-8, atol=1e-11)
+
+
 def test_restarter_matches_numpy_reference():
     X, y, _ = make_jse3(80, random_state=5)
     kw = dict(n_components=10, init="restarter", n_restarts=3, restart_iter=2, max_iter=3,
