@@ -300,6 +300,22 @@ void pack_coef(const T* coef, std::size_t s, std::size_t m, bool pair, T* coefT)
     }
 }
 
+template <class T>
+constexpr std::size_t NR_of() {
+    return std::size_t(Isa<T>::NR);
+}
+
+// Panel p of pack_coef's layout for the cos-only (non-pair) map.
+template <class T>
+void pack_coef_panel(const T* coef, std::size_t s, std::size_t m, std::size_t p, T* coefT) {
+    constexpr int NR = Isa<T>::NR;
+    for (std::size_t o = 0; o < m; ++o)
+        for (std::size_t c = 0; c < std::size_t(NR); ++c) {
+            const std::size_t col = p * NR + c;
+            coefT[(p * m + o) * NR + c] = col < s ? coef[col * m + o] : T(0);
+        }
+}
+
 // ---- predict ------------------------------------------------------------------------------------
 template <class T>
 void predict(const T* X, std::size_t n, const CosMap<T>& map, const T* coef, std::size_t m, T* F,
@@ -501,7 +517,7 @@ struct LossGradEngine {
     std::size_t m;
     Loss loss;
     std::size_t d, s, P, Ptot, dpad, MC, nmp;
-    AlignedBuffer<T> Wp, bp, coefT, Ap, Xb, Z, Sn, fpart, g, rowloss, H, gcoef, gtheta_part, tmp;
+    AlignedBuffer<T> Wp, bp, coefT, Ap, Xb, Z, Sn, fpart, g, H, gcoef, gtheta_part, tmp;
     std::size_t tmp_stride;
     bool want_theta = true;
 
@@ -523,8 +539,7 @@ struct LossGradEngine {
         Z.reset(Ptot * MC * NR);
         Sn.reset(map.pair ? 1 : P * MC * NR);
         fpart.reset(P * MC * m);
-        g.reset(MC * m);
-        rowloss.reset(MC);
+        g.reset(MC * m * n_threads);  // one copy per thread (each computes the same values)
         H.reset(P * MC * NR);
         gcoef.reset(Ptot * NR * m);
         gtheta_part.reset(P * dpad * L);  // lane partials per panel and feature
@@ -581,14 +596,13 @@ struct LossGradEngine {
                     fp[row * m + o] = v;
                 }
         }
-        // 3. outputs, loss and dloss/df (one thread; O(mc m))
-#if defined(RFFKERN_HAVE_OPENMP)
-#pragma omp single
-#endif
+        // 3. outputs, loss and dloss/df: O(mc m), computed by every thread into its own copy of g
+        // (the same values everywhere), which saves a barrier; thread 0 publishes the loss.
+        T* gt_ = g.data() + thread_id() * MC * m;
         {
             T total = 0;
             for (std::size_t row = 0; row < mcp; ++row) {
-                T* gr = g.data() + row * m;
+                T* gr = gt_ + row * m;
                 if (row >= mc) {
                     std::fill(gr, gr + m, T(0));
                     continue;
@@ -627,7 +641,7 @@ struct LossGradEngine {
                 }
                 total += l;
             }
-            block_loss = total;
+            if (thread_id() == 0) block_loss = total;  // read by all after step 4's barrier
         }
         // 4. backward: dL/dcoef = Z^T g, H = dL/dU, dL/dtheta_j = sum_k W_jk (X^T H)_jk
 #if defined(RFFKERN_HAVE_OPENMP)
@@ -644,7 +658,7 @@ struct LossGradEngine {
                     V acc[kNV];
                     for (int j = 0; j < kNV; ++j) acc[j] = V{};
                     for (std::size_t row = 0; row < mcp; ++row) {
-                        const T gv = g.data()[row * m + o];
+                        const T gv = gt_[row * m + o];
                         for (int j = 0; j < kNV; ++j) acc[j] += gv * loadu<V>(zq + row * NR + j * L);
                     }
                     for (int j = 0; j < kNV; ++j)
@@ -658,7 +672,7 @@ struct LossGradEngine {
                 V hv[kNV];
                 for (int j = 0; j < kNV; ++j) hv[j] = V{};
                 for (std::size_t o = 0; o < m; ++o) {
-                    const T gv = g.data()[row * m + o];
+                    const T gv = gt_[row * m + o];
                     const T* cc = coefT.data() + (p * m + o) * NR;
                     if (map.pair) {
                         const T* cs = coefT.data() + ((P + p) * m + o) * NR;
@@ -684,6 +698,21 @@ struct LossGradEngine {
         }
     }
 
+    // the theta gradient of the mean loss over `count` rows: the lane partials of every panel
+    // summed in panel order, then across lanes
+    void finish_theta(std::size_t count, T* grad_theta) const {
+        const T inv = T(1) / T(count);
+        for (std::size_t j = 0; j < d; ++j) {
+            if (P == 0) {
+                grad_theta[j] = T(0);
+                continue;
+            }
+            V acc = loadu<V>(gtheta_part.data() + j * L);
+            for (std::size_t p = 1; p < P; ++p) acc += loadu<V>(gtheta_part.data() + (p * dpad + j) * L);
+            grad_theta[j] = hsum<T>(acc) * inv;
+        }
+    }
+
     // single thread: the gradients of the mean loss over `count` rows
     void finish(std::size_t count, T* grad_coef, T* grad_theta) const {
         const T inv = T(1) / T(count);
@@ -692,16 +721,7 @@ struct LossGradEngine {
             const std::size_t ic = internal_col(c, s, P, NR);
             for (std::size_t o = 0; o < m; ++o) grad_coef[c * m + o] = gcoef.data()[ic * m + o] * inv;
         }
-        if (grad_theta)
-            for (std::size_t j = 0; j < d; ++j) {
-                if (P == 0) {
-                    grad_theta[j] = T(0);
-                    continue;
-                }
-                V acc = loadu<V>(gtheta_part.data() + j * L);
-                for (std::size_t p = 1; p < P; ++p) acc += loadu<V>(gtheta_part.data() + (p * dpad + j) * L);
-                grad_theta[j] = hsum<T>(acc) * inv;
-            }
+        if (grad_theta) finish_theta(count, grad_theta);
     }
 };
 
@@ -769,6 +789,20 @@ T train_epoch(const T* X, const T* Y, std::size_t n, const std::int64_t* order, 
     const std::size_t nout = map.n_out();
     AlignedBuffer<T> grad_coef(nout * m), grad_theta(d + 1);
     const std::size_t nbatches = ceil_div(n_order, batch_size);
+    const std::size_t P = eng.P;
+    // Start fetching the rows of batch bi, which are scattered over X.
+    auto prefetch_batch = [&](std::size_t bi) {
+        const std::size_t b1 = bi * batch_size;
+        for (std::size_t r = b1; r < std::min(b1 + batch_size, n_order); ++r) {
+            const char* xr = reinterpret_cast<const char*>(X + std::size_t(order[r]) * d);
+            for (std::size_t off = 0; off < d * sizeof(T); off += 64) __builtin_prefetch(xr + off, 0, 1);
+            __builtin_prefetch(Y + std::size_t(order[r]) * m, 0, 1);
+        }
+    };
+    eng.reset_accumulators();
+    pack_coef(coef, s, m, false, eng.coefT.data());
+    prefetch_batch(1);
+    const std::int64_t step0 = *step;
     T loss_sum = 0;
 #if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp parallel num_threads(n_threads)
@@ -776,34 +810,46 @@ T train_epoch(const T* X, const T* Y, std::size_t n, const std::int64_t* order, 
     {
         for (std::size_t bi = 0; bi < nbatches; ++bi) {
             const std::size_t b0 = bi * batch_size, nb = std::min(batch_size, n_order - b0);
-#if defined(RFFKERN_HAVE_OPENMP)
-#pragma omp single
-#endif
-            {
-                eng.reset_accumulators();
-                pack_coef(coef, s, m, false, eng.coefT.data());
-            }
             T batch_loss = 0;
             for (std::size_t r0 = 0; r0 < nb; r0 += eng.MC) {
                 eng.block(X, Y, order + b0, r0, std::min(eng.MC, nb - r0));
                 batch_loss += eng.block_loss;  // read after the barrier of block()'s last loop
             }
+            // The step, shared out by coefficient panel (item p < P: rows [p NR, p NR + NR) of
+            // coef; item P: theta and the bookkeeping). Adam and the prox act element by element,
+            // so the split does not change a bit; each panel is then re-packed and its gradient
+            // accumulator cleared for the next batch. One barrier per batch.
+            const T inv = T(1) / T(nb);
+            const std::int64_t t = step0 + std::int64_t(bi) + 1;
 #if defined(RFFKERN_HAVE_OPENMP)
-#pragma omp single
+#pragma omp for schedule(static)
 #endif
-            {
-                eng.finish(nb, grad_coef.data(), cfg.update_theta ? grad_theta.data() : nullptr);
-                loss_sum += batch_loss / T(nb);
-                *step += 1;
-                if (cfg.update_coef)
-                    optimizer_update(coef, grad_coef.data(), m_coef, v_coef, nout * m, *step, cfg,
-                                     cfg.l2_coef, T(0));
-                if (cfg.update_theta)
-                    optimizer_update(theta, grad_theta.data(), m_theta, v_theta, d, *step, cfg, T(0),
-                                     cfg.l1_theta);
+            for (std::ptrdiff_t item = 0; item <= std::ptrdiff_t(P); ++item) {
+                if (std::size_t(item) < P) {
+                    const std::size_t p = std::size_t(item), c0 = p * NR_of<T>();
+                    const std::size_t len = (std::min(s, c0 + NR_of<T>()) - c0) * m;
+                    T* gc = eng.gcoef.data() + c0 * m;  // non-pair: internal column = column
+                    if (cfg.update_coef) {
+                        T* gr = grad_coef.data() + c0 * m;
+                        for (std::size_t i = 0; i < len; ++i) gr[i] = gc[i] * inv;
+                        optimizer_update(coef + c0 * m, gr, m_coef + c0 * m, v_coef + c0 * m, len, t,
+                                         cfg, cfg.l2_coef, T(0));
+                    }
+                    std::fill(gc, gc + NR_of<T>() * m, T(0));
+                    if (bi + 1 < nbatches) pack_coef_panel(coef, s, m, p, eng.coefT.data());
+                } else {
+                    if (cfg.update_theta) {
+                        eng.finish_theta(nb, grad_theta.data());
+                        optimizer_update(theta, grad_theta.data(), m_theta, v_theta, d, t, cfg, T(0),
+                                         cfg.l1_theta);
+                    }
+                    loss_sum += batch_loss / T(nb);
+                    if (bi + 2 < nbatches) prefetch_batch(bi + 2);
+                }
             }
         }
     }
+    *step = step0 + std::int64_t(nbatches);
     return nbatches ? loss_sum / T(nbatches) : T(0);
 }
 
