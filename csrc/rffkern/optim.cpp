@@ -1,19 +1,19 @@
 // Optimiser updates on flat parameter arrays (elementwise; parallel only when large).
 #include "rffkern/optim.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 
 #include "rffkern/parallel.hpp"
 
+#define RFFKERN_OPTIM_NS optim_generic
+#include "rffkern/optim_kernels.hpp"
+#undef RFFKERN_OPTIM_NS
+
 namespace rffkern {
 namespace {
-template <class T>
-inline T prox(T p, T shrink, T thresh) {
-    p *= shrink;
-    if (thresh > T(0)) p = p > thresh ? p - thresh : (p < -thresh ? p + thresh : T(0));
-    return p;
-}
 constexpr std::size_t kParallelMin = 1 << 15;  // below this a parallel region costs more than it saves
 }  // namespace
 
@@ -22,31 +22,38 @@ void adam_prox_step(T* param, const T* grad, T* m, T* v, std::size_t len, std::i
                     T beta1, T beta2, T eps, T l2, T l1, int n_threads) {
     checked_threads(n_threads);
     if (step < 1) throw std::invalid_argument("step must be >= 1 (Adam's bias correction)");
-    const T bc1 = T(1) - std::pow(beta1, T(step)), bc2 = T(1) - std::pow(beta2, T(step));
-    const T shrink = T(1) / (T(1) + T(2) * l2 * lr), thresh = l1 * lr;
-    const std::ptrdiff_t nn = std::ptrdiff_t(len);
-    (void)n_threads;
+    const auto c = optim_generic::step_coeffs(lr, beta1, beta2, eps, step, l2, l1);
+    if (len < kParallelMin || n_threads == 1) {
+        optim_generic::adam_prox_apply(param, grad, m, v, len, c);
+        return;
+    }
+    // fixed chunks: the elementwise result does not depend on the split
+    const std::ptrdiff_t nchunks = std::ptrdiff_t(ceil_div(len, kParallelMin));
 #if defined(RFFKERN_HAVE_OPENMP)
-#pragma omp parallel for simd schedule(static) num_threads(n_threads) if (len >= kParallelMin)
+#pragma omp parallel for schedule(static) num_threads(n_threads)
 #endif
-    for (std::ptrdiff_t i = 0; i < nn; ++i) {
-        const T gi = grad[i];
-        m[i] = beta1 * m[i] + (T(1) - beta1) * gi;
-        v[i] = beta2 * v[i] + (T(1) - beta2) * gi * gi;
-        param[i] = prox(param[i] - lr * (m[i] / bc1) / (std::sqrt(v[i] / bc2) + eps), shrink, thresh);
+    for (std::ptrdiff_t k = 0; k < nchunks; ++k) {
+        const std::size_t i0 = std::size_t(k) * kParallelMin, n = std::min(kParallelMin, len - i0);
+        optim_generic::adam_prox_apply(param + i0, grad + i0, m + i0, v + i0, n, c);
     }
 }
 
 template <class T>
 void sgd_prox_step(T* param, const T* grad, std::size_t len, T lr, T l2, T l1, int n_threads) {
     checked_threads(n_threads);
-    const T shrink = T(1) / (T(1) + T(2) * l2 * lr), thresh = l1 * lr;
-    const std::ptrdiff_t nn = std::ptrdiff_t(len);
-    (void)n_threads;
+    const auto c = optim_generic::step_coeffs(lr, T(0), T(0), T(0), 0, l2, l1);
+    if (len < kParallelMin || n_threads == 1) {
+        optim_generic::sgd_prox_apply(param, grad, len, c);
+        return;
+    }
+    const std::ptrdiff_t nchunks = std::ptrdiff_t(ceil_div(len, kParallelMin));
 #if defined(RFFKERN_HAVE_OPENMP)
-#pragma omp parallel for simd schedule(static) num_threads(n_threads) if (len >= kParallelMin)
+#pragma omp parallel for schedule(static) num_threads(n_threads)
 #endif
-    for (std::ptrdiff_t i = 0; i < nn; ++i) param[i] = prox(param[i] - lr * grad[i], shrink, thresh);
+    for (std::ptrdiff_t k = 0; k < nchunks; ++k) {
+        const std::size_t i0 = std::size_t(k) * kParallelMin, n = std::min(kParallelMin, len - i0);
+        optim_generic::sgd_prox_apply(param + i0, grad + i0, n, c);
+    }
 }
 
 template void adam_prox_step<float>(float*, const float*, float*, float*, std::size_t, std::int64_t,

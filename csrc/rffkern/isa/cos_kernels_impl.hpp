@@ -20,12 +20,15 @@
 
 #include "rffkern/cos_kernels.hpp"
 #include "rffkern/isa/simd_vector.hpp"
-#include "rffkern/optim.hpp"
 #include "rffkern/parallel.hpp"
 
 #ifndef RFFKERN_ISA_NS
 #error "define RFFKERN_ISA_NS before including cos_kernels_impl.hpp"
 #endif
+
+#define RFFKERN_OPTIM_NS RFFKERN_ISA_NS
+#include "rffkern/optim_kernels.hpp"
+#undef RFFKERN_OPTIM_NS
 
 namespace rffkern {
 namespace RFFKERN_ISA_NS {
@@ -758,16 +761,13 @@ T loss_and_grad(const T* X, const T* Y, std::size_t n, const CosMap<T>& map, con
     return total / T(n);
 }
 
-// One optimiser step on a parameter block: the same adam_prox_step / sgd_prox_step the Python
-// layer calls, run by the one thread that owns the step.
+// One optimiser step on elements [0, len) of a parameter block: the elementwise update of
+// optim_kernels.hpp (the one adam_prox_step / sgd_prox_step apply), compiled for this ISA.
 template <class T>
-void optimizer_update(T* param, const T* grad, T* mom, T* var, std::size_t len, std::int64_t step,
-                      const StepConfig<T>& cfg, T l2, T l1) {
-    if (cfg.adam)
-        adam_prox_step(param, grad, mom, var, len, step, cfg.learning_rate, cfg.beta1, cfg.beta2,
-                       cfg.eps, l2, l1, 1);
-    else
-        sgd_prox_step(param, grad, len, cfg.learning_rate, l2, l1, 1);
+inline void optimizer_update(T* param, const T* grad, T* mom, T* var, std::size_t len, bool adam,
+                             const StepCoeffs<T>& c) {
+    if (adam) adam_prox_apply(param, grad, mom, var, len, c);
+    else sgd_prox_apply(param, grad, len, c);
 }
 
 template <class T>
@@ -821,6 +821,9 @@ T train_epoch(const T* X, const T* Y, std::size_t n, const std::int64_t* order, 
             // accumulator cleared for the next batch. One barrier per batch.
             const T inv = T(1) / T(nb);
             const std::int64_t t = step0 + std::int64_t(bi) + 1;
+            const T lr = cfg.learning_rate;
+            const auto ccoef = step_coeffs(lr, cfg.beta1, cfg.beta2, cfg.eps, t, cfg.l2_coef, T(0));
+            const auto ctheta = step_coeffs(lr, cfg.beta1, cfg.beta2, cfg.eps, t, T(0), cfg.l1_theta);
 #if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp for schedule(static)
 #endif
@@ -832,16 +835,16 @@ T train_epoch(const T* X, const T* Y, std::size_t n, const std::int64_t* order, 
                     if (cfg.update_coef) {
                         T* gr = grad_coef.data() + c0 * m;
                         for (std::size_t i = 0; i < len; ++i) gr[i] = gc[i] * inv;
-                        optimizer_update(coef + c0 * m, gr, m_coef + c0 * m, v_coef + c0 * m, len, t,
-                                         cfg, cfg.l2_coef, T(0));
+                        optimizer_update(coef + c0 * m, gr, m_coef + c0 * m, v_coef + c0 * m, len,
+                                         cfg.adam, ccoef);
                     }
                     std::fill(gc, gc + NR_of<T>() * m, T(0));
                     if (bi + 1 < nbatches) pack_coef_panel(coef, s, m, p, eng.coefT.data());
                 } else {
                     if (cfg.update_theta) {
                         eng.finish_theta(nb, grad_theta.data());
-                        optimizer_update(theta, grad_theta.data(), m_theta, v_theta, d, t, cfg, T(0),
-                                         cfg.l1_theta);
+                        optimizer_update(theta, grad_theta.data(), m_theta, v_theta, d, cfg.adam,
+                                         ctheta);
                     }
                     loss_sum += batch_loss / T(nb);
                     if (bi + 2 < nbatches) prefetch_batch(bi + 2);
