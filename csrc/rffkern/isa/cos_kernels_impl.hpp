@@ -543,7 +543,7 @@ struct LossGradEngine {
         Sn.reset(map.pair ? 1 : P * MC * NR);
         fpart.reset(P * MC * m);
         g.reset(MC * m * n_threads);  // one copy per thread (each computes the same values)
-        H.reset(P * MC * NR);
+        H.reset(MC * NR * n_threads);  // one panel's dL/dU per thread (stays in L1/L2)
         gcoef.reset(Ptot * NR * m);
         gtheta_part.reset(P * dpad * L);  // lane partials per panel and feature
         tmp_stride = round_up(kMR * NR + NR, 16);
@@ -670,7 +670,7 @@ struct LossGradEngine {
             }
             if (!want_theta) continue;
             // H[row][c] = sum_o g[row][o] * (d Z_q / dU)[row][c] * coef_q[c][o]
-            T* h = H.data() + p * MC * NR;
+            T* h = H.data() + thread_id() * MC * NR;
             for (std::size_t row = 0; row < mcp; ++row) {
                 V hv[kNV];
                 for (int j = 0; j < kNV; ++j) hv[j] = V{};
