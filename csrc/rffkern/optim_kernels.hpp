@@ -49,7 +49,9 @@ inline T prox(T p, T shrink, T thresh) {
 template <class T>
 inline void adam_prox_apply(T* __restrict param, const T* __restrict grad, T* __restrict m,
                             T* __restrict v, std::size_t len, const StepCoeffs<T>& c) {
+#if defined(_OPENMP)
 #pragma omp simd
+#endif
     for (std::size_t i = 0; i < len; ++i) {
         const T gi = grad[i];
         m[i] = c.beta1 * m[i] + (T(1) - c.beta1) * gi;
@@ -63,7 +65,9 @@ inline void adam_prox_apply(T* __restrict param, const T* __restrict grad, T* __
 template <class T>
 inline void sgd_prox_apply(T* __restrict param, const T* __restrict grad, std::size_t len,
                            const StepCoeffs<T>& c) {
+#if defined(_OPENMP)
 #pragma omp simd
+#endif
     for (std::size_t i = 0; i < len; ++i) param[i] = prox(param[i] - c.lr * grad[i], c.shrink, c.thresh);
 }
 
