@@ -78,15 +78,14 @@ inline T hsum(typename Isa<T>::vec v) {
 }
 
 // ---- the micro-kernel -------------------------------------------------------------------------
-// C (kMR x NR, row-major, contiguous) = init + sum_k A[k*lda + r] * B[k*ldb + c].
+// acc (kMR x NR in registers) = init + sum_k A[k*lda + r] * B[k*ldb + c], for k < K.
 // init is one row of NR values broadcast to every row (the offsets b), or zero when null.
 template <class T>
-inline void micro_kernel(std::size_t K, const T* __restrict A, std::size_t lda,
-                         const T* __restrict B, std::size_t ldb, const T* __restrict init,
-                         T* __restrict C) {
+__attribute__((always_inline)) inline void micro_accumulate(
+    std::size_t K, const T* __restrict A, std::size_t lda, const T* __restrict B, std::size_t ldb,
+    const T* __restrict init, typename Isa<T>::vec (&acc)[kMR][kNV]) {
     using V = typename Isa<T>::vec;
     constexpr int L = Isa<T>::L;
-    V acc[kMR][kNV];
     V start[kNV];
     for (int j = 0; j < kNV; ++j) start[j] = init ? loadu<V>(init + j * L) : V{};
 #pragma GCC unroll 8
@@ -106,15 +105,25 @@ inline void micro_kernel(std::size_t K, const T* __restrict A, std::size_t lda,
             for (int j = 0; j < kNV; ++j) acc[r][j] += a * bv[j];
         }
     }
+}
+
+// C (kMR x NR, row-major, contiguous) = the accumulated tile.
+template <class T>
+inline void micro_kernel(std::size_t K, const T* __restrict A, std::size_t lda,
+                         const T* __restrict B, std::size_t ldb, const T* __restrict init,
+                         T* __restrict C) {
+    constexpr int L = Isa<T>::L;
+    typename Isa<T>::vec acc[kMR][kNV];
+    micro_accumulate(K, A, lda, B, ldb, init, acc);
 #pragma GCC unroll 8
     for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 4
         for (int j = 0; j < kNV; ++j) storeu(C + r * Isa<T>::NR + j * L, acc[r][j]);
 }
 
-// The theta-gradient tile: C = A^T-panel x B as in micro_kernel (K rows of X against K rows of
-// H), then, for each of the `rows` valid rows r, the lane-wise products of C's row with row r of
-// the W panel summed over the kNV vectors: out[r*L + l] (= or +=) sum_j C[r][j*L + l] W[r][j*L + l].
+// The theta-gradient tile: the accumulated tile C (K rows of X against K rows of dL/dU, ldb = NR),
+// then, for each of the `rows` valid rows r, the lane-wise products of C's row with row r of the
+// W panel summed over the kNV vectors: out[r*L + l] (= or +=) sum_j C[r][j*L + l] W[r][j*L + l].
 // The lanes are summed once per gradient (finish), not once per panel.
 template <class T>
 inline void micro_kernel_wdot(std::size_t K, const T* __restrict A, std::size_t lda,
@@ -124,23 +133,7 @@ inline void micro_kernel_wdot(std::size_t K, const T* __restrict A, std::size_t 
     constexpr int L = Isa<T>::L;
     constexpr int NR = Isa<T>::NR;
     V acc[kMR][kNV];
-#pragma GCC unroll 8
-    for (int r = 0; r < kMR; ++r)
-#pragma GCC unroll 4
-        for (int j = 0; j < kNV; ++j) acc[r][j] = V{};
-    for (std::size_t k = 0; k < K; ++k) {
-        const T* bk = B + k * NR;
-        const T* ak = A + k * lda;
-        V bv[kNV];
-#pragma GCC unroll 4
-        for (int j = 0; j < kNV; ++j) bv[j] = loadu<V>(bk + j * L);
-#pragma GCC unroll 8
-        for (int r = 0; r < kMR; ++r) {
-            const T a = ak[r];
-#pragma GCC unroll 4
-            for (int j = 0; j < kNV; ++j) acc[r][j] += a * bv[j];
-        }
-    }
+    micro_accumulate(K, A, lda, B, std::size_t(NR), static_cast<const T*>(nullptr), acc);
 #pragma GCC unroll 8
     for (int r = 0; r < kMR; ++r) {
         if (r >= rows) break;
