@@ -5,7 +5,7 @@ kernel for lengths 2^7..2^20, float32 and float64: "hot" = a batch of <= 256 KiB
 place repeatedly (data in cache, the usual FWHT benchmark); "stream" = out of place (X -> Y) on a
 batch of 2^21 values (8-16 MiB, so the data comes from L3/DRAM); also in place on that batch;
 against the NumPy reference butterfly
-(rffkern.structured_reference.fwht) on the same batch. Rows are batched so that each call moves
+(tests/structured_reference.py's fwht) on the same batch. Rows are batched so that each call moves
 ~2^21 values (the per-call overhead is then negligible); the "public" column is rffkern.fwht
 (input validation included: one extra pass for the finiteness check).
 
@@ -26,14 +26,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import platform
+import sys
 import time
 
 import numpy as np
 
 import rffkern
 from rffkern import _core
-from rffkern import structured_reference as ref
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
+import structured_reference as ref  # noqa: E402  (the test oracle)
 from rffkern.structured import Fastfood, StructuredOrthogonalFeatures
 
 

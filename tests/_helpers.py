@@ -24,7 +24,8 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rffkern import _core, reference
+import reference
+from rffkern import _core
 
 DTYPES = [np.float64, np.float32]
 DTYPE_IDS = ["f64", "f32"]

@@ -1,4 +1,4 @@
-"""Every compiled kernel equals the NumPy reference (rffkern.reference) under Hypothesis.
+"""Every compiled kernel equals the NumPy reference (tests/reference.py) under Hypothesis.
 
 Shapes include n = 1, d = 1, s = 1 and sizes that are multiples of no tile or vector width
 (s up to 70 spans several NR-column panels; n up to 600 spans several 256-row blocks of gram
@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rffkern import kernels, reference
+import reference
+from rffkern import kernels
 from _helpers import (
     DTYPE_IDS,
     DTYPES,

@@ -13,7 +13,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rffkern
-from rffkern import reference
+import reference
 from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern.datasets import make_gse2, make_jse2, make_jse3
 from rffkern.rffnet import (
@@ -28,7 +28,7 @@ from rffkern.rffnet import (
 
 # ------------------------------------------------------------------ NumPy reference of the fit
 def _ref_epoch(Xs, Y, W, b, theta, coef, states, rng, *, solver, lr, alpha, batch, loss, scale):
-    """One epoch as the estimator defines it, on rffkern.reference.train_epoch."""
+    """One epoch as the estimator defines it, on reference.train_epoch."""
     kw = dict(batch_size=batch, loss=loss, solver="sgd" if solver.endswith("sgd") else "adam",
               learning_rate=lr, l2_coef=alpha, scale=scale)
     n = Xs.shape[0]

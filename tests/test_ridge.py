@@ -4,7 +4,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_estimator
 
-from rffkern import reference
+import reference
 from rffkern._linalg import RidgeEigen, ridge_solve
 from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 

@@ -13,7 +13,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rffkern
 from rffkern import RandomFourierFeatures, _core
-from rffkern import structured_reference as ref
+import structured_reference as ref
 from rffkern._sampling import exact_kernel
 from rffkern.structured import (
     Fastfood,

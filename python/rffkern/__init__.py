@@ -1,7 +1,7 @@
 """rffkern: fast random Fourier features and the learners built on them.
 
 Layers: the compiled core (``rffkern._core``, private), the validated kernels
-(:mod:`rffkern.kernels`) with their pure-NumPy reference (:mod:`rffkern.reference`), and the
+(:mod:`rffkern.kernels`; their pure-NumPy oracle lives in the tests), and the
 scikit-learn estimators.
 """
 import os as _os
@@ -12,7 +12,7 @@ import os as _os
 if "OMP_WAIT_POLICY" not in _os.environ:
     _os.environ.setdefault("GOMP_SPINCOUNT", "20000")
 
-from rffkern import kernels, reference  # noqa: E402
+from rffkern import kernels  # noqa: E402
 from rffkern.feature_maps import RandomFourierFeatures  # noqa: E402
 from rffkern import datasets  # noqa: E402
 from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, TopKSelector, topk_selection  # noqa: E402
@@ -25,6 +25,6 @@ from rffkern.arff import AdaptiveRFFClassifier, AdaptiveRFFRegressor  # noqa: E4
 
 __version__ = "0.1.0"
 
-__all__ = ["kernels", "reference", "RandomFourierFeatures", "__version__", "datasets", "fit", "RFFNetRegressor", "RFFNetClassifier", "TopKSelector", "topk_selection", "fwht", "Fastfood", "StructuredOrthogonalFeatures", "OrthogonalRandomFeatures",
+__all__ = ["kernels", "RandomFourierFeatures", "__version__", "datasets", "fit", "RFFNetRegressor", "RFFNetClassifier", "TopKSelector", "topk_selection", "fwht", "Fastfood", "StructuredOrthogonalFeatures", "OrthogonalRandomFeatures",
            "RFFRidge", "RFFRidgeClassifier", "SRFFRegressor", "EERFRegressor", "EERFClassifier",
            "AdaptiveRFFRegressor", "AdaptiveRFFClassifier"]

@@ -36,6 +36,26 @@ def draw_offsets(n_components, rng, dtype=np.float64):
     return rng.uniform(0.0, 2.0 * np.pi, n_components).astype(dtype, copy=False)
 
 
+def orf_weights(d, n_frequencies, length_scale, rng):
+    """Orthogonal random features (Yu et al. 2016): W of shape (d, n_frequencies).
+
+    Per block of d frequencies: Q from the QR decomposition of a d x d standard Gaussian matrix,
+    its columns multiplied by sign(diag R) (which makes Q Haar distributed); each frequency is a
+    row of Q times an independent chi_d draw (the norm of a d-dimensional Gaussian), over sigma.
+    Blocks are stacked and the rows truncated to n_frequencies.
+    """
+    n_blocks = -(-n_frequencies // d)
+    rows = []
+    for _ in range(n_blocks):
+        G = rng.standard_normal((d, d))
+        Q, R = np.linalg.qr(G)
+        Q = Q * np.where(np.diag(R) < 0, -1.0, 1.0)
+        norms = np.sqrt(rng.chisquare(d, size=d))
+        rows.append(norms[:, None] * Q)
+    W = np.vstack(rows)[:n_frequencies] / length_scale
+    return np.ascontiguousarray(W.T)
+
+
 def exact_kernel(kernel, X, Y, length_scale):
     """The kernel matrix k(x - y) itself, for tests and diagnostics (O(n m d) memory)."""
     check_kernel(kernel)

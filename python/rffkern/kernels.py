@@ -17,7 +17,7 @@ arrays are converted to it. The GIL is released during the computation. ``n_thre
 scikit-learn's ``n_jobs``: None = all usable cores, -1 = all, 0 is an error. Every kernel returns
 the same bits whatever the thread count.
 
-``pure NumPy`` equivalents of every function, written for clarity, are in :mod:`rffkern.reference`.
+Pure-NumPy equivalents of every function, written for clarity, are the test oracle (``tests/reference.py``); the package never imports them.
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from rffkern import kernels
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
-from rffkern.reference import loss_values
+from rffkern._losses import class_probabilities, mean_loss
 
 __all__ = [
     "RFFNetRegressor",
@@ -360,8 +360,7 @@ class _BaseRFFNet(BaseEstimator):
             if Xs_val is not None and not diverged:
                 F = kernels.predict(Xs_val, self.weights_, self.offsets_, coef, theta=theta,
                                     scale=self.scale_, n_threads=self._n_threads)
-                val_loss = float(loss_values(F.astype(np.float64), Y_val.astype(np.float64),
-                                             self._loss)[0].mean())
+                val_loss = mean_loss(F, Y_val, self._loss)
                 self.validation_loss_curve_.append(val_loss)
                 self.validation_scores_.append(self._score_outputs(F, Y_val))
             if diverged:
@@ -744,7 +743,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes)."""
-        return _probabilities(self._decision_outputs(X))
+        return class_probabilities(self._decision_outputs(X))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
@@ -787,14 +786,6 @@ def _stratified_split(perm, n_val, codes):
     return np.flatnonzero(in_val), np.flatnonzero(~in_val)
 
 
-def _probabilities(F):
-    if F.shape[1] == 1:
-        p = 0.5 * (1.0 + np.tanh(0.5 * F[:, 0]))  # a sigmoid that never overflows
-        return np.column_stack([1.0 - p, p])
-    E = np.exp(F - F.max(axis=1, keepdims=True))
-    return E / E.sum(axis=1, keepdims=True)
-
-
 # ---------------------------------------------------------------------------------------- TopK
 @dataclass
 class TopKResult:
@@ -833,7 +824,7 @@ def _topk_score(estimator, F, y):
             raise ValueError("the selection set holds a single class; ROC AUC is undefined")
         if F.shape[1] == 1:
             return float(roc_auc_score(idx, F[:, 0]))
-        return float(roc_auc_score(idx, _probabilities(F), multi_class="ovr",
+        return float(roc_auc_score(idx, class_probabilities(F), multi_class="ovr",
                                    labels=np.arange(estimator.classes_.size)))
     Y = np.asarray(y, dtype=np.float64).reshape(F.shape[0], -1)
     return -float(((F - Y) ** 2).mean())

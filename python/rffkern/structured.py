@@ -11,7 +11,7 @@
 
 The input dimension d is zero-padded to the block size p = 2^ceil(log2 d); ``n_components`` need
 not be a multiple of p (the last block is truncated). Random draws are made in Python with a NumPy
-Generator; the pure-NumPy equivalents are in :mod:`rffkern.structured_reference`.
+Generator; the pure-NumPy equivalents are the test oracle ``tests/structured_reference.py``.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import _core, kernels
-from rffkern._sampling import draw_offsets
+from rffkern._sampling import draw_offsets, orf_weights
 from rffkern._validation import (
     as_generator,
     check_array_2d,
@@ -34,7 +34,6 @@ from rffkern._validation import (
     check_vector,
     resolve_n_threads,
 )
-from rffkern.structured_reference import orf_weights
 
 __all__ = [
     "fwht",
@@ -63,7 +62,7 @@ def fwht(x, normalized=False, out=None, *, n_threads=None):
     ``fwht(x) == scipy.linalg.hadamard(len) @ x`` for a vector (Sylvester ordering), unnormalised
     (``H @ H = len * I``) unless ``normalized`` (then divided by ``sqrt(len)``, an orthogonal
     transform). The result is bitwise that of the textbook radix-2 butterfly in the same precision
-    (:func:`rffkern.structured_reference.fwht`), whatever the thread count.
+    (``tests/structured_reference.py``), whatever the thread count.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Pure-NumPy reference of the structured maps (ALGORITHMS.md section 1), written for clarity.
 
-Every function here follows the maths step by step and is the yardstick the compiled kernels of
+Test oracle, never imported by the package. Every function here follows the maths step by step and is the yardstick the compiled kernels of
 :mod:`rffkern.structured` are tested against:
 
 * :func:`fwht` -- the textbook radix-2 butterfly (stages h = 1, 2, 4, ... with ``(a + b, a - b)``);
@@ -9,7 +9,6 @@ Every function here follows the maths step by step and is the yardstick the comp
 * :func:`sorf_features` -- ``W x = sqrt(p)/sigma Hn D1 Hn D2 Hn D3 x`` with the normalised Hn.
 * :func:`fastfood_weights` / :func:`sorf_weights` -- the same maps as explicit d x s matrices, so
   that ``cos(X @ W + b)`` is a third, independent route to the features.
-* :func:`orf_weights` -- orthogonal random features (QR of a Gaussian matrix with the sign fix).
 """
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ __all__ = [
     "sorf_features",
     "fastfood_weights",
     "sorf_weights",
-    "orf_weights",
 ]
 
 
@@ -128,23 +126,3 @@ def fastfood_weights(d, signs, permutation, gaussian, scaling, length_scale, n_f
 def sorf_weights(d, diagonals, length_scale, n_frequencies):
     """The SORF map as a dense (d, n_frequencies) matrix."""
     return sorf_projections(np.eye(d), diagonals, length_scale)[:, :n_frequencies]
-
-
-def orf_weights(d, n_frequencies, length_scale, rng):
-    """Orthogonal random features (Yu et al. 2016): W of shape (d, n_frequencies).
-
-    Per block of d frequencies: Q from the QR decomposition of a d x d standard Gaussian matrix,
-    its columns multiplied by sign(diag R) (which makes Q Haar distributed); each frequency is a
-    row of Q times an independent chi_d draw (the norm of a d-dimensional Gaussian), over sigma.
-    Blocks are stacked and the rows truncated to n_frequencies.
-    """
-    n_blocks = -(-n_frequencies // d)
-    rows = []
-    for _ in range(n_blocks):
-        G = rng.standard_normal((d, d))
-        Q, R = np.linalg.qr(G)
-        Q = Q * np.where(np.diag(R) < 0, -1.0, 1.0)
-        norms = np.sqrt(rng.chisquare(d, size=d))
-        rows.append(norms[:, None] * Q)
-    W = np.vstack(rows)[:n_frequencies] / length_scale
-    return np.ascontiguousarray(W.T)

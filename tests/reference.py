@@ -1,5 +1,7 @@
 """Pure-NumPy reference of every compiled kernel, written for clarity rather than speed.
 
+The test oracle: it lives under tests/, imports nothing from rffkern, and the package never imports it.
+
 Each function mirrors the one of the same name in :mod:`rffkern.kernels` (same arguments, same
 results up to floating-point rounding); the tests compare the two under Hypothesis. Nothing here
 validates input: the reference assumes well-formed arrays.
@@ -8,7 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from rffkern.kernels import default_scale
+
+
+def default_scale(n_components, pair=False):
+    """sqrt(2/s) for the phase form, sqrt(1/s) for the pair form."""
+    return float(np.sqrt((1.0 if pair else 2.0) / n_components))
 
 
 def pre_activation(X, weights, offsets=None, theta=None):

@@ -1,0 +1,34 @@
+"""Losses of raw model outputs, for validation curves and early stopping (the training losses
+themselves are computed inside the compiled kernels)."""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, log_softmax, softmax
+
+
+def mean_loss(F, Y, loss) -> float:
+    """Mean per-sample loss of outputs ``F`` against targets ``Y`` (both n x m), in float64.
+
+    squared: ``1/2 sum_o (f_o - y_o)^2``; logistic: ``sum_o log(1 + e^f_o) - y_o f_o``;
+    softmax: ``-sum_o y_o log softmax(f)_o`` -- the per-sample losses of the compiled kernels.
+    """
+    F = np.asarray(F, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    if loss == "squared":
+        per_sample = 0.5 * ((F - Y) ** 2).sum(axis=1)
+    elif loss == "logistic":
+        per_sample = (np.logaddexp(0.0, F) - Y * F).sum(axis=1)
+    elif loss == "softmax":
+        per_sample = -(Y * log_softmax(F, axis=1)).sum(axis=1)
+    else:
+        raise ValueError(f"unknown loss {loss!r}")
+    return float(per_sample.mean())
+
+
+def class_probabilities(F) -> np.ndarray:
+    """Probabilities from logits: one column -> [1 - sigmoid, sigmoid]; several -> softmax."""
+    F = np.asarray(F, dtype=np.float64)
+    if F.shape[1] == 1:
+        p = expit(F[:, 0])
+        return np.column_stack([1.0 - p, p])
+    return softmax(F, axis=1)
