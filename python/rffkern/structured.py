@@ -1,10 +1,9 @@
-"""Structured random feature maps: FWHT, Fastfood, SORF and ORF (ALGORITHMS.md section 1).
+"""Structured random feature maps as estimators: Fastfood, SORF and ORF (ALGORITHMS.md section 1).
 
-* :func:`fwht` -- the fast Walsh-Hadamard transform of a vector or of every row of a matrix.
-* :func:`fastfood_features`, :func:`sorf_features` -- the compiled, fused feature maps: per row and
-  block the whole chain (signs, FWHT, permutation, Gaussian scaling, FWHT, scaling, cos) runs in a
-  per-thread buffer of O(p) values, so the cost is O(s log p) per sample and no s x d matrix is
-  ever formed.
+The compiled transforms they run on (:func:`rffkern.kernels.fwht`,
+:func:`rffkern.kernels.fastfood_features`, :func:`rffkern.kernels.sorf_features`) live with the
+other kernels in :mod:`rffkern.kernels`.
+
 * :class:`Fastfood`, :class:`StructuredOrthogonalFeatures`, :class:`OrthogonalRandomFeatures` --
   scikit-learn transformers approximating the Gaussian kernel, with the conventions of
   :class:`rffkern.RandomFourierFeatures`.
@@ -22,18 +21,10 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rffkern import _core, kernels
+from rffkern import kernels
 from rffkern._sampling import draw_offsets, orf_weights
-from rffkern._validation import (
-    as_generator,
-    check_array_2d,
-    check_matrix,
-    check_out,
-    check_positive_float,
-    check_positive_int,
-    check_vector,
-    resolve_n_threads,
-)
+from rffkern._validation import as_generator, resolve_n_threads
+from rffkern.kernels import block_size, fastfood_features, fwht, sorf_features
 
 __all__ = [
     "fwht",
@@ -44,211 +35,6 @@ __all__ = [
     "StructuredOrthogonalFeatures",
     "OrthogonalRandomFeatures",
 ]
-
-
-def block_size(n_features: int) -> int:
-    """The block size p: the smallest power of two >= ``n_features``."""
-    n_features = check_positive_int(n_features, "n_features")
-    return 1 << (n_features - 1).bit_length()
-
-
-def _is_power_of_two(v: int) -> bool:
-    return v >= 1 and v & (v - 1) == 0
-
-
-def fwht(x, normalized=False, out=None, *, n_threads=None):
-    """Fast Walsh-Hadamard transform of a vector, or of every row of a matrix.
-
-    ``fwht(x) == scipy.linalg.hadamard(len) @ x`` for a vector (Sylvester ordering), unnormalised
-    (``H @ H = len * I``) unless ``normalized`` (then divided by ``sqrt(len)``, an orthogonal
-    transform). The result is bitwise that of the textbook radix-2 butterfly in the same precision
-    (``tests/structured_reference.py``), whatever the thread count.
-
-    Parameters
-    ----------
-    x : array-like of shape (length,) or (n_rows, length)
-        ``length`` must be a power of two. float32 stays float32; integers become float64.
-    normalized : bool, default=False
-    out : ndarray, optional
-        C-contiguous array of ``x``'s shape and working dtype. ``out=x`` transforms in place.
-    n_threads : int, default=None
-        Rows are split over threads (None: all usable cores, -1: all).
-
-    Returns
-    -------
-    ndarray of the same shape as ``x``
-
-    Raises
-    ------
-    TypeError
-        Complex, non-numeric input, or ``out`` of the wrong dtype.
-    ValueError
-        Length not a power of two, not 1-D/2-D, NaN or infinity.
-    """
-    arr = np.asarray(x)
-    if arr.dtype.kind == "c":
-        raise TypeError(f"x is complex ({arr.dtype}); fwht needs real-valued input")
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"x must be numeric, got dtype {arr.dtype}")
-    if arr.ndim not in (1, 2):
-        raise ValueError(f"x must be 1-D or 2-D (rows are transformed), got shape {arr.shape}")
-    length = arr.shape[-1]
-    if not _is_power_of_two(length):
-        raise ValueError(f"the Walsh-Hadamard transform needs a power-of-two length, got {length}")
-    dtype = np.float32 if arr.dtype == np.float32 else np.float64
-    threads = resolve_n_threads(n_threads)
-    src = np.ascontiguousarray(arr, dtype=dtype)
-    if not np.isfinite(src).all():
-        raise ValueError("x contains NaN or infinity")
-    if out is None:
-        out = np.empty(src.shape, dtype)
-    else:
-        check_out(out, "out", src.shape, dtype)
-    src2, out2 = src.reshape(-1, length), out.reshape(-1, length)
-    if np.shares_memory(src2, out2):
-        if src2.ctypes.data == out2.ctypes.data:
-            _core.fwht_inplace(out2, bool(normalized), threads)
-            return out
-        src2 = src2.copy()  # partial overlap: transform from a private copy
-    _core.fwht(src2, out2, bool(normalized), threads)
-    return out
-
-
-def _check_map_input(X, p):
-    X = check_array_2d(X, "X")
-    if X.shape[1] > p:
-        raise ValueError(f"X has {X.shape[1]} features, more than the block size {p}")
-    return X
-
-
-def _check_frequencies(n_frequencies, n_blocks, p, offsets=None, pair=False):
-    if n_frequencies is None:
-        # the phases fix the count when given; otherwise every row of every block is used
-        return n_blocks * p if offsets is None or pair else len(np.atleast_1d(offsets))
-    n_frequencies = check_positive_int(n_frequencies, "n_frequencies")
-    if n_frequencies > n_blocks * p:
-        raise ValueError(
-            f"n_frequencies={n_frequencies} exceeds n_blocks * p = {n_blocks * p}")
-    return n_frequencies
-
-
-def _phase_and_out(X, offsets, theta, s, pair, out):
-    dtype = X.dtype
-    b = None
-    if not pair and offsets is not None:
-        b = check_vector(offsets, "offsets", s, dtype)
-    th = None if theta is None else check_vector(theta, "theta", X.shape[1], dtype)
-    shape = (X.shape[0], 2 * s if pair else s)
-    out = np.empty(shape, dtype) if out is None else check_out(out, "out", shape, dtype)
-    return b, th, out
-
-
-def fastfood_features(X, signs, permutation, gaussian, scaling, offsets=None, *, length_scale=1.0,
-                      n_frequencies=None, pair=False, theta=None, out=None, n_threads=None):
-    """Fastfood random features (Le, Sarlos & Smola 2013), computed by the fused compiled kernel.
-
-    Per block t of size p (X zero-padded to p columns): ``V_t x = 1/(sigma sqrt(p)) S_t H G_t
-    Pi_t H B_t x`` with H the unnormalised Walsh-Hadamard transform and ``(Pi y)_j = y[perm_j]``;
-    the features are ``sqrt(2/s) cos(V x + u)`` or, with ``pair=True``,
-    ``s^(-1/2) [cos V x, sin V x]``, for the first ``s = n_frequencies`` rows of V.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, d), d <= p
-    signs : array-like of shape (n_blocks, p)
-        B, entries +-1.
-    permutation : array-like of int of shape (n_blocks, p)
-        Pi, each row a permutation of 0..p-1.
-    gaussian : array-like of shape (n_blocks, p)
-        G, standard normal draws.
-    scaling : array-like of shape (n_blocks, p)
-        S, chi_p draws divided by the norm of the block's G.
-    offsets : array-like of shape (n_frequencies,), default=None
-        u (phase form only; None means zero phases).
-    length_scale : float, default=1.0
-    n_frequencies : int, default=None
-        s <= n_blocks * p; None means ``len(offsets)`` in the phase form with offsets given, else
-        every row of every block (n_blocks * p).
-    pair : bool, default=False
-    theta : array-like of shape (d,), default=None
-        ARD scales multiplying X's columns before the transform.
-    out : ndarray, optional
-    n_threads : int, default=None
-
-    Returns
-    -------
-    Z : ndarray of shape (n_samples, s) or (n_samples, 2 s), X's dtype
-    """
-    sg = np.asarray(signs)
-    if sg.ndim != 2 or not _is_power_of_two(sg.shape[1]):
-        raise ValueError(f"signs must have shape (n_blocks, p) with p a power of two, got {sg.shape}")
-    n_blocks, p = sg.shape
-    X = _check_map_input(X, p)
-    dtype = X.dtype
-    sg = check_matrix(sg, "signs", (n_blocks, p), dtype)
-    if not np.all(np.abs(sg) == 1):
-        raise ValueError("signs must hold only +1 and -1")
-    perm = np.asarray(permutation)
-    if perm.dtype.kind not in "iu":
-        raise TypeError(f"permutation must be an integer array, got dtype {perm.dtype}")
-    if perm.shape != (n_blocks, p):
-        raise ValueError(f"permutation must have shape {(n_blocks, p)}, got {perm.shape}")
-    perm = np.ascontiguousarray(perm, dtype=np.int64)
-    if not np.array_equal(np.sort(perm, axis=1), np.broadcast_to(np.arange(p), perm.shape)):
-        raise ValueError("every row of permutation must be a permutation of 0..p-1")
-    G = check_matrix(gaussian, "gaussian", (n_blocks, p), dtype)
-    S = check_matrix(scaling, "scaling", (n_blocks, p), np.float64)
-    sigma = check_positive_float(length_scale, "length_scale")
-    s = _check_frequencies(n_frequencies, n_blocks, p, offsets, pair)
-    b, th, out = _phase_and_out(X, offsets, theta, s, pair, out)
-    S_eff = np.ascontiguousarray(S / (sigma * np.sqrt(p)), dtype=dtype)
-    scale = kernels.default_scale(s, bool(pair))
-    _core.fastfood_features(X, sg, perm, G, S_eff, b, th, s, dtype.type(scale), bool(pair), out,
-                            resolve_n_threads(n_threads))
-    return out
-
-
-def sorf_features(X, diagonals, offsets=None, *, length_scale=1.0, n_frequencies=None, pair=False,
-                  theta=None, out=None, n_threads=None):
-    """Structured orthogonal random features (SORF, Yu et al. 2016), fused compiled kernel.
-
-    Per block t (X zero-padded to p columns): ``W_t x = sqrt(p)/sigma Hn D1_t Hn D2_t Hn D3_t x``
-    with Hn the normalised Walsh-Hadamard transform (``Hn Hn = I``), then the same output forms as
-    :func:`fastfood_features`.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, d), d <= p
-    diagonals : array-like of shape (n_blocks, 3, p)
-        ``diagonals[t] = (D1, D2, D3)``, Rademacher (+-1) draws.
-    offsets, length_scale, n_frequencies, pair, theta, out, n_threads
-        As in :func:`fastfood_features`.
-
-    Returns
-    -------
-    Z : ndarray of shape (n_samples, s) or (n_samples, 2 s), X's dtype
-    """
-    D = np.asarray(diagonals)
-    if D.ndim != 3 or D.shape[1] != 3 or not _is_power_of_two(D.shape[2]):
-        raise ValueError(
-            f"diagonals must have shape (n_blocks, 3, p) with p a power of two, got {D.shape}")
-    n_blocks, _, p = D.shape
-    X = _check_map_input(X, p)
-    dtype = X.dtype
-    if D.dtype.kind not in "biuf":
-        raise TypeError(f"diagonals must be numeric, got dtype {D.dtype}")
-    D = np.ascontiguousarray(D, dtype=dtype)
-    if not np.all(np.abs(D) == 1):
-        raise ValueError("diagonals must hold only +1 and -1")
-    sigma = check_positive_float(length_scale, "length_scale")
-    s = _check_frequencies(n_frequencies, n_blocks, p, offsets, pair)
-    b, th, out = _phase_and_out(X, offsets, theta, s, pair, out)
-    # (sqrt(p)/sigma) * p^(-3/2) folds the three normalisations of Hn into one factor
-    freq_scale = 1.0 / (sigma * p)
-    scale = kernels.default_scale(s, bool(pair))
-    _core.sorf_features(X, D, b, th, s, dtype.type(freq_scale), dtype.type(scale), bool(pair), out,
-                        resolve_n_threads(n_threads))
-    return out
 
 
 # ---- estimators ---------------------------------------------------------------------------------
