@@ -33,9 +33,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
+from rffkern._ridge_solvers import FourierFeatureMap, check_alphas, fit_ridge_map
 from rffkern._sampling import knn_distances
 from rffkern._validation import as_generator, resolve_n_threads
-from rffkern.ridge import CosineMap, check_alphas, fit_ridge_map
 
 __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
 
@@ -230,7 +230,7 @@ class _EERFBase(BaseEstimator):
 
     def _map(self):
         if self.kernel == "gaussian":
-            return CosineMap(self.weights_, self.offsets_, self.scale_, False, resolve_n_threads(self.n_jobs))
+            return FourierFeatureMap(self.weights_, self.offsets_, self.scale_, False, resolve_n_threads(self.n_jobs))
         if self.kernel == "linear":
             return ColumnMap(self.support_)
         return ArcCosineMap(self.weights_, int(self.kernel[-1]), self.scale_)

@@ -30,175 +30,12 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._linalg import RidgeEigen, ridge_solve
+from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, check_alphas, fit_ridge_map, gcv_errors,
+                                   solve_ridge)
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
-
-_BLOCK_ROWS = 4096
-
-
-class CosineMap:
-    """``z(x) = scale * cos(W.T x + b)`` (or the ``[cos, sin]`` pair form) through the compiled kernels."""
-
-    def __init__(self, weights, offsets, scale, pair=False, n_threads=1):
-        self.weights, self.offsets, self.scale, self.pair = weights, offsets, float(scale), bool(pair)
-        self.n_threads = n_threads
-        self.n_out = weights.shape[1] * (2 if pair else 1)
-
-    def _args(self, dtype):
-        W = self.weights.astype(dtype, copy=False)
-        b = None if self.offsets is None else self.offsets.astype(dtype, copy=False)
-        return W, b
-
-    def gram(self, X, Y, out=None, out_zty=None, accumulate=False):
-        W, b = self._args(X.dtype)
-        return kernels.gram(X, W, b, Y, scale=self.scale, pair=self.pair, out=out, out_zty=out_zty,
-                            accumulate=accumulate, n_threads=self.n_threads)
-
-    def features(self, X):
-        W, b = self._args(X.dtype)
-        return kernels.features(X, W, b, scale=self.scale, pair=self.pair, n_threads=self.n_threads)
-
-    def predict(self, X, coef):
-        W, b = self._args(X.dtype)
-        return kernels.predict(X, W, b, np.asarray(coef, X.dtype), scale=self.scale, pair=self.pair,
-                               n_threads=self.n_threads)
-
-
-class GramStats:
-    """Running sums for a ridge fit with intercept: ``Z.T Z``, ``Z.T [1, Y]``, ``n``, ``sum Y``, ``sum Y^2``.
-
-    Stored in the dtype of the first chunk; the compiled kernel adds each chunk in place
-    (``kernels.gram(accumulate=True)``).
-    """
-
-    def __init__(self, n_out, n_targets, dtype):
-        self.G = np.zeros((n_out, n_out), dtype)
-        self.ZtY = np.zeros((n_out, n_targets + 1), dtype)
-        self.n = 0
-        self.y_sum = np.zeros(n_targets)
-        self.y_sq = np.zeros(n_targets)
-
-    def add(self, fmap, X, Y):
-        Ya = np.empty((X.shape[0], Y.shape[1] + 1), self.G.dtype)
-        Ya[:, 0] = 1.0
-        Ya[:, 1:] = Y
-        if X.dtype != self.G.dtype:
-            X = X.astype(self.G.dtype)
-        fmap.gram(X, Ya, out=self.G, out_zty=self.ZtY, accumulate=True)
-        self.n += X.shape[0]
-        Y64 = Y.astype(np.float64, copy=False)
-        self.y_sum += Y64.sum(0)
-        self.y_sq += (Y64**2).sum(0)
-        return self
-
-    def centred(self, fit_intercept):
-        """(G, Z.T Y, mean feature, mean target, centred Y.T Y diagonal) in float64."""
-        G = self.G.astype(np.float64)
-        ZtY = self.ZtY[:, 1:].astype(np.float64)
-        n = max(self.n, 1)
-        if not fit_intercept:
-            return G, ZtY, np.zeros(G.shape[0]), np.zeros(ZtY.shape[1]), self.y_sq.copy()
-        mu = self.ZtY[:, 0].astype(np.float64) / n
-        ybar = self.y_sum / n
-        Gc = G - n * np.outer(mu, mu)
-        Gc = 0.5 * (Gc + Gc.T)
-        return Gc, ZtY - n * np.outer(mu, ybar), mu, ybar, np.maximum(self.y_sq - n * ybar**2, 0.0)
-
-
-def _solve_single(stats, alpha, fit_intercept):
-    G, ZtY, mu, ybar, _ = stats.centred(fit_intercept)
-    coef = ridge_solve(G, ZtY, alpha)
-    return coef, ybar - mu @ coef
-
-
-def loo_errors(fmap, X, Y, stats, alphas, fit_intercept):
-    """Mean squared leave-one-out error of every alpha (shape (n_alphas,)), one blocked pass over X."""
-    G, ZtY, mu, ybar, _ = stats.centred(fit_intercept)
-    eig = RidgeEigen(G, ZtY)
-    n = stats.n
-    inv = 1.0 / (eig.evals[None, :] + np.asarray(alphas, np.float64)[:, None])  # (n_alphas, s)
-    sse = np.zeros(len(alphas))
-    base_h = 1.0 / n if fit_intercept else 0.0
-    for start in range(0, X.shape[0], _BLOCK_ROWS):
-        Xb = X[start:start + _BLOCK_ROWS]
-        Q = (fmap.features(Xb).astype(np.float64) - mu) @ eig.V           # (b, s)
-        H = base_h + (Q**2) @ inv.T                                          # (b, n_alphas)
-        Yb = Y[start:start + _BLOCK_ROWS].astype(np.float64) - ybar          # (b, m)
-        for a in range(len(alphas)):
-            F = Q @ (eig.VtZtY * inv[a][:, None])                            # (b, m)
-            R = (Yb - F) / np.maximum(1.0 - H[:, a:a + 1], 1e-12)
-            sse[a] += (R**2).sum()
-    return sse / (n * Y.shape[1])
-
-
-def gcv_errors(stats, alphas, fit_intercept):
-    G, ZtY, _, _, yty = stats.centred(fit_intercept)
-    eig = RidgeEigen(G, ZtY)
-    extra = 1.0 if fit_intercept else 0.0
-    return np.array([eig.gcv(a, yty, max(stats.n, 1), extra).mean() for a in alphas])
-
-
-def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", validation_fraction=0.1,
-                  rng=None):
-    """Fit ridge on the map ``fmap`` for one or several alphas.
-
-    Returns ``(coef, intercept, alpha, errors, stats)``: coef (s, m), intercept (m,), the chosen
-    alpha, the selection errors per alpha (None for a single alpha) and the :class:`GramStats` of
-    all the data (for later ``partial_fit``).
-    """
-    alphas = list(alphas)
-    m = Y.shape[1]
-    if len(alphas) == 1:
-        stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X, Y)
-        coef, intercept = _solve_single(stats, alphas[0], fit_intercept)
-        return coef, intercept, alphas[0], None, stats
-    if selection == "validation":
-        n = X.shape[0]
-        n_val = int(round(validation_fraction * n))
-        if n_val < 1 or n - n_val < 1:
-            raise ValueError(
-                f"validation_fraction={validation_fraction} leaves no training or validation sample "
-                f"out of {n}")
-        perm = rng.permutation(n)
-        tr, va = np.sort(perm[n_val:]), np.sort(perm[:n_val])
-        stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X[tr], Y[tr])
-        G, ZtY, mu, ybar, _ = stats.centred(fit_intercept)
-        eig = RidgeEigen(G, ZtY)
-        coefs = np.hstack([eig.coef(a) for a in alphas])                    # (s, m * n_alphas)
-        F = fmap.predict(X[va], coefs).astype(np.float64)
-        F += np.concatenate([ybar - mu @ coefs[:, i * m:(i + 1) * m] for i in range(len(alphas))])
-        R = F - np.tile(Y[va].astype(np.float64), len(alphas))
-        errors = (R**2).reshape(n_val, len(alphas), m).mean(axis=(0, 2))
-        stats.add(fmap, X[va], Y[va])
-    else:
-        stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X, Y)
-        if selection == "loo":
-            errors = loo_errors(fmap, X, Y, stats, alphas, fit_intercept)
-        else:
-            errors = gcv_errors(stats, alphas, fit_intercept)
-    best = alphas[int(np.argmin(errors))]
-    coef, intercept = _solve_single(stats, best, fit_intercept)
-    return coef, intercept, best, errors, stats
-
-
-def check_alphas(alpha):
-    """A list of finite alphas >= 0 from a number or a sequence."""
-    if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
-        alphas = [float(alpha)]
-    else:
-        try:
-            alphas = [float(a) for a in alpha]
-        except TypeError:
-            raise TypeError(f"alpha must be a number or a sequence of numbers, got {alpha!r}") from None
-        if not alphas:
-            raise ValueError("alpha must not be an empty sequence")
-    for a in alphas:
-        if not np.isfinite(a) or a < 0:
-            raise ValueError(f"alpha values must be finite and >= 0, got {a}")
-    return alphas
 
 
 class _RFFRidgeBase(BaseEstimator):
@@ -241,7 +78,7 @@ class _RFFRidgeBase(BaseEstimator):
         self.scale_ = kernels.default_scale(n_freq, self.pair)
 
     def _map(self):
-        return CosineMap(self.weights_, None if self.pair else self.offsets_, self.scale_, self.pair,
+        return FourierFeatureMap(self.weights_, None if self.pair else self.offsets_, self.scale_, self.pair,
                          resolve_n_threads(self.n_jobs))
 
     def _store(self, coef, intercept, alpha, errors, stats, ravel):
@@ -282,7 +119,7 @@ class _RFFRidgeBase(BaseEstimator):
         else:
             errors = gcv_errors(stats, alphas, self.fit_intercept)
             best = alphas[int(np.argmin(errors))]
-        coef, intercept = _solve_single(stats, best, self.fit_intercept)
+        coef, intercept = solve_ridge(stats, best, self.fit_intercept)
         self._store(coef, intercept, best, errors, stats, ravel)
         return self
 
