@@ -85,7 +85,7 @@ def run_one(name, seed, args, params):
     from sklearn.base import clone
     from sklearn.metrics import roc_auc_score
 
-    from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, topk_selection
+    from rffkern import RFFNetClassifier, RFFNetRegressor, topk_selection
 
     n_tr, n_sel, n_te = args.n_train, args.n_select, args.n_test
     X, y, support, task = draw(name, n_tr + n_sel + n_te, seed)

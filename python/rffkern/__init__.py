@@ -15,7 +15,8 @@ if "OMP_WAIT_POLICY" not in _os.environ:
 from rffkern import kernels  # noqa: E402
 from rffkern.feature_maps import RandomFourierFeatures  # noqa: E402
 from rffkern import datasets  # noqa: E402
-from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, TopKSelector, topk_selection  # noqa: E402
+from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor  # noqa: E402
+from rffkern.topk import TopKSelector, topk_selection  # noqa: E402
 from rffkern._api import fit  # noqa: E402
 from rffkern.structured import Fastfood, OrthogonalRandomFeatures, StructuredOrthogonalFeatures, fwht  # noqa: E402
 from rffkern.ridge import RFFRidge, RFFRidgeClassifier  # noqa: E402

@@ -58,7 +58,15 @@ LOSSES = ("squared", "logistic", "softmax")
 
 def default_scale(n_components: int, pair: bool = False) -> float:
     """``sqrt(2/s)`` for the phase form, ``sqrt(1/s)`` for the pair form (s frequencies)."""
+    n_components = check_positive_int(n_components, "n_components")
     return float(np.sqrt((1.0 if pair else 2.0) / n_components))
+
+
+def _refuse_overlap(out_name, buffer, /, **inputs):
+    """An output buffer that shares memory with an input would be overwritten while being read."""
+    for name, arr in inputs.items():
+        if arr is not None and np.shares_memory(buffer, arr):
+            raise ValueError(f"{out_name} shares memory with {name}; pass a separate output buffer")
 
 
 def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_rows=1):
@@ -121,7 +129,10 @@ def features(X, weights, offsets=None, *, theta=None, scale=None, pair=False, ou
     """
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     shape = (X.shape[0], W.shape[1] * (2 if pair else 1))
-    out = np.empty(shape, X.dtype) if out is None else check_out(out, "out", shape, X.dtype)
+    if out is None:
+        out = np.empty(shape, X.dtype)
+    else:
+        _refuse_overlap("out", check_out(out, "out", shape, X.dtype), X=X, weights=W, offsets=b, theta=th)
     _core.features(X, W, b, th, X.dtype.type(scale), pair, out, resolve_n_threads(n_threads))
     return out
 
@@ -146,6 +157,8 @@ def predict(X, weights, offsets, coef, *, theta=None, scale=None, pair=False, ou
         buf = check_out(out, "out", (X.shape[0],), X.dtype).reshape(shape)
     else:
         buf = check_out(out, "out", shape, X.dtype)
+    if out is not None:
+        _refuse_overlap("out", buf, X=X, weights=W, offsets=b, theta=th, coef=C)
     _core.predict(X, W, b, th, X.dtype.type(scale), pair, C, buf, resolve_n_threads(n_threads))
     if out is not None:
         return out
@@ -171,7 +184,11 @@ def gram(X, weights, offsets=None, Y=None, *, theta=None, scale=None, pair=False
     if accumulate and out is None:
         raise ValueError("accumulate=True needs out= (the running Gram matrix)")
     G = np.empty((n_out, n_out), dtype) if out is None else check_out(out, "out", (n_out, n_out), dtype)
+    if out is not None:
+        _refuse_overlap("out", G, X=X, weights=W, offsets=b, theta=th, Y=Y)
     if Y is None:
+        if out_zty is not None:
+            raise ValueError("out_zty is Z.T @ Y's buffer: it needs Y (got Y=None)")
         _core.gram(X, W, b, th, dtype.type(scale), pair, None, G, None, bool(accumulate),
                    resolve_n_threads(n_threads))
         return G
@@ -191,6 +208,8 @@ def gram(X, weights, offsets=None, Y=None, *, theta=None, scale=None, pair=False
         ZtY = check_out(out_zty, "out_zty", (n_out,), dtype).reshape(zshape)
     else:
         ZtY = check_out(out_zty, "out_zty", zshape, dtype)
+    if out_zty is not None:
+        _refuse_overlap("out_zty", ZtY, X=X, weights=W, offsets=b, theta=th, Y=Yc, out=G)
     _core.gram(X, W, b, th, dtype.type(scale), pair, Yc, G, ZtY, bool(accumulate),
                resolve_n_threads(n_threads))
     if out_zty is not None:
@@ -250,6 +269,11 @@ def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", s
     if want_theta:
         grad_theta = (np.empty(X.shape[1], X.dtype) if out_theta is None
                       else check_out(out_theta, "out_theta", (X.shape[1],), X.dtype))
+    for name, buf in (("out_coef", out_coef), ("out_theta", out_theta)):
+        if buf is not None:
+            _refuse_overlap(name, buf, X=X, Y=Yc, weights=W, offsets=b, theta=th, coef=C)
+    if out_coef is not None and out_theta is not None:
+        _refuse_overlap("out_coef", out_coef, out_theta=out_theta)
     value = _core.loss_and_grad(X, Yc, W, b, th, X.dtype.type(scale), pair, C, loss, grad_coef,
                                 grad_theta, resolve_n_threads(n_threads))
     if out_coef is not None:
@@ -330,7 +354,8 @@ class AdamState:
 
 def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size=32, loss="squared",
                 solver="adam", learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, l2_coef=0.0,
-                l1_theta=0.0, update_coef=True, update_theta=True, scale=None, n_threads=None):
+                l1_theta=0.0, update_coef=True, update_theta=True, scale=None, check_finite=True,
+                n_threads=None):
     """One pass of mini-batch steps over ``X[order]``, entirely inside the core (GIL released).
 
     Batches are consecutive chunks of ``order`` of ``batch_size`` rows (the last may be smaller);
@@ -338,7 +363,8 @@ def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size
     ``coef`` (then the prox of ``l2_coef * ||coef||^2``) and ``theta`` (then, if ``l1_theta > 0``,
     soft-thresholding). ``theta``, ``coef`` and ``state`` (an :class:`AdamState`) are updated in
     place; ``X`` and ``Y`` must already be C-contiguous arrays of theta's dtype (as the estimators
-    keep them), and are not copied.
+    keep them), and are not copied; ``check_finite=False`` skips their NaN/infinity scan (for
+    callers that validated them once, as the estimators do per fit).
 
     Returns the mean of the batch losses (each evaluated before its step).
     """
@@ -360,6 +386,11 @@ def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size
     for name, a in (("X", X), ("Y", Y)):
         if not (isinstance(a, np.ndarray) and a.dtype == dtype and a.ndim == 2 and a.flags.c_contiguous):
             raise TypeError(f"{name} must be a C-contiguous 2-D {dtype} array (validate it once per fit)")
+        if check_finite and not np.isfinite(a).all():
+            raise ValueError(f"{name} contains NaN or infinity")
+    order = np.asarray(order)
+    if order.dtype.kind not in "iu":
+        raise TypeError(f"order must be an integer array of row indices, got dtype {order.dtype}")
     order = np.ascontiguousarray(order, dtype=np.int64)
     if order.ndim != 1:
         raise ValueError("order must be 1-D")

@@ -9,89 +9,39 @@ over the output weights ``B`` and the unconstrained ARD relevances ``theta`` wit
 mini-batch Adam or SGD (ALGORITHMS.md section 3). ``|theta_j|`` measures how much feature ``j``
 matters: the kernel approximated is ``k(theta * (x - x'))``.
 
-Every epoch of mini-batch steps runs inside one call of :func:`rffkern.kernels.train_epoch`
-(compiled, GIL released); Python only draws the shuffling permutation, evaluates the validation
-loss once per epoch and keeps the best checkpoint.
+This module holds the two estimators (parameters, targets, fitted attributes, prediction); the
+training loop is in :mod:`rffkern._rffnet_training` and TopK feature selection in
+:mod:`rffkern.topk`.
 """
 from __future__ import annotations
 
-import copy
 import numbers
-import sys
-import time
-from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, RegressorMixin, clone
-from sklearn.feature_selection import SelectorMixin
-from sklearn.metrics import roc_auc_score
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rffkern import kernels
+from rffkern._losses import class_probabilities
+from rffkern._rffnet_training import (
+    EpochRunner,
+    TrainingState,
+    constant_init,
+    initial_relevances,
+    train_epochs,
+)
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
-from rffkern._losses import class_probabilities, mean_loss
 
-__all__ = [
-    "RFFNetRegressor",
-    "RFFNetClassifier",
-    "TopKResult",
-    "topk_selection",
-    "TopKSelector",
-    "constant_init",
-]
+__all__ = ["RFFNetRegressor", "RFFNetClassifier", "constant_init"]
 
-# learning_rate_schedule="adaptive": on each plateau of n_iter_no_change epochs the learning rate
-# is divided by _LR_DECAY, at most _MAX_LR_DECAYS times; the next plateau stops the training.
-_LR_DECAY = 5.0
-_MAX_LR_DECAYS = 3
 SOLVERS = ("adam", "palm-adam", "sgd", "palm-sgd")
 INITS = ("constant", "regressor", "restarter")
-
-
-def constant_init(X):
-    """The paper's "Constant" initial relevances: ``(max_i X_ij - min_i X_ij) / d`` per feature.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-
-    Returns
-    -------
-    theta : ndarray of shape (n_features,), X's dtype
-    """
-    X = np.asarray(X)
-    return ((X.max(axis=0) - X.min(axis=0)) / X.shape[1]).astype(X.dtype, copy=False)
-
-
-def _lasso_init(X, Y):
-    """The paper's "Regressor" initial relevances: Lasso coefficients of Y on X.
-
-    The Lasso penalty is chosen by 3-fold cross-validation on a short path (LassoCV); with several
-    outputs (one-hot classes, multi-output regression) theta_j is the root sum of squares of the
-    per-output coefficients of feature j.
-    """
-    from sklearn.linear_model import LassoCV
-
-    coefs = []
-    for k in range(Y.shape[1]):
-        model = LassoCV(cv=3, alphas=20)
-        model.fit(X.astype(np.float64), Y[:, k].astype(np.float64))
-        coefs.append(model.coef_)
-    C = np.asarray(coefs)
-    theta = C[0] if C.shape[0] == 1 else np.sqrt((C**2).sum(axis=0))
-    return theta.astype(X.dtype)
-
-
-class _TrainingState:
-    """Adam moments (one set per block for the PALM solvers); pickled with the estimator."""
-
-    def __init__(self, coef_shape, n_features, dtype, palm):
-        self.joint = kernels.AdamState(coef_shape, n_features, dtype)
-        self.theta_block = kernels.AdamState(coef_shape, n_features, dtype) if palm else None
 
 
 class _BaseRFFNet(BaseEstimator):
@@ -177,69 +127,18 @@ class _BaseRFFNet(BaseEstimator):
             X /= self.x_scale_
         return X
 
+    def _runner(self):
+        """The compiled epoch with the fitted map and the current optimiser settings."""
+        return EpochRunner(weights=self.weights_, offsets=self.offsets_, scale=self.scale_,
+                           loss=self._loss, solver=self.solver, batch_size=self.batch_size,
+                           alpha=self.alpha, n_threads=resolve_n_threads(self.n_jobs))
+
     def _raw_outputs(self, Xs, theta=None):
         """f = Z @ B for standardized Xs (n, n_outputs), plus the intercept."""
         F = kernels.predict(Xs, self.weights_, self.offsets_, self.coef_,
                             theta=self.relevances_ if theta is None else theta,
                             scale=self.scale_, n_threads=resolve_n_threads(self.n_jobs))
         return F + self.intercept_
-
-    def _mean_loss(self, Xs, Y, theta, coef):
-        """Mean per-sample loss (no penalty) of (theta, coef) on standardized data, one fused pass."""
-        value, _, _ = kernels.loss_and_grad(Xs, Y, self.weights_, self.offsets_, coef, theta=theta,
-                                            loss=self._loss, scale=self.scale_, want_theta=False,
-                                            n_threads=self._n_threads)
-        return value
-
-    def _run_epoch(self, Xs, Y, theta, coef, state, rng, learning_rate=None):
-        """One epoch on (Xs, Y): adam/sgd = one joint pass; palm-* = a pass on B, then one on theta.
-
-        Returns the mean mini-batch loss of the (last) pass.
-        """
-        lr = self.learning_rate if learning_rate is None else learning_rate
-        common = dict(batch_size=self.batch_size, loss=self._loss, learning_rate=lr,
-                      l2_coef=self.alpha, scale=self.scale_, n_threads=self._n_threads,
-                      solver="sgd" if self.solver.endswith("sgd") else "adam")
-        n = Xs.shape[0]
-        if self.solver.startswith("palm"):
-            kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights_, self.offsets_, theta, coef,
-                                state.joint, update_theta=False, **common)
-            return kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights_, self.offsets_, theta,
-                                       coef, state.theta_block, update_coef=False, **common)
-        return kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights_, self.offsets_, theta, coef,
-                                   state.joint, **common)
-
-    def _check_dtype_and_threads(self):
-        self._n_threads = resolve_n_threads(self.n_jobs)
-        return np.dtype(self.dtype)
-
-    def _initial_theta(self, Xs_train, Y_train, rng, state):
-        theta = constant_init(Xs_train)
-        if self.init == "regressor":
-            Yc = Y_train - Y_train.mean(axis=0)
-            theta = _lasso_init(Xs_train, Yc)
-        elif self.init == "restarter":
-            d = Xs_train.shape[1]
-            best = None
-            for _ in range(self.n_restarts):
-                cand = (theta + rng.standard_normal(d) / np.sqrt(d)).astype(theta.dtype)
-                cand_coef = self.coef_.copy()
-                cand_state = _TrainingState(self.coef_.shape, d, theta.dtype, self._palm)
-                for _ in range(self.restart_iter):
-                    self._run_epoch(Xs_train, Y_train, cand, cand_coef, cand_state, rng)
-                    if not (np.isfinite(cand).all() and np.isfinite(cand_coef).all()):
-                        break  # a diverged restart is discarded (the kernels refuse non-finite input)
-                if not (np.isfinite(cand).all() and np.isfinite(cand_coef).all()):
-                    continue
-                value = self._mean_loss(Xs_train, Y_train, cand, cand_coef)
-                if np.isfinite(value) and (best is None or value < best[0]):
-                    best = (value, cand, cand_coef, cand_state)
-            if best is None:
-                raise ValueError("every restart of init='restarter' diverged; lower learning_rate")
-            # Continue from the winning short run (its theta, B and optimiser moments).
-            _, theta, self.coef_, winner_state = best
-            state.joint, state.theta_block = winner_state.joint, winner_state.theta_block
-        return np.ascontiguousarray(theta)
 
     @property
     def _palm(self):
@@ -257,17 +156,18 @@ class _BaseRFFNet(BaseEstimator):
         if first_call:
             self._validate_params()
         X, y = self._validate_input(X, y, reset=first_call)
-        dtype = self._check_dtype_and_threads()
+        dtype = np.dtype(self.dtype)
         y, Y, self._loss = self._encode_targets(y, first_call, classes)
+        _check_target_magnitude(Y, dtype)
         Y = np.ascontiguousarray(Y, dtype=dtype)
         n = X.shape[0]
 
         if not first_call:
             self._check_partial_fit_params(dtype)
-            rng = self._rng
             Xs = self._standardized(X)
             Y -= self.intercept_
-            self._fit_epochs(Xs, Y, None, None, rng, max_epochs=1, monitor=False)
+            train_epochs(self, self._runner(), Xs, Y, None, None, self._rng, max_epochs=1,
+                         monitor=False)
             return self
 
         # The draws come in a fixed order (W, b, B, [validation split], [restarts], one permutation
@@ -288,8 +188,7 @@ class _BaseRFFNet(BaseEstimator):
                     f"n_samples={n} is too small for validation_fraction={self.validation_fraction}: "
                     f"{n_val} validation sample(s) would leave {n - n_val} for training (at least 2 "
                     "needed); pass more samples or early_stopping=False")
-            perm = rng.permutation(n)
-            val_idx, train_idx = self._validation_split(perm, n_val, y)
+            val_idx, train_idx = self._validation_split(rng, n, n_val, y)
             X_train, Y_train, X_val, Y_val = X[train_idx], Y[train_idx], X[val_idx], Y[val_idx]
         else:
             X_train, Y_train, X_val, Y_val = X, Y, None, None
@@ -310,10 +209,12 @@ class _BaseRFFNet(BaseEstimator):
         Y_train = np.ascontiguousarray(Y_train - self.intercept_)
         Y_val = None if Y_val is None else np.ascontiguousarray(Y_val - self.intercept_)
 
-        self.coef_ = coef
-        self._state = _TrainingState(coef.shape, d, dtype, self._palm)
-        theta = self._initial_theta(Xs_train, Y_train, rng, self._state)
-        self.relevances_ = theta
+        self._state = TrainingState(coef.shape, d, dtype, self._palm)
+        runner = self._runner()
+        self.relevances_, self.coef_ = initial_relevances(
+            self.init, runner, Xs_train, Y_train, coef, self._state, rng,
+            n_restarts=self.n_restarts, restart_iter=self.restart_iter,
+            learning_rate=self.learning_rate)
         self._rng = rng
         self.loss_curve_ = []
         self.validation_loss_curve_ = []
@@ -322,15 +223,16 @@ class _BaseRFFNet(BaseEstimator):
         self.learning_rate_ = float(self.learning_rate)
         self.best_epoch_ = None
         self.t_ = 0
-        self._fit_epochs(Xs_train, Y_train, Xs_val, Y_val, rng,
-                         max_epochs=1 if incremental else self.max_iter, monitor=not incremental)
+        train_epochs(self, runner, Xs_train, Y_train, Xs_val, Y_val, rng,
+                     max_epochs=1 if incremental else self.max_iter, monitor=not incremental)
         return self
 
     def _intercept_from(self, Y_train):
         return np.zeros(Y_train.shape[1])
 
-    def _validation_split(self, perm, n_val, y):
-        """(validation, training) row indices, sorted: the first n_val rows of the permutation."""
+    def _validation_split(self, rng, n, n_val, y):
+        """(validation, training) row indices, sorted: the first n_val rows of a permutation."""
+        perm = rng.permutation(n)
         return np.sort(perm[:n_val]), np.sort(perm[n_val:])
 
     def _check_partial_fit_params(self, dtype):
@@ -341,71 +243,6 @@ class _BaseRFFNet(BaseEstimator):
         palm = self._state.theta_block is not None
         if palm != self._palm:
             raise ValueError("solver changed between a PALM and a joint solver since the first fit call")
-
-    def _fit_epochs(self, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor):
-        theta, coef = self.relevances_, self.coef_
-        best_value = np.inf
-        best = None
-        no_improve = 0
-        lr = self.learning_rate
-        n_decays = 0
-        for _ in range(max_epochs):
-            tic = time.perf_counter()
-            train_loss = self._run_epoch(Xs, Y, theta, coef, self._state, rng, learning_rate=lr)
-            self.n_iter_ += 1
-            self.t_ += Xs.shape[0]
-            self.loss_curve_.append(train_loss)
-            diverged = not np.isfinite(train_loss) or not np.isfinite(coef).all() or not np.isfinite(theta).all()
-            val_loss = None
-            if Xs_val is not None and not diverged:
-                F = kernels.predict(Xs_val, self.weights_, self.offsets_, coef, theta=theta,
-                                    scale=self.scale_, n_threads=self._n_threads)
-                val_loss = mean_loss(F, Y_val, self._loss)
-                self.validation_loss_curve_.append(val_loss)
-                self.validation_scores_.append(self._score_outputs(F, Y_val))
-            if diverged:
-                if self.verbose:
-                    print(f"Epoch {self.n_iter_}: training diverged (non-finite loss or parameters)",
-                          file=sys.stdout)
-                break
-            if monitor:
-                value = val_loss if val_loss is not None else train_loss
-                if value < best_value - self.tol:
-                    best_value = value
-                    self.best_epoch_ = self.n_iter_
-                    no_improve = 0
-                    if self.checkpoint:
-                        best = (theta.copy(), coef.copy())
-                else:
-                    no_improve += 1
-            if self.verbose:
-                line = f"Epoch {self.n_iter_:4d}: train loss {train_loss:.6g}"
-                if val_loss is not None:
-                    line += f", validation loss {val_loss:.6g}"
-                line += f" ({time.perf_counter() - tic:.3f} s)"
-                print(line, file=sys.stdout, flush=True)
-            if (monitor and no_improve >= self.n_iter_no_change
-                    and self.learning_rate_schedule == "adaptive" and n_decays < _MAX_LR_DECAYS):
-                lr /= _LR_DECAY
-                n_decays += 1
-                no_improve = 0
-                if self.verbose:
-                    print(f"Learning rate lowered to {lr:.3g} (no improvement for "
-                          f"{self.n_iter_no_change} epochs)", file=sys.stdout, flush=True)
-            elif monitor and self.early_stopping and no_improve >= self.n_iter_no_change:
-                if self.verbose:
-                    print(f"Early stopping: no improvement for {no_improve} epochs; best epoch "
-                          f"{self.best_epoch_}", file=sys.stdout, flush=True)
-                break
-        if diverged:
-            if best is None:
-                raise ValueError(
-                    "RFFNet training diverged (non-finite loss); lower learning_rate or standardize X")
-        if monitor:
-            self.learning_rate_ = float(lr)
-        if best is not None:
-            theta[...] = best[0]
-            coef[...] = best[1]
 
     # ------------------------------------------------------------------ public API
     @property
@@ -571,13 +408,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         return np.zeros(Y_train.shape[1])
 
     def _score_outputs(self, F, Y):
-        Y = Y.astype(np.float64)
-        F = F.astype(np.float64)
-        ss_res = ((Y - F) ** 2).sum(axis=0)
-        ss_tot = ((Y - Y.mean(axis=0)) ** 2).sum(axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r2 = np.where(ss_tot > 0, 1 - ss_res / np.where(ss_tot > 0, ss_tot, 1), 0.0)
-        return float(r2.mean())
+        return float(r2_score(Y.astype(np.float64), F.astype(np.float64)))
 
     def fit(self, X, y):
         """Fit the model (new W, b and initial state drawn from ``random_state``).
@@ -695,14 +526,26 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         Y[np.arange(y.size), codes] = 1.0
         return y, Y, "softmax"
 
-    def _validation_split(self, perm, n_val, y):
-        """A stratified split: see :func:`_stratified_split`."""
-        return _stratified_split(perm, n_val, self._encoder.transform(y))
+    def _validation_split(self, rng, n, n_val, y):
+        """(validation, training) row indices, sorted, stratified by class when every class can be.
+
+        scikit-learn's ``train_test_split(stratify=)`` needs at least 2 samples of every class and
+        room for one sample of each class on both sides; when the data cannot give that, the split
+        is a plain random one.
+        """
+        codes = self._encoder.transform(y)
+        counts = np.bincount(codes)
+        k = counts.size
+        stratify = codes if counts.min() >= 2 and min(n_val, n - n_val) >= k else None
+        seed = int(rng.integers(2**32 - 1))
+        train_idx, val_idx = train_test_split(np.arange(n), test_size=n_val, stratify=stratify,
+                                              random_state=seed)
+        return np.sort(val_idx), np.sort(train_idx)
 
     def _score_outputs(self, F, Y):
         if Y.shape[1] == 1:
-            return float(np.mean((F[:, 0] > 0) == (Y[:, 0] > 0.5)))
-        return float(np.mean(F.argmax(axis=1) == Y.argmax(axis=1)))
+            return float(accuracy_score(Y[:, 0] > 0.5, F[:, 0] > 0))
+        return float(accuracy_score(Y.argmax(axis=1), F.argmax(axis=1)))
 
     def fit(self, X, y):
         """Fit the classifier.
@@ -757,204 +600,11 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         return self.classes_[idx]
 
 
-def _stratified_split(perm, n_val, codes):
-    """Stratified (validation, training) row indices for class codes ``codes``, both sorted.
-
-    Class ``c`` with ``n_c`` samples gets ``floor(n_val * n_c / n)`` validation rows, and the
-    ``n_val - sum`` rows left go, one each, to the classes with the largest remainders (ties to the
-    larger class, then the smaller code), never taking a class's last training sample. Within a
-    class the validation rows are its first rows in the order of the random permutation ``perm``,
-    so the split uses the same single permutation as the unstratified one.
-    """
-    n = perm.size
-    counts = np.bincount(codes)
-    exact = n_val * counts / n
-    take = np.minimum(np.floor(exact).astype(np.int64), np.maximum(counts - 1, 0))
-    rest = n_val - int(take.sum())
-    for c in sorted(range(counts.size), key=lambda c: (-(exact[c] - take[c]), -counts[c], c)):
-        if rest <= 0:
-            break
-        if take[c] < counts[c] - 1:
-            take[c] += 1
-            rest -= 1
-    # rows in permutation order, grouped by class (stable), then the first take[c] of each class
-    ordered = perm[np.argsort(codes[perm], kind="stable")]
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    in_val = np.zeros(n, bool)
-    for c in range(counts.size):
-        in_val[ordered[starts[c]:starts[c] + take[c]]] = True
-    return np.flatnonzero(in_val), np.flatnonzero(~in_val)
-
-
-# ---------------------------------------------------------------------------------------- TopK
-@dataclass
-class TopKResult:
-    """What :func:`topk_selection` found.
-
-    Attributes
-    ----------
-    selected : ndarray of int
-        Indices of the selected features, most relevant first.
-    support : ndarray of bool, shape (n_features,)
-    order : ndarray of int, shape (n_features,)
-        All features by decreasing ``|theta|`` (ties by index).
-    scores : ndarray of shape (n_features,)
-        ``scores[i]``: held-out score of the model keeping the ``i + 1`` most relevant features
-        (-MSE for regression, ROC AUC for classification; higher is better).
-    n_selected : int
-    relevances : ndarray of shape (n_features,)
-        The thresholded relevances (zeros outside the selection).
-    estimator : RFFNetRegressor or RFFNetClassifier
-        A copy of the fitted model with the thresholded relevances.
-    """
-
-    selected: np.ndarray
-    support: np.ndarray
-    order: np.ndarray
-    scores: np.ndarray
-    n_selected: int
-    relevances: np.ndarray
-    estimator: object
-
-
-def _topk_score(estimator, F, y):
-    if isinstance(estimator, RFFNetClassifier):
-        idx = np.searchsorted(estimator.classes_, y)
-        if np.unique(y).size < 2:
-            raise ValueError("the selection set holds a single class; ROC AUC is undefined")
-        if F.shape[1] == 1:
-            return float(roc_auc_score(idx, F[:, 0]))
-        return float(roc_auc_score(idx, class_probabilities(F), multi_class="ovr",
-                                   labels=np.arange(estimator.classes_.size)))
-    Y = np.asarray(y, dtype=np.float64).reshape(F.shape[0], -1)
-    return -float(((F - Y) ** 2).mean())
-
-
-def topk_selection(estimator, X, y):
-    """TopK (Algorithm 3 of the RFFNet paper): score the nested sets of most relevant features.
-
-    For ``i = 1..d`` the model keeps its ``i`` largest ``|theta_j|`` (the other relevances set to
-    zero, no refit) and is scored on the held-out selection set ``(X, y)``; the set with the best
-    score (the smallest such set on ties) is selected.
-
-    Parameters
-    ----------
-    estimator : fitted RFFNetRegressor or RFFNetClassifier
-    X : array-like of shape (n_samples, n_features)
-        Held-out selection data (not used for fitting the estimator).
-    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-
-    Returns
-    -------
-    result : TopKResult
-    """
-    if not isinstance(estimator, _BaseRFFNet):
-        raise TypeError(f"estimator must be an RFFNetRegressor or RFFNetClassifier, got {type(estimator).__name__}")
-    check_is_fitted(estimator, "relevances_")
-    X = validate_data(estimator, X, dtype=estimator.relevances_.dtype, ensure_all_finite=True,
-                      reset=False, order="C")
-    y = np.asarray(y)
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
-    if isinstance(estimator, RFFNetRegressor):
-        y = np.asarray(y, dtype=np.float64)
-        if not np.isfinite(y).all():
-            raise ValueError("y contains NaN or infinity")
-    Xs = estimator._standardized(X)
-    theta = estimator.relevances_
-    d = theta.size
-    order = np.argsort(-np.abs(theta.astype(np.float64)), kind="stable")
-    scores = np.empty(d)
-    masked = np.zeros_like(theta)
-    for i, j in enumerate(order):
-        masked[j] = theta[j]
-        scores[i] = _topk_score(estimator, estimator._raw_outputs(Xs, masked).astype(np.float64), y)
-    k = int(np.argmax(scores)) + 1
-    relevances = np.zeros_like(theta)
-    relevances[order[:k]] = theta[order[:k]]
-    thresholded = copy.deepcopy(estimator)
-    thresholded.relevances_ = relevances
-    support = np.zeros(d, bool)
-    support[order[:k]] = True
-    return TopKResult(selected=order[:k].copy(), support=support, order=order, scores=scores,
-                      n_selected=k, relevances=relevances, estimator=thresholded)
-
-
-class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
-    """Feature selection by RFFNet relevances and TopK (a scikit-learn transformer).
-
-    ``fit`` splits off ``selection_fraction`` of the data, fits a clone of ``estimator`` on the rest,
-    then runs :func:`topk_selection` on the held-out part. ``transform`` keeps the selected columns.
-
-    Parameters
-    ----------
-    estimator : RFFNetRegressor, RFFNetClassifier or None, default=None
-        None picks one from the target with scikit-learn's ``type_of_target`` (default
-        parameters, the selector's ``random_state``).
-    selection_fraction : float, default=0.2
-        Share of the samples held out to score the nested feature sets.
-    random_state : int, Generator, RandomState or None, default=None
-        The split (and the default estimator's seed).
-
-    Attributes
-    ----------
-    estimator_ : fitted estimator with the thresholded relevances
-    scores_ : ndarray of shape (n_features_in_,)
-        The TopK score path (see :class:`TopKResult`).
-    ranking_ : ndarray of shape (n_features_in_,)
-        Features by decreasing relevance.
-    n_features_selected_ : int
-    support_ : ndarray of bool
-    n_features_in_ : int
-    """
-
-    _parameter_constraints = {
-        "estimator": [HasMethods(["fit", "predict"]), None],
-        "selection_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "random_state": ["random_state", np.random.Generator],
-    }
-
-    def __init__(self, estimator=None, *, selection_fraction=0.2, random_state=None):
-        self.estimator = estimator
-        self.selection_fraction = selection_fraction
-        self.random_state = random_state
-
-    def fit(self, X, y):
-        """Fit the estimator on part of (X, y) and select features on the rest."""
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True,
-                             ensure_all_finite=True)
-        rng = as_generator(self.random_state)
-        if self.estimator is None:
-            seed = int(rng.integers(2**31 - 1))
-            kind = type_of_target(y)
-            est = (RFFNetClassifier(random_state=seed) if kind in ("binary", "multiclass")
-                   else RFFNetRegressor(random_state=seed))
-        else:
-            est = clone(self.estimator)
-            if not isinstance(est, _BaseRFFNet):
-                raise TypeError("estimator must be an RFFNetRegressor or RFFNetClassifier")
-        n = X.shape[0]
-        n_sel = int(np.ceil(self.selection_fraction * n))
-        if n - n_sel < 2 or n_sel < 2:
-            raise ValueError(f"n_samples={n} is too small for selection_fraction={self.selection_fraction}")
-        perm = rng.permutation(n)
-        sel, fit_idx = np.sort(perm[:n_sel]), np.sort(perm[n_sel:])
-        est.fit(X[fit_idx], y[fit_idx])
-        result = topk_selection(est, X[sel], y[sel])
-        self.estimator_ = result.estimator
-        self.scores_ = result.scores
-        self.ranking_ = result.order
-        self.n_features_selected_ = result.n_selected
-        self.support_ = result.support
-        self.result_ = result
-        return self
-
-    def _get_support_mask(self):
-        check_is_fitted(self, "support_")
-        return self.support_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
+def _check_target_magnitude(Y, dtype):
+    """Targets whose squares overflow ``dtype`` would make the training loss infinite."""
+    largest = float(np.abs(np.asarray(Y, dtype=np.float64)).max(initial=0.0))
+    limit = float(np.sqrt(np.finfo(dtype).max))
+    if not largest < limit:
+        raise ValueError(
+            f"y holds values up to {largest:.3g} in magnitude: their squares overflow {dtype} (the "
+            f"training dtype; |y| must stay below {limit:.3g}). Rescale y, or use dtype='float64'")

@@ -1,0 +1,197 @@
+"""TopK feature selection on RFFNet relevances (Algorithm 3 of the RFFNet paper).
+
+:func:`topk_selection` scores the nested sets of the most relevant features of a fitted RFFNet model
+on held-out data; :class:`TopKSelector` wraps it as a scikit-learn feature selector.
+"""
+from __future__ import annotations
+
+import copy
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.feature_selection import SelectorMixin
+from sklearn.metrics import mean_squared_error, roc_auc_score
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from rffkern._losses import class_probabilities
+from rffkern._validation import as_generator
+from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, _BaseRFFNet
+
+__all__ = ["TopKResult", "topk_selection", "TopKSelector"]
+
+
+@dataclass
+class TopKResult:
+    """What :func:`topk_selection` found.
+
+    Attributes
+    ----------
+    selected : ndarray of int
+        Indices of the selected features, most relevant first.
+    support : ndarray of bool, shape (n_features,)
+    order : ndarray of int, shape (n_features,)
+        All features by decreasing ``|theta|`` (ties by index).
+    scores : ndarray of shape (n_features,)
+        ``scores[i]``: held-out score of the model keeping the ``i + 1`` most relevant features
+        (-MSE for regression, ROC AUC for classification; higher is better).
+    n_selected : int
+    relevances : ndarray of shape (n_features,)
+        The thresholded relevances (zeros outside the selection).
+    estimator : RFFNetRegressor or RFFNetClassifier
+        A copy of the fitted model with the thresholded relevances.
+    """
+
+    selected: np.ndarray
+    support: np.ndarray
+    order: np.ndarray
+    scores: np.ndarray
+    n_selected: int
+    relevances: np.ndarray
+    estimator: object
+
+
+def _topk_score(estimator, F, y):
+    if isinstance(estimator, RFFNetClassifier):
+        idx = np.searchsorted(estimator.classes_, y)
+        if np.unique(y).size < 2:
+            raise ValueError("the selection set holds a single class; ROC AUC is undefined")
+        if F.shape[1] == 1:
+            return float(roc_auc_score(idx, F[:, 0]))
+        return float(roc_auc_score(idx, class_probabilities(F), multi_class="ovr",
+                                   labels=np.arange(estimator.classes_.size)))
+    Y = np.asarray(y, dtype=np.float64).reshape(F.shape[0], -1)
+    return -float(mean_squared_error(Y, F))
+
+
+def topk_selection(estimator, X, y):
+    """TopK (Algorithm 3 of the RFFNet paper): score the nested sets of most relevant features.
+
+    For ``i = 1..d`` the model keeps its ``i`` largest ``|theta_j|`` (the other relevances set to
+    zero, no refit) and is scored on the held-out selection set ``(X, y)``; the set with the best
+    score (the smallest such set on ties) is selected.
+
+    Parameters
+    ----------
+    estimator : fitted RFFNetRegressor or RFFNetClassifier
+    X : array-like of shape (n_samples, n_features)
+        Held-out selection data (not used for fitting the estimator).
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+    Returns
+    -------
+    result : TopKResult
+    """
+    if not isinstance(estimator, _BaseRFFNet):
+        raise TypeError(f"estimator must be an RFFNetRegressor or RFFNetClassifier, got {type(estimator).__name__}")
+    check_is_fitted(estimator, "relevances_")
+    X = validate_data(estimator, X, dtype=estimator.relevances_.dtype, ensure_all_finite=True,
+                      reset=False, order="C")
+    y = np.asarray(y)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
+    if isinstance(estimator, RFFNetRegressor):
+        y = np.asarray(y, dtype=np.float64)
+        if not np.isfinite(y).all():
+            raise ValueError("y contains NaN or infinity")
+    Xs = estimator._standardized(X)
+    theta = estimator.relevances_
+    d = theta.size
+    order = np.argsort(-np.abs(theta.astype(np.float64)), kind="stable")
+    scores = np.empty(d)
+    masked = np.zeros_like(theta)
+    for i, j in enumerate(order):
+        masked[j] = theta[j]
+        scores[i] = _topk_score(estimator, estimator._raw_outputs(Xs, masked).astype(np.float64), y)
+    k = int(np.argmax(scores)) + 1
+    relevances = np.zeros_like(theta)
+    relevances[order[:k]] = theta[order[:k]]
+    thresholded = copy.deepcopy(estimator)
+    thresholded.relevances_ = relevances
+    support = np.zeros(d, bool)
+    support[order[:k]] = True
+    return TopKResult(selected=order[:k].copy(), support=support, order=order, scores=scores,
+                      n_selected=k, relevances=relevances, estimator=thresholded)
+
+
+class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
+    """Feature selection by RFFNet relevances and TopK (a scikit-learn transformer).
+
+    ``fit`` splits off ``selection_fraction`` of the data, fits a clone of ``estimator`` on the rest,
+    then runs :func:`topk_selection` on the held-out part. ``transform`` keeps the selected columns.
+
+    Parameters
+    ----------
+    estimator : RFFNetRegressor, RFFNetClassifier or None, default=None
+        None picks one from the target with scikit-learn's ``type_of_target`` (default
+        parameters, the selector's ``random_state``).
+    selection_fraction : float, default=0.2
+        Share of the samples held out to score the nested feature sets.
+    random_state : int, Generator, RandomState or None, default=None
+        The split (and the default estimator's seed).
+
+    Attributes
+    ----------
+    estimator_ : fitted estimator with the thresholded relevances
+    scores_ : ndarray of shape (n_features_in_,)
+        The TopK score path (see :class:`TopKResult`).
+    ranking_ : ndarray of shape (n_features_in_,)
+        Features by decreasing relevance.
+    n_features_selected_ : int
+    support_ : ndarray of bool
+    n_features_in_ : int
+    """
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "predict"]), None],
+        "selection_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "random_state": ["random_state", np.random.Generator],
+    }
+
+    def __init__(self, estimator=None, *, selection_fraction=0.2, random_state=None):
+        self.estimator = estimator
+        self.selection_fraction = selection_fraction
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Fit the estimator on part of (X, y) and select features on the rest."""
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True,
+                             ensure_all_finite=True)
+        rng = as_generator(self.random_state)
+        if self.estimator is None:
+            seed = int(rng.integers(2**31 - 1))
+            kind = type_of_target(y)
+            est = (RFFNetClassifier(random_state=seed) if kind in ("binary", "multiclass")
+                   else RFFNetRegressor(random_state=seed))
+        else:
+            est = clone(self.estimator)
+            if not isinstance(est, _BaseRFFNet):
+                raise TypeError("estimator must be an RFFNetRegressor or RFFNetClassifier")
+        n = X.shape[0]
+        n_sel = int(np.ceil(self.selection_fraction * n))
+        if n - n_sel < 2 or n_sel < 2:
+            raise ValueError(f"n_samples={n} is too small for selection_fraction={self.selection_fraction}")
+        perm = rng.permutation(n)
+        sel, fit_idx = np.sort(perm[:n_sel]), np.sort(perm[n_sel:])
+        est.fit(X[fit_idx], y[fit_idx])
+        result = topk_selection(est, X[sel], y[sel])
+        self.estimator_ = result.estimator
+        self.scores_ = result.scores
+        self.ranking_ = result.order
+        self.n_features_selected_ = result.n_selected
+        self.support_ = result.support
+        self.result_ = result
+        return self
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "support_")
+        return self.support_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
