@@ -3,15 +3,16 @@
 Sections (``--only`` picks some; all by default):
 
 * ``timing``  time per SRFF outer iteration (ridge step + FISTA gamma step) and per adaptive-RFF
-              Metropolis iteration: rffkern (compiled kernels) vs a direct NumPy implementation of
-              the same step (features materialised, ``np.linalg.solve``); median of ``--reps``.
+              Metropolis iteration: rffkern (compiled kernels) vs the direct NumPy implementation of
+              the same step in the test oracle ``tests/datadep_reference.py`` (features
+              materialised, ``np.linalg.solve``); median of ``--reps``.
 * ``srff``    SRFF on SE1 (gse1) and SE2 (gse2): test RMSE beside the paper's (n = 1k: SE1 0.272,
               SE2 1.603) and the learned gamma on / off the true support.
 * ``eerf``    EERF vs RFFRidge at equal M on cpu_act, elevators (test RMSE) and a9a (test error),
               M in {50, 100, 200, 500}, with EERF's pre-processing time beside the training times.
-* ``arff_si`` adaptive RFF on f(x) = Si(x/a) exp(-x^2/2), a = 1e-2: test MSE vs K (powers of two)
-              beside plain RFF with fixed N(0, 1) and N(0, sigma^2) frequencies.
-* ``arff_mnist`` the same on MNIST (the 10k test set split 8000 / 2000): test error vs K.
+* ``adaptive_si``  adaptive RFF on f(x) = Si(x/a) exp(-x^2/2), a = 1e-2: test MSE vs K (powers
+              of two) beside plain RFF with fixed N(0, 1) and N(0, sigma^2) frequencies.
+* ``adaptive_mnist``  the same on MNIST (the 10k test set split 8000 / 2000): test error vs K.
 
 Everything prints a table and writes JSON to bench/results/datadep_<section>[_<tag>].json. BLAS
 threads: run with OPENBLAS_NUM_THREADS=1 on a shared machine (two-thread OpenBLAS factorisations
@@ -31,6 +32,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent / "tests"))
+import datadep_reference as ref  # noqa: E402  (the test oracle)
 DATA = Path("/work/shared/datasets")
 RESULTS = ROOT / "results"
 
@@ -74,9 +77,9 @@ def table(rows, cols):
 def bench_timing(args):
     from threadpoolctl import threadpool_limits
 
-    from rffkern.arff import amplitudes, least_squares, metropolis_step, reference_metropolis_step
+    from rffkern.adaptive import amplitudes, least_squares, metropolis_step
     from rffkern.datasets import make_gse1
-    from rffkern.srff import fista_gamma, reference_outer_step, ridge_step
+    from rffkern.srff import fista_gamma, ridge_step
 
     rows = []
     n_srff = 1000
@@ -85,16 +88,16 @@ def bench_timing(args):
     y = y - y.mean()
     rng = np.random.default_rng(0)
     D = 300
-    eps, b = rng.standard_normal((X.shape[1], D)), rng.uniform(0, 2 * np.pi, D)
+    directions, b = rng.standard_normal((X.shape[1], D)), rng.uniform(0, 2 * np.pi, D)
     gamma = np.full(X.shape[1], 0.25)
     lam = 1e-3
 
     def srff_fast():
-        a, _ = ridge_step(X, y, eps, b, gamma, lam, args.threads)
-        return fista_gamma(X, y, eps, b, a, gamma, gamma.sum(), n_threads=args.threads)
+        a, _ = ridge_step(X, y, directions, b, gamma, lam, args.threads)
+        return fista_gamma(X, y, directions, b, a, gamma, gamma.sum(), n_threads=args.threads)
 
     def srff_ref():
-        return reference_outer_step(X, y, eps, b, gamma, lam, gamma.sum())
+        return ref.srff_outer_step(X, y, directions, b, gamma, lam, gamma.sum())
 
     inner = srff_fast()[1]
     with threadpool_limits(args.threads):
@@ -112,7 +115,7 @@ def bench_timing(args):
         with threadpool_limits(args.threads):
             t_fast = median_time(lambda: metropolis_step(Xa, Ya, W, amp, zeta, u, n_threads=args.threads, **kw),
                                  args.reps)
-            t_ref = median_time(lambda: reference_metropolis_step(Xa, Ya, W, amp, zeta, u, **kw), args.reps)
+            t_ref = median_time(lambda: ref.metropolis_step(Xa, Ya, W, amp, zeta, u, **kw), args.reps)
         rows.append(dict(step=f"Metropolis iteration (n={n}, d={d}, K={K})", rffkern_s=round(t_fast, 4),
                          numpy_s=round(t_ref, 4), ratio=round(t_ref / t_fast, 2)))
     print(f"\nTime per iteration, median of {args.reps}, {args.threads} thread(s) (BLAS limited to the same);"
@@ -215,7 +218,7 @@ def bench_eerf(args):
 
 
 # ------------------------------------------------------------------------------------------------
-def bench_arff_si(args):
+def bench_adaptive_si(args):
     from scipy.special import sici
 
     from rffkern import AdaptiveRFFRegressor
@@ -246,10 +249,10 @@ def bench_arff_si(args):
     print(f"\nAdaptive RFF (Algorithm 2, {args.si_iters} iterations, omega_max {args.si_omega_max}, "
           f"lambda {args.si_alpha}) on Si(x/{a}) exp(-x^2/2), n = {args.si_n}: test MSE vs K")
     table(rows, list(rows[0].keys()))
-    save("arff_si", dict(n=args.si_n, iters=args.si_iters, alpha=args.si_alpha, rows=rows))
+    save("adaptive_si", dict(n=args.si_n, iters=args.si_iters, alpha=args.si_alpha, rows=rows))
 
 
-def bench_arff_mnist(args):
+def bench_adaptive_mnist(args):
     from rffkern import AdaptiveRFFClassifier
 
     X, y = load_csv("mnist_test10k.csv.gz")
@@ -278,12 +281,12 @@ def bench_arff_mnist(args):
     print(f"\nMNIST (10k test set: {len(tr)} train / {len(te)} test, standardised pixels), adaptive RFF "
           f"{args.mnist_iters} Metropolis iterations from omega = 0, lambda {args.mnist_alpha}: test error %")
     table(rows, list(rows[0].keys()))
-    save("arff_mnist", dict(train=len(tr), iters=args.mnist_iters, alpha=args.mnist_alpha, rows=rows))
+    save("adaptive_mnist", dict(train=len(tr), iters=args.mnist_iters, alpha=args.mnist_alpha, rows=rows))
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", nargs="+", default=["timing", "srff", "eerf", "arff_si", "arff_mnist"])
+    p.add_argument("--only", nargs="+", default=["timing", "srff", "eerf", "adaptive_si", "adaptive_mnist"])
     p.add_argument("--reduced", action="store_true", help="smaller sizes for a busy machine")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)

@@ -1,5 +1,5 @@
-"""SRFF: simplex projection against brute force, the gamma gradient and one outer step against NumPy,
-support recovery on gse2, estimator checks, bad input."""
+"""SRFF: simplex projection against brute force, the gamma gradient and one outer step against the NumPy
+oracle (datadep_reference), support recovery on gse2, estimator checks, bad input."""
 import itertools
 
 import numpy as np
@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.utils.estimator_checks import check_estimator
 
+import datadep_reference as ref
 from rffkern import kernels
+from rffkern._linalg import simplex_projection
 from rffkern.datasets import make_gse2
-from rffkern.srff import (SRFFRegressor, fista_gamma, reference_h, reference_outer_step, ridge_step,
-                          simplex_projection, srff_alpha_grid)
+from rffkern.srff import SRFFRegressor, fista_gamma, ridge_step, srff_alpha_grid
 
 
 def _brute_force_projection(v, radius):
@@ -51,36 +52,40 @@ def _problem(seed=0, n=200, d=6, D=40):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     y = np.sin(X[:, 0] + X[:, 1]) + 0.1 * rng.normal(size=n)
-    eps, b = rng.normal(size=(d, D)), rng.uniform(0, 2 * np.pi, D)
+    directions, b = rng.normal(size=(d, D)), rng.uniform(0, 2 * np.pi, D)
     gamma = rng.uniform(0.2, 1.0, d)
-    return X, y - y.mean(), eps, b, gamma
+    return X, y - y.mean(), directions, b, gamma
 
 
 def test_gamma_gradient_is_the_kernel_theta_gradient():
-    X, y, eps, b, gamma = _problem()
-    a = np.random.default_rng(1).normal(size=eps.shape[1]) * 0.3
-    value, _, grad = kernels.loss_and_grad(X, y, eps, b, a, theta=gamma, scale=1.0)
-    ref_value, ref_grad = reference_h(X, y, eps, b, a, gamma)
+    X, y, directions, b, gamma = _problem()
+    a = np.random.default_rng(1).normal(size=directions.shape[1]) * 0.3
+    value, _, grad = kernels.loss_and_grad(X, y, directions, b, a, theta=gamma, scale=1.0)
+    ref_value, ref_grad = ref.srff_objective_and_grad(X, y, directions, b, a, gamma)
     np.testing.assert_allclose(value, ref_value, rtol=1e-10)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-12)
     # and the written-out gradient is the derivative (central differences)
-    h = 1e-6
-    fd = [(reference_h(X, y, eps, b, a, gamma + h * e)[0] - reference_h(X, y, eps, b, a, gamma - h * e)[0])
-          / (2 * h) for e in np.eye(len(gamma))]
+    step = 1e-6
+
+    def h(g):
+        return ref.srff_objective_and_grad(X, y, directions, b, a, g)[0]
+
+    fd = [(h(gamma + step * e) - h(gamma - step * e)) / (2 * step) for e in np.eye(len(gamma))]
     np.testing.assert_allclose(ref_grad, fd, rtol=1e-5, atol=1e-8)
 
 
 def test_outer_step_matches_numpy_reference():
-    X, y, eps, b, gamma = _problem(seed=2)
+    X, y, directions, b, gamma = _problem(seed=2)
     lam = 1e-3
-    a, J = ridge_step(X, y, eps, b, gamma, lam, n_threads=1)
-    g_new, _ = fista_gamma(X, y, eps, b, a, gamma, gamma.sum(), n_threads=1)
-    a_ref, g_ref = reference_outer_step(X, y, eps, b, gamma, lam, gamma.sum())
+    a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads=1)
+    g_new, _ = fista_gamma(X, y, directions, b, a, gamma, gamma.sum(), n_threads=1)
+    a_ref, g_ref = ref.srff_outer_step(X, y, directions, b, gamma, lam, gamma.sum())
     np.testing.assert_allclose(a, a_ref, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(g_new, g_ref, rtol=1e-7, atol=1e-10)
     np.testing.assert_allclose(g_new.sum(), gamma.sum())
     # the gamma step does not increase the loss
-    assert reference_h(X, y, eps, b, a, g_new)[0] <= reference_h(X, y, eps, b, a, gamma)[0] + 1e-12
+    h_new = ref.srff_objective_and_grad(X, y, directions, b, a, g_new)[0]
+    assert h_new <= ref.srff_objective_and_grad(X, y, directions, b, a, gamma)[0] + 1e-12
 
 
 def test_alpha_grid_is_the_papers():

@@ -22,7 +22,7 @@ from rffkern.structured import Fastfood, OrthogonalRandomFeatures, StructuredOrt
 from rffkern.ridge import RFFRidge, RFFRidgeClassifier  # noqa: E402
 from rffkern.srff import SRFFRegressor  # noqa: E402
 from rffkern.eerf import EERFClassifier, EERFRegressor  # noqa: E402
-from rffkern.arff import AdaptiveRFFClassifier, AdaptiveRFFRegressor  # noqa: E402
+from rffkern.adaptive import AdaptiveRFFClassifier, AdaptiveRFFRegressor  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -1,8 +1,8 @@
 """Sparse random Fourier features (SRFF, Gregorová et al. 2018), ALGORITHMS.md section 4.
 
-The frequencies are ``omega_j = gamma * eps_j`` with ``eps_j ~ N(0, I)`` drawn once and the
+The frequencies are ``omega_j = gamma * w_j``, with the directions ``w_j ~ N(0, I)`` drawn once and the
 relevance vector ``gamma >= 0`` kept on the simplex ``{sum(gamma) = d / sigma}``. The model
-``f(x) = sum_j a_j cos(eps_j . (gamma * x) + b_j)`` (no ``sqrt(2/D)``, as in the reference port) is
+``f(x) = sum_j a_j cos(w_j . (gamma * x) + b_j)`` (no ``sqrt(2/D)``, as in the reference port) is
 fitted on standardised X and centred y by alternating
 
 1. ``a = (Z.T Z + n lambda I)^{-1} Z.T y``: one :func:`rffkern.kernels.gram` pass with
@@ -51,30 +51,30 @@ def srff_alpha_grid(X, exponents=GRID_EXPONENTS):
 
 
 # ---------------------------------------------------------------------------------------------
-# The two steps, fast path (compiled kernels) -- every pass over the data is one kernel call.
+# The two steps: every pass over the data is one compiled kernel call.
 # ---------------------------------------------------------------------------------------------
-def ridge_step(X, y, eps, b, gamma, lam, n_threads):
+def ridge_step(X, y, directions, b, gamma, lam, n_threads):
     """``a = (Z.T Z + n lam I)^{-1} Z.T y`` and the objective ``(1/2n)||y - Za||^2 + lam/2 ||a||^2``."""
     n = X.shape[0]
-    G, Zty = kernels.gram(X, eps, b, y, theta=gamma, scale=1.0, n_threads=n_threads)
+    G, Zty = kernels.gram(X, directions, b, y, theta=gamma, scale=1.0, n_threads=n_threads)
     a = ridge_solve(G, Zty, n * lam)
     rss = float(y @ y - 2 * a @ Zty + a @ G @ a)
     return a, max(rss, 0.0) / (2 * n) + 0.5 * lam * float(a @ a)
 
 
-def fista_gamma(X, y, eps, b, a, gamma, radius, *, step_init=100.0, max_iter=100, tol=1e-5, window=5,
-                n_threads=1):
+def fista_gamma(X, y, directions, b, a, gamma, radius, *, step_init=100.0, max_iter=100, tol=1e-5,
+                window=5, n_threads=1):
     """FISTA with backtracking on ``h(g) = (1/2n)||y - Z(g) a||^2`` over the simplex of ``radius``.
 
     Returns the iterate with the smallest ``h`` seen and the number of iterations.
     """
     def value_grad(g):
-        v, _, gt = kernels.loss_and_grad(X, y, eps, b, a, theta=g, loss="squared", scale=1.0,
+        v, _, gt = kernels.loss_and_grad(X, y, directions, b, a, theta=g, loss="squared", scale=1.0,
                                          n_threads=n_threads)
         return v, gt
 
     def value(g):
-        return kernels.loss_and_grad(X, y, eps, b, a, theta=g, loss="squared", scale=1.0,
+        return kernels.loss_and_grad(X, y, directions, b, a, theta=g, loss="squared", scale=1.0,
                                      want_theta=False, n_threads=n_threads)[0]
 
     x_prev = gamma.copy()
@@ -104,68 +104,25 @@ def fista_gamma(X, y, eps, b, a, gamma, radius, *, step_init=100.0, max_iter=100
     return best_x, it
 
 
-def srff_fit_path(X, y, eps, b, lam, gamma0, *, max_iter=1000, max_inner_iter=100, tol=1e-5, window=5,
-                  step_init=100.0, n_threads=1, verbose=0):
+def srff_fit_path(X, y, directions, b, lam, gamma0, *, max_iter=1000, max_inner_iter=100, tol=1e-5,
+                  window=5, step_init=100.0, n_threads=1, verbose=0):
     """Alternate the ridge step and the gamma step for one lambda; returns (a, gamma, objective history)."""
     radius = float(gamma0.sum())
     gamma = gamma0.copy()
     hist = []
     a = None
     for it in range(max_iter):
-        a, J = ridge_step(X, y, eps, b, gamma, lam, n_threads)
+        a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads)
         hist.append(J)
         if verbose > 1:
             print(f"[SRFF] lambda={lam:.3g} iter {it}: objective {J:.6g}")
         if stall(hist, window, tol):
             return a, gamma, hist
-        gamma, _ = fista_gamma(X, y, eps, b, a, gamma, radius, step_init=step_init,
+        gamma, _ = fista_gamma(X, y, directions, b, a, gamma, radius, step_init=step_init,
                                max_iter=max_inner_iter, tol=tol, window=window, n_threads=n_threads)
-    a, J = ridge_step(X, y, eps, b, gamma, lam, n_threads)
+    a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads)
     hist.append(J)
     return a, gamma, hist
-
-
-# ---------------------------------------------------------------------------------------------
-# NumPy reference of one outer iteration (features materialised, np.linalg.solve): the baseline of
-# the tests and of bench/bench_datadep.py.
-# ---------------------------------------------------------------------------------------------
-def reference_h(X, y, eps, b, a, gamma):
-    """``(1/2n)||y - Z a||^2`` and its gradient in gamma, written out with the chain rule."""
-    n = X.shape[0]
-    U = (X * gamma) @ eps + b
-    r = np.cos(U) @ a - y
-    # d/dgamma_s of cos(U_ij) = -sin(U_ij) eps_sj x_is
-    dU = -np.sin(U) * (r[:, None] * a[None, :])
-    return 0.5 * (r @ r) / n, (X * (dU @ eps.T)).sum(0) / n
-
-
-def reference_outer_step(X, y, eps, b, gamma, lam, radius, *, step_init=100.0, max_iter=100, tol=1e-5,
-                         window=5):
-    """Ridge step then FISTA gamma step, in plain NumPy (mirrors :func:`ridge_step` + :func:`fista_gamma`)."""
-    n, D = X.shape[0], eps.shape[1]
-    Z = np.cos((X * gamma) @ eps + b)
-    a = np.linalg.solve(Z.T @ Z + n * lam * np.eye(D), Z.T @ y)
-    x_prev, v_pt, t, step = gamma.copy(), gamma.copy(), 1.0, float(step_init)
-    best_x, best_f = gamma.copy(), reference_h(X, y, eps, b, a, gamma)[0]
-    hist = [best_f]
-    for _ in range(max_iter):
-        f_v, g_v = reference_h(X, y, eps, b, a, v_pt)
-        while True:
-            x = simplex_projection(v_pt - step * g_v, radius)
-            f_x = reference_h(X, y, eps, b, a, x)[0]
-            diff = x - v_pt
-            if f_x <= f_v + g_v @ diff + (diff @ diff) / (2 * step) or step < 1e-12:
-                break
-            step *= 0.5
-        t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        v_pt = x + ((t - 1.0) / t_next) * (x - x_prev)
-        x_prev, t = x, t_next
-        if f_x < best_f:
-            best_x, best_f = x.copy(), f_x
-        hist.append(f_x)
-        if stall(hist, window, tol):
-            break
-    return a, best_x
 
 
 class SRFFRegressor(RegressorMixin, BaseEstimator):
@@ -213,7 +170,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     feature_importances_ : ndarray of shape (n_features_in_,)
         ``gamma_ / gamma_.sum()``.
     weights_ : ndarray of shape (n_features_in_, n_components)
-        The fixed ``eps`` draws; the frequencies are ``gamma_[:, None] * weights_``.
+        The directions ``w_j ~ N(0, I)``, drawn once; the frequencies are ``gamma_[:, None] * weights_``.
     offsets_ : ndarray of shape (n_components,)
     coef_ : ndarray of shape (n_components,)
     intercept_ : float

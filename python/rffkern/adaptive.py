@@ -74,8 +74,8 @@ def metropolis_step(X, Y, W, amp, zeta, u, *, delta, gamma, lam, omega_max=None,
     """One Metropolis iteration on all K frequencies; returns (W, amp, beta_proposal, accepted, mse).
 
     ``zeta`` (K, d) are the proposal directions (already multiplied by the covariance factor) and
-    ``u`` (K,) the uniforms of the test; the caller draws both, so the NumPy reference
-    :func:`reference_metropolis_step` can replay the same stream.
+    ``u`` (K,) the uniforms of the test; the caller draws both, so a reference implementation can
+    replay the same stream (the tests' ``datadep_reference.metropolis_step``).
     """
     K = W.shape[1]
     W_new = W + delta * zeta.T
@@ -88,26 +88,6 @@ def metropolis_step(X, Y, W, amp, zeta, u, *, delta, gamma, lam, omega_max=None,
     W[:, acc] = W_new[:, acc]
     amp = np.where(acc, amp_new, amp)
     return W, amp, beta_new, acc, mse
-
-
-def reference_metropolis_step(X, Y, W, amp, zeta, u, *, delta, gamma, lam, omega_max=None):
-    """:func:`metropolis_step` written directly: features materialised, ``np.linalg.solve``,
-    acceptance ``u < min(1, ratio^gamma)`` in plain arithmetic."""
-    n, K = X.shape[0], W.shape[1]
-    W_new = W + delta * zeta.T
-    U = X @ W_new
-    S = np.hstack([np.cos(U), np.sin(U)])
-    beta_new = np.linalg.solve(S.T @ S + lam * n * np.eye(2 * K), S.T @ Y)
-    B = beta_new.reshape(2 * K, -1)
-    amp_new = np.sqrt((B[:K] ** 2).sum(1) + (B[K:] ** 2).sum(1))
-    with np.errstate(over="ignore"):  # a huge ratio^gamma is inf, which accepts, as it should
-        acc = np.array([u[k] < min(1.0, (amp_new[k] / amp[k]) ** gamma) if amp[k] > 0 else True
-                        for k in range(K)])
-    if omega_max is not None:
-        acc &= np.linalg.norm(W_new, axis=0) <= omega_max
-    W = W.copy()
-    W[:, acc] = W_new[:, acc]
-    return W, np.where(acc, amp_new, amp), beta_new, acc
 
 
 class _AdaptiveRFFBase(BaseEstimator):
