@@ -4,13 +4,9 @@ Layers: the compiled core (``rffkern._core``, private), the validated kernels
 (:mod:`rffkern.kernels`; their pure-NumPy oracle lives in the tests), and the
 scikit-learn estimators.
 """
-import os as _os
+from rffkern import _openmp
 
-# Idle OpenMP workers must not spin on shared cores: libgomp's default spins ~300k iterations
-# before sleeping. Spin ~20k (tens of microseconds: enough for the barriers inside a kernel),
-# then sleep. Set before the core loads libgomp; a user's own OMP_WAIT_POLICY/GOMP_SPINCOUNT wins.
-if "OMP_WAIT_POLICY" not in _os.environ:
-    _os.environ.setdefault("GOMP_SPINCOUNT", "20000")
+_openmp.load_core()
 
 from rffkern import kernels  # noqa: E402
 from rffkern.feature_maps import RandomFourierFeatures  # noqa: E402

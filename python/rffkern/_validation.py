@@ -105,10 +105,17 @@ def available_cores() -> int:
 
 
 def resolve_n_threads(n_jobs) -> int:
-    """scikit-learn's meaning: None = all usable cores, -1 = all, -k = all but k-1, 0 = error."""
+    """Threads for one kernel call, from scikit-learn's ``n_jobs`` convention.
+
+    None: OpenMP's current limit (``OMP_NUM_THREADS``, or what ``threadpoolctl.threadpool_limits``
+    / ``omp_set_num_threads`` set), at most the usable cores; -1: all usable cores; -k: all but
+    k - 1; a positive count larger than the usable cores is clamped to them; 0 is an error.
+    """
+    from rffkern import _core
+
     cores = available_cores()
     if n_jobs is None:
-        return cores
+        return max(1, min(cores, _core.max_threads()))
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
         raise TypeError(f"n_jobs must be an int or None, got {n_jobs!r}")
     n_jobs = int(n_jobs)
@@ -116,7 +123,7 @@ def resolve_n_threads(n_jobs) -> int:
         raise ValueError("n_jobs == 0 has no meaning; use None, a positive count or -1 for all cores")
     if n_jobs < 0:
         return max(1, cores + 1 + n_jobs)
-    return n_jobs
+    return min(n_jobs, cores)
 
 
 def check_positive_int(value, name, minimum=1) -> int:
