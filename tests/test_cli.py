@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from rffkern.__main__ import main
+from rffkern.cli import main
 from rffkern.datasets import make_jse3
 
 FAST = ["--n-components", "40", "--max-iter", "5", "--n-jobs", "1"]
@@ -74,7 +74,7 @@ def test_plot(regression_csv, tmp_path, capsys):
     (None, "y", "no such file"),
     ("a,b,y\n1,2,3\n4,5,6\n", "z", "column 'z' not found"),
     ("a,b,y\n1,x,3\n4,5,6\n", "y", "non-numeric values in feature column(s): 'b'"),
-    ("a,b,y\n1,2\n4,5,6\n", "y", "line 2: 2 fields"),
+    ("a,b,y\n1,2\n4,5,6\n", "y", "number of columns changed from 3 to 2"),
     ("a,b,y\n", "y", "at least one data row"),
     ("a,b,y\n1,nan,3\n4,5,6\n", "y", "NaN"),
     ("y\n1\n2\n", "y", "no feature columns"),
@@ -97,3 +97,34 @@ def test_too_few_samples_is_a_clear_error(tmp_path, capsys):
     path = _write_csv(tmp_path / "d.csv", ["a", "y"], [[1, 0.5], [2, 0.1], [3, 0.7]])
     assert main(["fit", path, "--target", "y", "--test-size", "0.34"]) == 2
     assert "too small" in capsys.readouterr().err
+
+
+def test_reads_gzip_bom_and_quoted_fields(tmp_path, capsys):
+    # every data set we ship is gzipped; spreadsheets write a UTF-8 BOM and quote fields
+    import gzip
+
+    X, y, _ = make_jse3(200, random_state=2)
+    lines = ['"feature, one",b,' + ",".join(f"x{j}" for j in range(2, X.shape[1])) + ",y"]
+    lines += [",".join(f"{v:.6g}" for v in row) + f",{t:.6g}" for row, t in zip(X, y)]
+    path = tmp_path / "data.csv.gz"
+    with gzip.open(path, "wt", encoding="utf-8-sig") as fh:
+        fh.write("\n".join(lines) + "\n")
+    assert main(["fit", str(path), "--target", "y", "--max-iter", "2", "--n-components", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "200 samples, 10 features" in out and "feature, one" in out
+
+
+def test_plot_module_draws_relevances(tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from rffkern import RFFNetRegressor
+    from rffkern.plot import relevances
+
+    X, y, _ = make_jse3(200, random_state=0)
+    model = RFFNetRegressor(n_components=20, max_iter=2, random_state=0).fit(X, y)
+    ax = relevances(model, top=5, title="jse3")
+    assert len(ax.patches) == 5 and ax.get_title() == "jse3"
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == sorted(heights, reverse=True) and heights[0] == 1.0
