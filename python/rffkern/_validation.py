@@ -53,29 +53,31 @@ def check_array_2d(X, name="X", *, dtype=None, allow_empty=False, min_rows=1) ->
 
 def check_vector(v, name, length, dtype) -> np.ndarray:
     """A finite 1-D array of ``length`` entries in ``dtype``."""
-    arr = np.asarray(v)
-    if arr.dtype.kind == "c":
-        raise TypeError(f"{name} is complex; a real array is required")
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+    arr = _real_array(v, name)
     if arr.ndim != 1 or arr.shape[0] != length:
         raise ValueError(f"{name} must have shape ({length},), got {arr.shape}")
-    arr = np.ascontiguousarray(arr, dtype=dtype)
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or infinity")
-    return arr
+    return _finite_contiguous(arr, name, dtype)
 
 
 def check_matrix(a, name, shape, dtype) -> np.ndarray:
     """A finite C-contiguous 2-D array with the given shape (None entries are free)."""
+    arr = _real_array(a, name)
+    if arr.ndim != 2 or any(w is not None and w != g for w, g in zip(shape, arr.shape)):
+        want = "(" + ", ".join("*" if w is None else str(w) for w in shape) + ")"
+        raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+    return _finite_contiguous(arr, name, dtype)
+
+
+def _real_array(a, name) -> np.ndarray:
     arr = np.asarray(a)
     if arr.dtype.kind == "c":
         raise TypeError(f"{name} is complex; a real array is required")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
-    if arr.ndim != 2 or any(w is not None and w != g for w, g in zip(shape, arr.shape)):
-        want = "(" + ", ".join("*" if w is None else str(w) for w in shape) + ")"
-        raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+    return arr
+
+
+def _finite_contiguous(arr, name, dtype) -> np.ndarray:
     arr = np.ascontiguousarray(arr, dtype=dtype)
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or infinity")
