@@ -12,7 +12,14 @@ name       d     target                                        support (0-based)
 ``gse2``   100   log((x11 + x12 + x13 + x14 + x15)^2)           10, 11, 12, 13, 14
 ``jse2``   10    x1^3 + x2^3, x ~ N(0, S), S_ij = 0.5^|i-j|     0, 1
 ``jse3``   10    x1 * x2                                        0, 1
+``hd5``    1000  sin(x1) + sin(x2) + x3 x4 + x5^2               0, 1, 2, 3, 4
+``se3``    1000  10 (z1^2 + z2^2) exp(-2 (z1^2 + z2^2)),        0, ..., 9
+                 x1..x5 = z1 + N(0, 0.1^2), x6..x10 = z2 + ...
 =========  ====  ============================================  ==================
+
+``hd5`` is a high-dimensional support-recovery problem (5 relevant features among ``n_features``,
+1000 by default); ``se3`` is the SRFF paper's SE3 (10 relevant features that come in two groups of
+five noisy copies of two latent variables, among 1000 built the same way from 200 latents).
 
 Unlike the RFFNet reference code's ``jse2`` (which reuses the design's random stream as the noise,
 so that its noise equals ``0.1 * x1``), the noise here is always independent of ``X``.
@@ -23,7 +30,7 @@ import numpy as np
 
 from rffkern._validation import as_generator, check_positive_float, check_positive_int
 
-__all__ = ["make_gse1", "make_gse2", "make_jse2", "make_jse3", "SUPPORTS"]
+__all__ = ["make_gse1", "make_gse2", "make_jse2", "make_jse3", "make_hd5", "make_se3", "SUPPORTS"]
 
 #: True supports (0-based column indices) of every generator, by name.
 SUPPORTS = {
@@ -31,6 +38,8 @@ SUPPORTS = {
     "gse2": np.array([10, 11, 12, 13, 14]),
     "jse2": np.array([0, 1]),
     "jse3": np.array([0, 1]),
+    "hd5": np.arange(5),
+    "se3": np.arange(10),
 }
 
 
@@ -137,3 +146,62 @@ def make_jse3(n_samples=1000, *, noise=0.1, random_state=None):
     X = rng.standard_normal((n, 10))
     f = X[:, 0] * X[:, 1]
     return _finish("jse3", X, f, noise, rng)
+
+
+def make_hd5(n_samples=5000, *, n_features=1000, noise=0.5, random_state=None):
+    """hd5: ``y = sin(x1) + sin(x2) + x3 x4 + x5^2 + noise * eps`` among ``n_features`` N(0, 1) features.
+
+    Five relevant features (two additive, one interaction, one even function) hidden among many
+    irrelevant ones: a kernel with one shared width over all features sees an almost flat signal,
+    so the learner has to find the relevant coordinates.
+
+    Parameters
+    ----------
+    n_samples : int, default=5000
+    n_features : int, default=1000
+        At least 5.
+    noise : float, default=0.5
+    random_state : None, int, numpy.random.Generator or RandomState, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    support : ndarray of shape (5,)
+        ``[0, 1, 2, 3, 4]``.
+    """
+    n, noise, rng = _setup(n_samples, noise, random_state)
+    d = check_positive_int(n_features, "n_features", minimum=5)
+    X = rng.standard_normal((n, d))
+    f = np.sin(X[:, 0]) + np.sin(X[:, 1]) + X[:, 2] * X[:, 3] + X[:, 4] ** 2
+    return _finish("hd5", X, f, noise, rng)
+
+
+def make_se3(n_samples=5000, *, noise=0.01, random_state=None):
+    """SE3 of the SRFF paper: ``y = 10 (z1^2 + z2^2) exp(-2 (z1^2 + z2^2)) + noise * eps``.
+
+    1000 features in 200 groups of five: group ``g`` holds five copies of a latent ``z_g ~ N(0, 1)``
+    each perturbed by independent ``N(0, 0.1^2)`` noise; only the first two groups (columns 0-9)
+    drive ``y``. (The paper writes the noise as ``N(0, 0.01)``; it is read here as the standard
+    deviation, as for the other generators.)
+
+    Parameters
+    ----------
+    n_samples : int, default=5000
+    noise : float, default=0.01
+    random_state : None, int, numpy.random.Generator or RandomState, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 1000)
+    y : ndarray of shape (n_samples,)
+    support : ndarray of shape (10,)
+        ``[0, ..., 9]``.
+    """
+    n, noise, rng = _setup(n_samples, noise, random_state)
+    Z = rng.standard_normal((n, 200))
+    X = np.repeat(Z, 5, axis=1) + 0.1 * rng.standard_normal((n, 1000))
+    r2 = Z[:, 0] ** 2 + Z[:, 1] ** 2
+    f = 10.0 * r2 * np.exp(-2.0 * r2)
+    return _finish("se3", X, f, noise, rng)
+
