@@ -348,6 +348,22 @@ def test_rffkern_fit_picks_the_task():
         rffkern.fit(X, y, task="ranking")
 
 
+@pytest.mark.parametrize("y, task", [
+    (np.arange(100) % 3, "classification"),             # few integer labels
+    (np.arange(100) % 28 + 1, "regression"),            # abalone-like counts: 28 distinct
+    ((np.arange(100) % 28 + 1).astype(float), "regression"),  # the same counts stored as floats
+    (np.linspace(0, 1, 100), "regression"),
+    (np.array(["a", "b"] * 50), "classification"),
+    (np.arange(100) % 2 == 0, "classification"),
+    (np.array([1.0, 2.0] * 50), "classification"),      # integer-valued floats, two values
+])
+def test_task_rule_follows_what_users_mean(y, task):
+    from rffkern._api import explain_task
+
+    got, reason = explain_task(y)
+    assert got == task and reason
+
+
 def test_multi_output_regression():
     X, y, _ = make_jse3(500, random_state=0)
     Y = np.column_stack([y, X[:, 2]])

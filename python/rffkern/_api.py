@@ -2,34 +2,64 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.utils.multiclass import type_of_target
 
 from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor
 
-__all__ = ["fit", "task_of_target"]
+__all__ = ["fit", "task_of_target", "explain_task"]
 
-_CLASSIFICATION = ("binary", "multiclass")
-_REGRESSION = ("continuous", "continuous-multioutput")
+#: Integer targets with at most this many distinct values are class labels; more are counts or
+#: measurements (abalone's 28 ring counts, diabetes' 214 progression scores) and are regressed.
+MAX_INTEGER_CLASSES = 20
 
 
 def task_of_target(y) -> str:
-    """"classification" or "regression" for ``y``, by scikit-learn's ``type_of_target``.
+    """"classification" or "regression": what a user most likely means by ``y``.
 
-    Binary and multiclass targets (integers or strings with few distinct values) are
-    classification; real-valued targets (one or several columns) are regression. Multilabel and
-    multiclass-multioutput targets are not supported and raise ``ValueError``.
+    - strings, booleans and other non-numeric labels: classification;
+    - floats with a fractional part anywhere, or several output columns: regression;
+    - integer values (of an integer or a float dtype): classification when there are at most
+      ``MAX_INTEGER_CLASSES`` (20) distinct values, regression otherwise.
+
+    Pass ``task=`` to :func:`fit` to override the rule.
     """
+    return explain_task(y)[0]
+
+
+def explain_task(y):
+    """``(task, reason)``: :func:`task_of_target`'s decision and the rule that made it, in words."""
     arr = np.asarray(y)
     if arr.size == 0:
         raise ValueError("y is empty")
-    kind = type_of_target(arr, input_name="y")
-    if kind in _CLASSIFICATION:
-        return "classification"
-    if kind in _REGRESSION:
-        return "regression"
-    raise ValueError(
-        f"rffkern.fit cannot learn a {kind!r} target; pass a 1-D class label vector, or real-valued "
-        "targets of shape (n_samples,) or (n_samples, n_outputs)")
+    if arr.ndim > 2 or (arr.ndim == 2 and arr.shape[1] > 1 and arr.dtype.kind not in "fiu"):
+        raise ValueError(
+            f"rffkern.fit cannot learn a y of shape {arr.shape} and dtype {arr.dtype}; pass a 1-D "
+            "class label vector, or real-valued targets of shape (n_samples,) or (n_samples, n_outputs)")
+    if arr.ndim == 2 and arr.shape[1] > 1:
+        if np.isin(arr, (0, 1)).all():
+            raise ValueError(
+                "y looks like a multilabel indicator matrix (0/1 columns), which rffkern.fit does "
+                "not classify; pass task='regression' to regress the columns")
+        return "regression", f"{arr.shape[1]} numeric output columns"
+    arr = arr.reshape(-1)
+    if arr.dtype.kind == "O":
+        values = arr.tolist()
+        if all(isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
+               for v in values):
+            return explain_task(np.asarray(values, dtype=np.float64))
+        return "classification", "non-numeric labels"
+    if arr.dtype.kind in "USb":
+        return "classification", "boolean labels" if arr.dtype.kind == "b" else "text labels"
+    if arr.dtype.kind not in "fiu":
+        raise ValueError(f"rffkern.fit cannot learn a target of dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all():
+            raise ValueError("y contains NaN or infinity")
+        if np.any(arr != np.round(arr)):
+            return "regression", "real values"
+    n_values = np.unique(arr).size
+    if n_values <= MAX_INTEGER_CLASSES:
+        return "classification", f"integer values, {n_values} distinct (<= {MAX_INTEGER_CLASSES})"
+    return "regression", f"integer values, {n_values} distinct (> {MAX_INTEGER_CLASSES})"
 
 
 def fit(X, y, *, task=None, **params):
@@ -40,8 +70,8 @@ def fit(X, y, *, task=None, **params):
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,) or (n_samples, n_outputs)
     task : {"regression", "classification"} or None, default=None
-        Force the task; None decides with :func:`task_of_target` (note that an integer target with
-        few distinct values counts as classification).
+        Force the task; None decides with :func:`task_of_target`: text, booleans and integers
+        with at most 20 distinct values are class labels, every other numeric target is regressed.
     **params
         Parameters of :class:`~rffkern.RFFNetRegressor` or :class:`~rffkern.RFFNetClassifier`.
 

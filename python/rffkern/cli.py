@@ -3,7 +3,7 @@
 ``demo`` fits RFFNet on a built-in synthetic problem and prints the test error, the most relevant
 features against the true support, and the timing. ``fit`` reads a CSV file with a header row,
 learns the column ``--target`` from the others (classification or regression is chosen from the
-target, see :func:`rffkern._api.task_of_target`), prints held-out (or ``--cv K`` cross-validated)
+target by the rule of :func:`rffkern._api.task_of_target`, printed with the reason), prints held-out (or ``--cv K`` cross-validated)
 metrics and the relevance ranking, and optionally writes a bar chart (``--plot``, needs
 matplotlib) and the pickled model (``--save``).
 """
@@ -160,18 +160,18 @@ def run_fit(args):
     from sklearn.metrics import accuracy_score, mean_squared_error, r2_score, roc_auc_score
     from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
-    from rffkern._api import task_of_target
+    from rffkern._api import explain_task
     from rffkern import RFFNetClassifier, RFFNetRegressor
 
     X, y, names = read_csv(args.file, args.target)
     try:
-        task = args.task or task_of_target(y)
+        task, reason = (args.task, "--task") if args.task else explain_task(y)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     if task == "regression" and y.dtype.kind not in "iuf":
         raise CLIError(f"regression needs a numeric target; column {args.target!r} holds text labels")
     est = (RFFNetClassifier if task == "classification" else RFFNetRegressor)(**_estimator_params(args))
-    print(f"{args.file}: {X.shape[0]} samples, {X.shape[1]} features, target {args.target!r} -> {task}")
+    print(f"{args.file}: {X.shape[0]} samples, {X.shape[1]} features, target {args.target!r} -> {task} ({reason})")
 
     def metrics(model, Xt, yt):
         if task == "classification":

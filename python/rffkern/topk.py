@@ -14,9 +14,9 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.feature_selection import SelectorMixin
 from sklearn.metrics import mean_squared_error, roc_auc_score
 from sklearn.utils._param_validation import HasMethods, Interval
-from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from rffkern._api import task_of_target
 from rffkern._losses import class_probabilities
 from rffkern._validation import as_generator
 from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, _BaseRFFNet
@@ -126,7 +126,7 @@ class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
     Parameters
     ----------
     estimator : RFFNetRegressor, RFFNetClassifier or None, default=None
-        None picks one from the target with scikit-learn's ``type_of_target`` (default
+        None picks one from the target with :func:`rffkern._api.task_of_target` (default
         parameters, the selector's ``random_state``).
     selection_fraction : float, default=0.2
         Share of the samples held out to score the nested feature sets.
@@ -164,8 +164,7 @@ class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         rng = as_generator(self.random_state)
         if self.estimator is None:
             seed = int(rng.integers(2**31 - 1))
-            kind = type_of_target(y)
-            est = (RFFNetClassifier(random_state=seed) if kind in ("binary", "multiclass")
+            est = (RFFNetClassifier(random_state=seed) if task_of_target(y) == "classification"
                    else RFFNetRegressor(random_state=seed))
         else:
             est = clone(self.estimator)
