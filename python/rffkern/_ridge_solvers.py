@@ -9,15 +9,13 @@ block of rows at a time at most.
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from rffkern import kernels
 from rffkern._linalg import RidgeEigen, ridge_solve
 
 __all__ = ["FourierFeatureMap", "GramStats", "solve_ridge", "loo_errors", "gcv_errors", "fit_ridge_map",
-           "check_alphas"]
+           "as_alpha_list"]
 
 _BLOCK_ROWS = 4096
 
@@ -167,18 +165,9 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
     return coef, intercept, best, errors, stats
 
 
-def check_alphas(alpha):
-    """A list of finite alphas >= 0 from a number or a sequence."""
-    if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
-        alphas = [float(alpha)]
-    else:
-        try:
-            alphas = [float(a) for a in alpha]
-        except TypeError:
-            raise TypeError(f"alpha must be a number or a sequence of numbers, got {alpha!r}") from None
-        if not alphas:
-            raise ValueError("alpha must not be an empty sequence")
-    for a in alphas:
-        if not np.isfinite(a) or a < 0:
-            raise ValueError(f"alpha values must be finite and >= 0, got {a}")
-    return alphas
+def as_alpha_list(alpha):
+    """The penalties as a list of floats, from a number or a sequence (their values are checked by
+    the estimators' ``alpha`` constraint)."""
+    if np.ndim(alpha) == 0:
+        return [float(alpha)]
+    return [float(a) for a in alpha]

@@ -44,16 +44,17 @@ def orf_weights(d, n_frequencies, length_scale, rng):
     row of Q times an independent chi_d draw (the norm of a d-dimensional Gaussian), over sigma.
     Blocks are stacked and the rows truncated to n_frequencies.
     """
-    n_blocks = -(-n_frequencies // d)
-    rows = []
-    for _ in range(n_blocks):
+    # The output is allocated first, so a size beyond memory fails at once (MemoryError), as the
+    # dense samplers do, instead of after drawing blocks.
+    W = np.empty((d, n_frequencies))
+    for start in range(0, n_frequencies, d):
         G = rng.standard_normal((d, d))
         Q, R = np.linalg.qr(G)
         Q = Q * np.where(np.diag(R) < 0, -1.0, 1.0)
         norms = np.sqrt(rng.chisquare(d, size=d))
-        rows.append(norms[:, None] * Q)
-    W = np.vstack(rows)[:n_frequencies] / length_scale
-    return np.ascontiguousarray(W.T)
+        stop = min(start + d, n_frequencies)
+        W[:, start:stop] = ((norms[:, None] * Q)[:stop - start] / length_scale).T
+    return W
 
 
 def exact_kernel(kernel, X, Y, length_scale):

@@ -30,6 +30,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
+from rffkern._constraints import IntInterval, N_JOBS
 from rffkern._linalg import ridge_solve
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -92,8 +93,8 @@ def metropolis_step(X, Y, W, amp, zeta, u, *, delta, gamma, lam, omega_max=None,
 
 class _AdaptiveRFFBase(BaseEstimator):
     _parameter_constraints = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "n_components": [IntInterval(1, None, closed="left")],
+        "n_iter": [IntInterval(0, None, closed="left")],
         "step": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "gamma": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -103,9 +104,9 @@ class _AdaptiveRFFBase(BaseEstimator):
         "resample": ["boolean"],
         "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
         "init_scale": [Interval(numbers.Real, 0, None, closed="left")],
-        "keep_frequency_history": [Interval(numbers.Integral, 0, None, closed="left")],
+        "keep_frequency_history": [IntInterval(0, None, closed="left")],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [numbers.Integral, None],
+        "n_jobs": N_JOBS,
         "verbose": ["verbose"],
     }
 

@@ -27,13 +27,15 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import LabelBinarizer
-from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._ridge_solvers import FourierFeatureMap, check_alphas, fit_ridge_map
+from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._losses import class_probabilities
+from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._sampling import knn_distances
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -146,16 +148,16 @@ def knn_length_scale(X, n_neighbors=50, max_samples=2000, rng=None):
 
 class _EERFBase(BaseEstimator):
     _parameter_constraints = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_candidates": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "n_subsample": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_components": [IntInterval(1, None, closed="left")],
+        "n_candidates": [IntInterval(1, None, closed="left"), None],
+        "n_subsample": [IntInterval(1, None, closed="left"), None],
         "kernel": [StrOptions(set(EERF_KERNELS))],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "alpha": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
+        "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],
         "alpha_selection": [StrOptions({"loo", "gcv", "validation"})],
         "standardize": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [numbers.Integral, None],
+        "n_jobs": N_JOBS,
     }
 
     def __init__(self, n_components=100, *, n_candidates=None, n_subsample=None, kernel="gaussian",
@@ -238,7 +240,7 @@ class _EERFBase(BaseEstimator):
     def _fit_ridge(self, Xs, Y, rng, ravel):
         t0 = time.perf_counter()
         coef, intercept, alpha, errors, _ = fit_ridge_map(
-            self._map(), Xs, Y.astype(Xs.dtype), check_alphas(self.alpha), fit_intercept=True,
+            self._map(), Xs, Y.astype(Xs.dtype), as_alpha_list(self.alpha), fit_intercept=True,
             selection=self.alpha_selection, validation_fraction=0.1, rng=rng)
         self.coef_ = coef[:, 0] if ravel else coef
         self.intercept_ = float(intercept[0]) if ravel else intercept
@@ -373,7 +375,7 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         if self.solver == "ridge":
             self._fit_ridge(Xs, Y, rng, ravel=Y.shape[1] == 1)
         else:
-            alphas = check_alphas(self.alpha)
+            alphas = as_alpha_list(self.alpha)
             if len(alphas) > 1:
                 raise ValueError("solver='logistic' takes a single alpha")
             t0 = time.perf_counter()
@@ -402,10 +404,5 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
     @available_if(lambda self: self.solver == "logistic")
     def predict_proba(self, X):
         """Class probabilities (``solver="logistic"`` only)."""
-        D = self.decision_function(X).astype(np.float64)
-        if D.ndim == 1:
-            p = 1.0 / (1.0 + np.exp(-D))
-            return np.column_stack([1 - p, p])
-        D = D - D.max(1, keepdims=True)
-        E = np.exp(D)
-        return E / E.sum(1, keepdims=True)
+        D = self.decision_function(X)
+        return class_probabilities(D[:, None] if D.ndim == 1 else D)

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
+from rffkern._constraints import IntInterval, N_JOBS
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -47,12 +48,12 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     """
 
     _parameter_constraints = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_components": [IntInterval(1, None, closed="left")],
         "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither")],
         "pair": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [numbers.Integral, None],
+        "n_jobs": N_JOBS,
     }
 
     def __init__(self, n_components=100, *, kernel="gaussian", length_scale=1.0, pair=False,
@@ -71,7 +72,6 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
             raise ValueError(
                 f"n_components must be even with pair=True (each frequency gives a cos and a sin), "
                 f"got {self.n_components}")
-        resolve_n_threads(self.n_jobs)  # n_jobs=0 is refused here, not at transform time
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_all_finite=True)
         rng = as_generator(self.random_state)
         n_freq = self.n_components // 2 if self.pair else self.n_components

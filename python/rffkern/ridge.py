@@ -30,7 +30,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, check_alphas, fit_ridge_map, gcv_errors,
+from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, fit_ridge_map, gcv_errors,
                                    solve_ridge)
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
@@ -40,8 +41,8 @@ __all__ = ["RFFRidge", "RFFRidgeClassifier"]
 
 class _RFFRidgeBase(BaseEstimator):
     _parameter_constraints = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "alpha": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
+        "n_components": [IntInterval(1, None, closed="left")],
+        "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],
         "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither")],
         "pair": ["boolean"],
@@ -49,7 +50,7 @@ class _RFFRidgeBase(BaseEstimator):
         "alpha_selection": [StrOptions({"loo", "gcv", "validation"})],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [numbers.Integral, None],
+        "n_jobs": N_JOBS,
     }
 
     def __init__(self, n_components=100, *, alpha=1.0, kernel="gaussian", length_scale=1.0, pair=False,
@@ -92,7 +93,7 @@ class _RFFRidgeBase(BaseEstimator):
 
     def _fit_targets(self, X, Y, ravel):
         self._validate_params()
-        alphas = check_alphas(self.alpha)
+        alphas = as_alpha_list(self.alpha)
         rng = as_generator(self.random_state)
         self._draw_map(X.shape[1], rng)
         out = fit_ridge_map(self._map(), X, Y, alphas, fit_intercept=self.fit_intercept,
@@ -102,7 +103,7 @@ class _RFFRidgeBase(BaseEstimator):
         return self
 
     def _partial_fit_targets(self, X, Y, ravel, first):
-        alphas = check_alphas(self.alpha)
+        alphas = as_alpha_list(self.alpha)
         if first:
             self._validate_params()
             if len(alphas) > 1 and self.alpha_selection == "validation":

@@ -26,6 +26,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
+from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._linalg import ridge_solve, simplex_projection, stall
 from rffkern._sampling import knn_distances
 from rffkern._validation import as_generator, resolve_n_threads
@@ -188,19 +189,19 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "alpha": [Interval(numbers.Real, 0, None, closed="neither"), "array-like", None],
+        "n_components": [IntInterval(1, None, closed="left")],
+        "alpha": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"), None],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_inner_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [IntInterval(1, None, closed="left")],
+        "max_inner_iter": [IntInterval(1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "stall_window": [Interval(numbers.Integral, 1, None, closed="left")],
+        "stall_window": [IntInterval(1, None, closed="left")],
         "step_init": [Interval(numbers.Real, 0, None, closed="neither")],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "refit": ["boolean"],
         "standardize": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [numbers.Integral, None],
+        "n_jobs": N_JOBS,
         "verbose": ["verbose"],
     }
 
@@ -252,9 +253,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         if self.alpha is None:
             alphas = srff_alpha_grid(Xs)
         else:
-            alphas = np.atleast_1d(np.asarray(self.alpha, np.float64)).ravel()
-            if alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas <= 0):
-                raise ValueError(f"alpha values must be finite and > 0, got {self.alpha!r}")
+            alphas = np.atleast_1d(np.asarray(self.alpha, np.float64))
         self.alphas_ = alphas
         t0 = time.perf_counter()
         if alphas.size == 1:

@@ -22,6 +22,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
+from rffkern._constraints import IntInterval, N_JOBS
 from rffkern._sampling import draw_offsets, orf_weights
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.kernels import block_size, fastfood_features, fwht, sorf_features
@@ -40,11 +41,11 @@ __all__ = [
 # ---- estimators ---------------------------------------------------------------------------------
 class _StructuredBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     _parameter_constraints = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_components": [IntInterval(1, None, closed="left")],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither")],
         "pair": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [numbers.Integral, None],
+        "n_jobs": N_JOBS,
     }
 
     def __init__(self, n_components=100, *, length_scale=1.0, pair=False, random_state=None,
