@@ -96,10 +96,18 @@ def simplex_projection(v, radius=1.0):
     v = np.asarray(v, dtype=np.float64)
     if radius <= 0:
         raise ValueError(f"radius must be > 0, got {radius}")
+    if not np.isfinite(v).all():
+        raise ValueError("cannot project a vector holding NaN or infinity onto the simplex")
     u = np.sort(v)[::-1]
     css = np.cumsum(u) - radius
     ks = np.arange(1, v.size + 1)
-    rho = np.nonzero(u - css / ks > 0)[0][-1]
+    candidates = np.nonzero(u - css / ks > 0)[0]
+    if not candidates.size:
+        # rho = 0 always qualifies in exact arithmetic (u_1 - (u_1 - radius) = radius); it is lost
+        # only when radius is below the rounding of the entries (|v| ~ 1e16 radius or more). The
+        # projection does not change when a constant is added to v: shift the largest entry to 0.
+        return simplex_projection(v - u[0], radius)
+    rho = candidates[-1]
     tau = css[rho] / (rho + 1)
     return np.maximum(v - tau, 0.0)
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from rffkern import kernels
+from rffkern._data import power_of_two_scale
 from rffkern._linalg import RidgeEigen, ridge_solve
 
-__all__ = ["FourierFeatureMap", "GramStats", "solve_ridge", "loo_errors", "gcv_errors", "fit_ridge_map",
-           "as_alpha_list"]
+__all__ = ["FourierFeatureMap", "GramStats", "solve_ridge", "choose_alpha", "loo_errors", "gcv_errors",
+           "fit_ridge_map", "as_alpha_list"]
 
 _BLOCK_ROWS = 4096
 
@@ -53,9 +54,15 @@ class GramStats:
 
     Stored in the dtype of the first chunk; the compiled kernel adds each chunk in place
     (``kernels.gram(accumulate=True)``).
+
+    The targets are divided by ``target_scale``, the power of two at the first chunk's largest
+    ``|y|``: exact, so every result is bit for bit the unscaled one times the scale, but sums of
+    squares of targets near 1e300 no longer overflow. :func:`solve_ridge` and :func:`choose_alpha`
+    give results in y's units; :func:`loo_errors` and :func:`gcv_errors` in units of the scale.
     """
 
     def __init__(self, n_out, n_targets, dtype):
+        self.target_scale = None
         self.G = np.zeros((n_out, n_out), dtype)
         self.ZtY = np.zeros((n_out, n_targets + 1), dtype)
         self.n = 0
@@ -63,6 +70,9 @@ class GramStats:
         self.y_sq = np.zeros(n_targets)
 
     def add(self, fmap, X, Y):
+        if self.target_scale is None:
+            self.target_scale = float(power_of_two_scale(Y))
+        Y = Y / self.target_scale
         Ya = np.empty((X.shape[0], Y.shape[1] + 1), self.G.dtype)
         Ya[:, 0] = 1.0
         Ya[:, 1:] = Y
@@ -90,13 +100,22 @@ class GramStats:
 
 
 def solve_ridge(stats, alpha, fit_intercept):
+    """``(coef, intercept)`` of the ridge fit with penalty ``alpha``, in y's units."""
     G, ZtY, mu, ybar, _ = stats.centred(fit_intercept)
     coef = ridge_solve(G, ZtY, alpha)
-    return coef, ybar - mu @ coef
+    return coef * stats.target_scale, (ybar - mu @ coef) * stats.target_scale
+
+
+def choose_alpha(alphas, errors, stats):
+    """The alpha of least selection error, and the errors converted to y's units (inf where the
+    mean squared error itself overflows)."""
+    best = alphas[int(np.argmin(errors))]
+    return best, errors * stats.target_scale * stats.target_scale
 
 
 def loo_errors(fmap, X, Y, stats, alphas, fit_intercept):
-    """Mean squared leave-one-out error of every alpha (shape (n_alphas,)), one blocked pass over X."""
+    """Mean squared leave-one-out error of every alpha (shape (n_alphas,)), one blocked pass over X,
+    in units of ``stats.target_scale ** 2``."""
     G, ZtY, mu, ybar, _ = stats.centred(fit_intercept)
     eig = RidgeEigen(G, ZtY)
     n = stats.n
@@ -107,7 +126,7 @@ def loo_errors(fmap, X, Y, stats, alphas, fit_intercept):
         Xb = X[start:start + _BLOCK_ROWS]
         Q = (fmap.features(Xb).astype(np.float64) - mu) @ eig.V           # (b, s)
         H = base_h + (Q**2) @ inv.T                                          # (b, n_alphas)
-        Yb = Y[start:start + _BLOCK_ROWS].astype(np.float64) - ybar          # (b, m)
+        Yb = Y[start:start + _BLOCK_ROWS].astype(np.float64) / stats.target_scale - ybar  # (b, m)
         for a in range(len(alphas)):
             F = Q @ (eig.VtZtY * inv[a][:, None])                            # (b, m)
             R = (Yb - F) / np.maximum(1.0 - H[:, a:a + 1], 1e-12)
@@ -116,6 +135,8 @@ def loo_errors(fmap, X, Y, stats, alphas, fit_intercept):
 
 
 def gcv_errors(stats, alphas, fit_intercept):
+    """Generalised cross-validation error of every alpha, from the Gram alone, in units of
+    ``stats.target_scale ** 2``."""
     G, ZtY, _, _, yty = stats.centred(fit_intercept)
     eig = RidgeEigen(G, ZtY)
     extra = 1.0 if fit_intercept else 0.0
@@ -151,7 +172,7 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
         coefs = np.hstack([eig.coef(a) for a in alphas])                    # (s, m * n_alphas)
         F = fmap.predict(X[va], coefs).astype(np.float64)
         F += np.concatenate([ybar - mu @ coefs[:, i * m:(i + 1) * m] for i in range(len(alphas))])
-        R = F - np.tile(Y[va].astype(np.float64), len(alphas))
+        R = F - np.tile(Y[va].astype(np.float64) / stats.target_scale, len(alphas))
         errors = (R**2).reshape(n_val, len(alphas), m).mean(axis=(0, 2))
         stats.add(fmap, X[va], Y[va])
     else:
@@ -160,7 +181,7 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
             errors = loo_errors(fmap, X, Y, stats, alphas, fit_intercept)
         else:
             errors = gcv_errors(stats, alphas, fit_intercept)
-    best = alphas[int(np.argmin(errors))]
+    best, errors = choose_alpha(alphas, errors, stats)
     coef, intercept = solve_ridge(stats, best, fit_intercept)
     return coef, intercept, best, errors, stats
 

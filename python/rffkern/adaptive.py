@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS
+from rffkern._data import mean_and_scale
 from rffkern._linalg import ridge_solve
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -140,9 +141,7 @@ class _AdaptiveRFFBase(BaseEstimator):
         K = self.n_components
         rng = as_generator(self.random_state)
         n_threads = resolve_n_threads(self.n_jobs)
-        self.x_mean_ = X.mean(0)
-        sd = X.std(0)
-        self.x_scale_ = np.where(sd > 0, sd, 1.0)
+        self.x_mean_, self.x_scale_ = mean_and_scale(X)
         Xs = self._standardise(X)
         Y = np.ascontiguousarray(Y, dtype=Xs.dtype)
         self.gamma_ = float(self.gamma) if self.gamma is not None else float(max(3 * d - 2, 1))
@@ -278,9 +277,7 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
         """Run the Metropolis sampler on (X, y) and solve the final amplitudes."""
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         Y = y.reshape(X.shape[0], -1).astype(np.float64)
-        self.y_mean_ = Y.mean(0)
-        sd = Y.std(0)
-        self.y_scale_ = np.where(sd > 0, sd, 1.0)
+        self.y_mean_, self.y_scale_ = mean_and_scale(Y)
         self._ravel = y.ndim == 1
         return self._run(X, (Y - self.y_mean_) / self.y_scale_)
 

@@ -34,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._data import mean_and_scale
 from rffkern._losses import class_probabilities
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._sampling import knn_distances
@@ -176,9 +177,7 @@ class _EERFBase(BaseEstimator):
 
     def _prepare(self, X):
         if self.standardize:
-            self.x_mean_ = X.mean(0)
-            sd = X.std(0)
-            self.x_scale_ = np.where(sd > 0, sd, 1.0)
+            self.x_mean_, self.x_scale_ = mean_and_scale(X)
         else:
             self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
         return self._transform_input(X)

@@ -31,8 +31,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, fit_ridge_map, gcv_errors,
-                                   solve_ridge)
+from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
+                                   gcv_errors, solve_ridge)
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -118,8 +118,7 @@ class _RFFRidgeBase(BaseEstimator):
         if len(alphas) == 1:
             best, errors = alphas[0], None
         else:
-            errors = gcv_errors(stats, alphas, self.fit_intercept)
-            best = alphas[int(np.argmin(errors))]
+            best, errors = choose_alpha(alphas, gcv_errors(stats, alphas, self.fit_intercept), stats)
         coef, intercept = solve_ridge(stats, best, self.fit_intercept)
         self._store(coef, intercept, best, errors, stats, ravel)
         return self

@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._data import mean_and_scale
 from rffkern._linalg import ridge_solve, simplex_projection, stall
 from rffkern._sampling import knn_distances
 from rffkern._validation import as_generator, resolve_n_threads
@@ -87,6 +88,9 @@ def fista_gamma(X, y, directions, b, a, gamma, radius, *, step_init=100.0, max_i
     it = 0
     for it in range(1, max_iter + 1):
         f_v, g_v = value_grad(v_pt)
+        if not (np.isfinite(f_v) and np.isfinite(g_v).all()):
+            raise ValueError("the SRFF objective or its gamma-gradient overflowed (they grow like y^2): "
+                             "y is too large in magnitude for float64; divide it by its scale first")
         while True:
             x = simplex_projection(v_pt - step * g_v, radius)
             f_x = value(x)
@@ -237,12 +241,17 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         n, d = X.shape
+        y_centred = y - y.mean()
+        with np.errstate(over="ignore"):
+            y_overflows = not np.isfinite(y_centred @ y_centred)
+        if y_overflows:
+            raise ValueError("y is too large in magnitude: the sum of squares of the centred targets, "
+                             "on which SRFF's objective and gradient are built, overflows float64; "
+                             "divide y by its scale first")
         rng = as_generator(self.random_state)
         n_threads = resolve_n_threads(self.n_jobs)
         if self.standardize:
-            self.x_mean_ = X.mean(0)
-            sd = X.std(0)
-            self.x_scale_ = np.where(sd > 0, sd, 1.0)
+            self.x_mean_, self.x_scale_ = mean_and_scale(X)
         else:
             self.x_mean_, self.x_scale_ = np.zeros(d), np.ones(d)
         Xs = np.ascontiguousarray(self._standardise(X))

@@ -1,0 +1,47 @@
+"""Data handling shared by the data-dependent estimators: overflow-safe scaling and the held-out split."""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+__all__ = ["power_of_two_scale", "mean_and_scale", "holdout_split"]
+
+
+def power_of_two_scale(A, axis=None):
+    """``2^k`` with ``2^k <= max|A| < 2^(k+1)`` (per column with ``axis=0``), in A's dtype.
+
+    Dividing by a power of two is exact (short of underflow), and every sum, product, solve and
+    square root done afterwards is the same operation on exactly scaled numbers: results computed
+    on ``A / scale`` and multiplied back are bit for bit those computed on ``A``, except where the
+    latter overflow (squares of values near 1e300), which is what the scaling is for.
+    """
+    A = np.asarray(A)
+    peak = np.max(np.abs(A), axis=axis) if A.size else np.zeros(() if axis is None else A.shape[1 - axis])
+    info = np.finfo(A.dtype if A.dtype.kind == "f" else np.float64)
+    _, exponent = np.frexp(peak)
+    exponent = np.clip(exponent - 1, info.minexp, info.maxexp - 1)
+    return np.ldexp(np.ones_like(peak, dtype=info.dtype), exponent)
+
+
+def mean_and_scale(A):
+    """Column means and standard deviations of A (n, d), zero deviations replaced by 1.
+
+    Equal to ``A.mean(0)`` and ``A.std(0)`` bit for bit, but computed on power-of-two-scaled
+    columns so that values near the float limits do not overflow into an infinite deviation.
+    """
+    scale = power_of_two_scale(A, axis=0)
+    As = A / scale
+    mean = As.mean(0) * scale
+    sd = As.std(0) * scale
+    return mean, np.where(sd > 0, sd, 1.0)
+
+
+def holdout_split(n, n_val, rng):
+    """Sorted (train, validation) row indices: ``n_val`` random rows held out of ``n``.
+
+    scikit-learn's ``train_test_split``, seeded from the estimator's Generator (it takes no
+    Generator itself), as RFFNet does.
+    """
+    seed = int(rng.integers(2**32 - 1))
+    train, val = train_test_split(np.arange(n), test_size=n_val, random_state=seed)
+    return np.sort(train), np.sort(val)

@@ -1,0 +1,177 @@
+"""Hostile parameters and data for the feature maps and the data-dependent estimators: every bad
+parameter is refused at fit with the parameter named, sizes beyond memory fail at once, and targets
+or inputs near the float limits give a clear error or correct results, never a silent NaN."""
+import time
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from rffkern import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, EERFClassifier, EERFRegressor, Fastfood,
+                     OrthogonalRandomFeatures, RandomFourierFeatures, RFFRidge, RFFRidgeClassifier,
+                     SRFFRegressor, StructuredOrthogonalFeatures)
+from rffkern._constraints import IntInterval
+from rffkern._linalg import simplex_projection
+from rffkern.datasets import make_gse1
+
+TRANSFORMERS = [RandomFourierFeatures(16, random_state=0), Fastfood(16, random_state=0),
+                StructuredOrthogonalFeatures(16, random_state=0), OrthogonalRandomFeatures(16, random_state=0)]
+REGRESSORS = [RFFRidge(16, random_state=0), SRFFRegressor(8, alpha=0.1, max_iter=3, random_state=0),
+              EERFRegressor(8, random_state=0), AdaptiveRFFRegressor(8, n_iter=3, random_state=0)]
+CLASSIFIERS = [RFFRidgeClassifier(16, random_state=0), EERFClassifier(8, random_state=0),
+               AdaptiveRFFClassifier(8, n_iter=3, random_state=0)]
+ALL = TRANSFORMERS + REGRESSORS + CLASSIFIERS
+
+
+def _name(est):
+    return type(est).__name__
+
+
+def _data(n=120):
+    X, y, _ = make_gse1(n, random_state=0)
+    return X, y
+
+
+def _fit(est, X, y):
+    if est in TRANSFORMERS:
+        return est.fit(X)
+    if est in CLASSIFIERS or _name(est).endswith("Classifier"):
+        return est.fit(X, (y > np.median(y)).astype(int))
+    return est.fit(X, y)
+
+
+@pytest.mark.parametrize("est", ALL, ids=_name)
+def test_n_jobs_zero_is_refused_at_fit(est):
+    X, y = _data()
+    with pytest.raises(ValueError, match=r"'n_jobs' parameter .*n_jobs == 0"):
+        _fit(clone(est).set_params(n_jobs=0), X, y)
+    _fit(clone(est).set_params(n_jobs=-1), X, y)
+
+
+def _integer_parameters(est):
+    return [name for name, constraints in est._parameter_constraints.items()
+            if any(isinstance(c, IntInterval) for c in constraints)]
+
+
+@pytest.mark.parametrize("est", ALL, ids=_name)
+def test_bools_are_refused_for_integer_parameters_with_the_parameter_named(est):
+    X, y = _data()
+    names = _integer_parameters(est)
+    assert "n_components" in names and "n_jobs" in names
+    for name in names:
+        for flag in (True, False, np.True_):
+            with pytest.raises(ValueError, match=rf"'{name}' parameter of {_name(est)} must be .* Got"):
+                _fit(clone(est).set_params(**{name: flag}), X, y)
+
+
+@pytest.mark.parametrize("est", [e for e in ALL if "alpha" in e.get_params()], ids=_name)
+@pytest.mark.parametrize("alpha", [[], [0.1, -1.0], [0.1, np.nan], [[0.1, 1.0]], ["a", "b"], [0.1, np.inf]])
+def test_bad_alpha_lists_are_refused_with_the_parameter_named(est, alpha):
+    X, y = _data()
+    with pytest.raises(ValueError, match=r"'alpha' parameter"):
+        _fit(clone(est).set_params(alpha=alpha), X, y)
+
+
+@pytest.mark.parametrize("est", TRANSFORMERS, ids=_name)
+def test_sizes_beyond_memory_fail_at_once(est):
+    """ORF used to draw QR blocks for minutes before running out; every map now refuses at once."""
+    X = np.random.default_rng(0).normal(size=(4, 64))
+    t0 = time.perf_counter()
+    with pytest.raises(MemoryError):
+        clone(est).set_params(n_components=10**12).fit(X)
+    assert time.perf_counter() - t0 < 10
+
+
+def test_orthogonal_random_features_refuse_1e9_components_at_once():
+    X = np.random.default_rng(0).normal(size=(4, 64))  # 64 x 1e9 float64: 512 GB
+    t0 = time.perf_counter()
+    with pytest.raises(MemoryError):
+        OrthogonalRandomFeatures(n_components=10**9, random_state=0).fit(X)
+    assert time.perf_counter() - t0 < 10
+
+
+def test_srff_refuses_targets_whose_squares_overflow():
+    X, y = _data()
+    with pytest.raises(ValueError, match="y is too large in magnitude"):
+        SRFFRegressor(8, max_iter=3, random_state=0).fit(X, y * 1e300)
+
+
+def test_srff_with_large_but_finite_squares_gives_finite_predictions():
+    """y * 1e150: the gamma step's input reaches 1e300, where the simplex projection's threshold
+    search used to find no index (IndexError)."""
+    X, y = _data()
+    pred = SRFFRegressor(8, max_iter=3, random_state=0).fit(X, y * 1e150).predict(X)
+    assert np.isfinite(pred).all()
+
+
+def test_simplex_projection_of_huge_vectors():
+    np.testing.assert_array_equal(simplex_projection(np.array([1e302, 3e301, -1e302]), 5.0), [5.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        simplex_projection(np.array([1.0, np.inf]), 1.0)
+
+
+@pytest.mark.parametrize("est", [AdaptiveRFFRegressor(8, n_iter=3, random_state=0, n_jobs=1),
+                                 EERFRegressor(8, random_state=0, n_jobs=1),
+                                 RFFRidge(16, random_state=0, n_jobs=1)], ids=_name)
+def test_targets_near_the_float_limit_give_scaled_predictions(est):
+    """y * 1e300: the adaptive sampler's target standard deviation used to overflow (all-NaN
+    predictions); the fit on y * 2^k is now the fit on y times 2^k, bit for bit."""
+    X, y = _data()
+    scale = 2.0**997
+    plain = clone(est).fit(X, y).predict(X)
+    big = clone(est).fit(X, y * scale).predict(X)
+    assert np.isfinite(big).all()
+    np.testing.assert_array_equal(big / scale, plain)
+    big = clone(est).fit(X, y * 1e300).predict(X)
+    np.testing.assert_allclose(big / 1e300, plain, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("Est", [RFFRidge, EERFRegressor])
+@pytest.mark.parametrize("selection", ["loo", "gcv", "validation"])
+def test_alpha_selection_with_targets_near_the_float_limit(Est, selection):
+    """The selection errors of y * 1e300 overflow (they are reported as inf), but the alpha is
+    chosen on exactly scaled targets: the same alpha and the same model as for y."""
+    X, y = _data(200)
+    kw = dict(alpha=[1e-3, 1e-1, 10.0], alpha_selection=selection, random_state=0, n_jobs=1)
+    plain = Est(16, **kw).fit(X, y)
+    big = Est(16, **kw).fit(X, y * 2.0**997)
+    assert big.alpha_ == plain.alpha_
+    assert not np.isnan(big.selection_errors_).any()
+    np.testing.assert_array_equal(big.predict(X) / 2.0**997, plain.predict(X))
+
+
+def test_ridge_partial_fit_with_targets_near_the_float_limit():
+    X, y = _data(200)
+    kw = dict(alpha=[1e-3, 1e-1, 10.0], alpha_selection="gcv", random_state=0, n_jobs=1)
+    plain, big = RFFRidge(16, **kw), RFFRidge(16, **kw)
+    for rows in (slice(0, 100), slice(100, 200)):
+        plain.partial_fit(X[rows], y[rows])
+        big.partial_fit(X[rows], y[rows] * 1e300)
+    assert big.alpha_ == plain.alpha_
+    assert not np.isnan(big.selection_errors_).any()
+    np.testing.assert_allclose(big.predict(X) / 1e300, plain.predict(X), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("est", [SRFFRegressor(8, alpha=0.1, max_iter=3, random_state=0, n_jobs=1),
+                                 EERFRegressor(8, random_state=0, n_jobs=1),
+                                 AdaptiveRFFRegressor(8, n_iter=3, random_state=0, n_jobs=1),
+                                 AdaptiveRFFClassifier(8, n_iter=3, random_state=0, n_jobs=1),
+                                 EERFClassifier(8, random_state=0, n_jobs=1)], ids=_name)
+def test_inputs_near_the_float_limit_are_standardised(est):
+    """X * 2^997: the column standard deviations used to overflow to inf, so the standardised X was
+    all zeros and the model constant; they are now computed on power-of-two-scaled columns."""
+    X, y = _data()
+    if _name(est).endswith("Classifier"):
+        y = (y > np.median(y)).astype(int)
+    scale = 2.0**997
+    plain = clone(est).fit(X, y)
+    big = clone(est).fit(X * scale, y)
+    np.testing.assert_array_equal(big.x_scale_ / scale, plain.x_scale_)
+    np.testing.assert_array_equal(big.predict(X * scale), plain.predict(X))
+
+
+@pytest.mark.parametrize("est", REGRESSORS, ids=_name)
+def test_no_silent_nan_for_inputs_near_the_float_limit(est):
+    X, y = _data()
+    pred = clone(est).fit(X * 1e300, y).predict(X * 1e300)
+    assert np.isfinite(pred).all()
