@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from rffkern import kernels
-from rffkern._data import power_of_two_scale
+from rffkern._data import holdout_split, power_of_two_scale
 from rffkern._linalg import RidgeEigen, ridge_solve
 
 __all__ = ["FourierFeatureMap", "GramStats", "solve_ridge", "choose_alpha", "loo_errors", "gcv_errors",
@@ -164,8 +164,7 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
             raise ValueError(
                 f"validation_fraction={validation_fraction} leaves no training or validation sample "
                 f"out of {n}")
-        perm = rng.permutation(n)
-        tr, va = np.sort(perm[n_val:]), np.sort(perm[:n_val])
+        tr, va = holdout_split(n, n_val, rng)
         stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X[tr], Y[tr])
         G, ZtY, mu, ybar, _ = stats.centred(fit_intercept)
         eig = RidgeEigen(G, ZtY)

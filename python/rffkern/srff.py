@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import mean_and_scale
+from rffkern._data import holdout_split, mean_and_scale
 from rffkern._linalg import ridge_solve, simplex_projection, stall
 from rffkern._sampling import knn_distances
 from rffkern._validation import as_generator, resolve_n_threads
@@ -275,8 +275,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
             if n_val < 1 or n - n_val < 2:
                 raise ValueError(f"choosing lambda needs a validation split; validation_fraction="
                                  f"{self.validation_fraction} of {n} sample(s) leaves too few")
-            perm = rng.permutation(n)
-            va, tr = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+            tr, va = holdout_split(n, n_val, rng)
             ymean_tr = float(y[tr].mean())
             Xtr, ytr, Xva = np.ascontiguousarray(Xs[tr]), y[tr] - ymean_tr, np.ascontiguousarray(Xs[va])
             errs, fits = [], []
