@@ -1,10 +1,11 @@
-"""Data handling shared by the data-dependent estimators: overflow-safe scaling and the held-out split."""
+"""Data handling shared by the data-dependent estimators: overflow-safe scaling, the held-out split,
+and class labels from decision values."""
 from __future__ import annotations
 
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-__all__ = ["power_of_two_scale", "mean_and_scale", "holdout_split"]
+__all__ = ["power_of_two_scale", "mean_and_scale", "holdout_split", "labels_from_decision"]
 
 
 def power_of_two_scale(A, axis=None):
@@ -45,3 +46,11 @@ def holdout_split(n, n_val, rng):
     seed = int(rng.integers(2**32 - 1))
     train, val = train_test_split(np.arange(n), test_size=n_val, random_state=seed)
     return np.sort(train), np.sort(val)
+
+
+def labels_from_decision(classes, D):
+    """Class labels from decision values: the sign for two classes (D of shape (n,)), else the
+    class of the largest value (D of shape (n, n_classes))."""
+    if D.ndim == 1:
+        return classes[(D > 0).astype(int)]
+    return classes[np.argmax(D, axis=1)]

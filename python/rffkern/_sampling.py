@@ -15,6 +15,15 @@ def check_kernel(kernel):
     return kernel
 
 
+def frequency_count(n_components, pair):
+    """The number of frequencies behind ``n_components`` features: half of them in the ``[cos, sin]``
+    pair form, which needs an even count."""
+    if pair and n_components % 2:
+        raise ValueError(f"n_components must be even with pair=True (each frequency gives a cos and a sin), "
+                         f"got {n_components}")
+    return n_components // 2 if pair else n_components
+
+
 def draw_frequencies(kernel, n_features, n_components, length_scale, rng, dtype=np.float64):
     """W of shape (n_features, n_components) with columns drawn from the kernel's spectral density.
 

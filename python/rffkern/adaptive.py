@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS
-from rffkern._data import mean_and_scale
+from rffkern._data import labels_from_decision, mean_and_scale
 from rffkern._linalg import ridge_solve
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -321,7 +321,5 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         return F[:, 1] - F[:, 0] if len(self.classes_) == 2 else F
 
     def predict(self, X):
-        D = self.decision_function(X)
-        if D.ndim == 1:
-            return self.classes_[(D > 0).astype(int)]
-        return self.classes_[np.argmax(D, axis=1)]
+        D = self.decision_function(X)  # first: it raises NotFittedError before classes_ exists
+        return labels_from_decision(self.classes_, D)

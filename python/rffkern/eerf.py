@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import mean_and_scale
+from rffkern._data import labels_from_decision, mean_and_scale
 from rffkern._losses import class_probabilities
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._sampling import knn_distances
@@ -395,10 +395,8 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         return self._decision(X)
 
     def predict(self, X):
-        D = self.decision_function(X)
-        if D.ndim == 1:
-            return self.classes_[(D > 0).astype(int)]
-        return self.classes_[np.argmax(D, axis=1)]
+        D = self.decision_function(X)  # first: it raises NotFittedError before classes_ exists
+        return labels_from_decision(self.classes_, D)
 
     @available_if(lambda self: self.solver == "logistic")
     def predict_proba(self, X):

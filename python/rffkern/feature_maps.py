@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS
-from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
+from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, frequency_count
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["RandomFourierFeatures"]
@@ -68,13 +68,9 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     def fit(self, X, y=None):
         """Draw the frequencies and phases for X's number of features (X's values are not used)."""
         self._validate_params()
-        if self.pair and self.n_components % 2:
-            raise ValueError(
-                f"n_components must be even with pair=True (each frequency gives a cos and a sin), "
-                f"got {self.n_components}")
+        n_freq = frequency_count(self.n_components, self.pair)
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_all_finite=True)
         rng = as_generator(self.random_state)
-        n_freq = self.n_components // 2 if self.pair else self.n_components
         self.weights_ = draw_frequencies(self.kernel, X.shape[1], n_freq, self.length_scale, rng, X.dtype)
         self.offsets_ = (np.zeros(n_freq, X.dtype) if self.pair else draw_offsets(n_freq, rng, X.dtype))
         self.scale_ = kernels.default_scale(n_freq, self.pair)

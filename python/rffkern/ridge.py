@@ -31,9 +31,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._data import labels_from_decision
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
-from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
+from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, frequency_count
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
@@ -69,11 +70,7 @@ class _RFFRidgeBase(BaseEstimator):
 
     # -- the random map -------------------------------------------------------------------------
     def _draw_map(self, n_features, rng):
-        if self.pair and self.n_components % 2:
-            raise ValueError(
-                f"n_components must be even with pair=True (each frequency gives a cos and a sin), "
-                f"got {self.n_components}")
-        n_freq = self.n_components // 2 if self.pair else self.n_components
+        n_freq = frequency_count(self.n_components, self.pair)
         self.weights_ = draw_frequencies(self.kernel, n_features, n_freq, self.length_scale, rng, np.float64)
         self.offsets_ = np.zeros(n_freq) if self.pair else draw_offsets(n_freq, rng)
         self.scale_ = kernels.default_scale(n_freq, self.pair)
@@ -248,7 +245,5 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         return self._decision(X)
 
     def predict(self, X):
-        D = self.decision_function(X)
-        if D.ndim == 1:
-            return self.classes_[(D > 0).astype(int)]
-        return self.classes_[np.argmax(D, axis=1)]
+        D = self.decision_function(X)  # first: it raises NotFittedError before classes_ exists
+        return labels_from_decision(self.classes_, D)

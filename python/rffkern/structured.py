@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS
-from rffkern._sampling import draw_offsets, orf_weights
+from rffkern._sampling import draw_offsets, frequency_count, orf_weights
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.kernels import block_size, fastfood_features, fwht, sorf_features
 
@@ -58,12 +58,8 @@ class _StructuredBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
 
     def _start_fit(self, X):
         self._validate_params()
-        if self.pair and self.n_components % 2:
-            raise ValueError(
-                f"n_components must be even with pair=True (each frequency gives a cos and a sin), "
-                f"got {self.n_components}")
+        n_freq = frequency_count(self.n_components, self.pair)
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_all_finite=True)
-        n_freq = self.n_components // 2 if self.pair else self.n_components
         self.scale_ = kernels.default_scale(n_freq, self.pair)
         self._n_features_out = self.n_components
         return X, as_generator(self.random_state), n_freq
