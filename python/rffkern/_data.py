@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-__all__ = ["power_of_two_scale", "mean_and_scale", "holdout_split", "labels_from_decision"]
+__all__ = ["power_of_two_scale", "mean_and_scale", "holdout_split", "labels_from_decision", "TargetScaler"]
 
 
 def power_of_two_scale(A, axis=None):
@@ -54,3 +54,35 @@ def labels_from_decision(classes, D):
     if D.ndim == 1:
         return classes[(D > 0).astype(int)]
     return classes[np.argmax(D, axis=1)]
+
+
+class TargetScaler:
+    """Centre and scale regression targets per output (``normalize_y=True`` of every regressor).
+
+    Estimators fit on ``(Y - mean_) / scale_`` and predict ``F * scale_ + mean_``, so the penalty,
+    the step sizes and the stopping tolerances mean the same for y in metres or in millions, and the
+    predictions come back in the caller's units. ``normalize=False`` keeps the identity (mean 0,
+    scale 1), for reproducing papers that do not scale y. Statistics are overflow-safe
+    (:func:`mean_and_scale`); a constant output gets scale 1.
+    """
+
+    def __init__(self, normalize=True):
+        self.normalize = normalize
+
+    def fit(self, Y):
+        Y = np.asarray(Y, dtype=np.float64)
+        Y2 = Y.reshape(Y.shape[0], -1)
+        if self.normalize:
+            self.mean_, self.scale_ = mean_and_scale(Y2)
+        else:
+            self.mean_, self.scale_ = np.zeros(Y2.shape[1]), np.ones(Y2.shape[1])
+        return self
+
+    def transform(self, Y):
+        Y = np.asarray(Y, dtype=np.float64)
+        return ((Y.reshape(Y.shape[0], -1) - self.mean_) / self.scale_).reshape(Y.shape)
+
+    def inverse_transform(self, F):
+        F = np.asarray(F, dtype=np.float64)
+        return (F.reshape(F.shape[0], -1) * self.scale_ + self.mean_).reshape(F.shape)
+

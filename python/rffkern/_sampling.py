@@ -94,3 +94,19 @@ def knn_distances(X, n_neighbors, max_samples=2000, rng=None):
         return None
     dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
     return dist[:, 1:]
+
+
+def median_distance(X, max_samples=2000, rng=None):
+    """Median pairwise Euclidean distance between rows of X (the median heuristic for a kernel
+    width), on a random subsample of at most ``max_samples`` rows; 1.0 when every distance is 0."""
+    from scipy.spatial.distance import pdist
+
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[0] > max_samples:
+        rng = np.random.default_rng(0) if rng is None else rng
+        X = X[rng.choice(X.shape[0], max_samples, replace=False)]
+    if X.shape[0] < 2:
+        return 1.0
+    value = float(np.median(pdist(X)))
+    return value if value > 0 and np.isfinite(value) else 1.0
+
