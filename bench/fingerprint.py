@@ -81,7 +81,7 @@ def estimator_rows(n_jobs):
         rffkern.RFFRidge(64, alpha=[1e-3, 1e-1], random_state=0, n_jobs=n_jobs),
         rffkern.SRFFRegressor(32, random_state=0, n_jobs=n_jobs, **_srff_small()),
         rffkern.EERFRegressor(32, random_state=0, n_jobs=n_jobs),
-        rffkern.AdaptiveRFFRegressor(32, random_state=0, n_jobs=n_jobs, **_arff_small()),
+        rffkern.AdaptiveRFFRegressor(32, random_state=0, n_jobs=n_jobs, **_adaptive_small()),
     ]
     for r in regressors:
         rows.append((type(r).__name__, digest(r.fit(X, y).predict(X))))
@@ -89,7 +89,7 @@ def estimator_rows(n_jobs):
         rffkern.RFFNetClassifier(64, max_iter=5, random_state=0, n_jobs=n_jobs),
         rffkern.RFFRidgeClassifier(64, random_state=0, n_jobs=n_jobs),
         rffkern.EERFClassifier(32, random_state=0, n_jobs=n_jobs),
-        rffkern.AdaptiveRFFClassifier(32, random_state=0, n_jobs=n_jobs, **_arff_small()),
+        rffkern.AdaptiveRFFClassifier(32, random_state=0, n_jobs=n_jobs, **_adaptive_small()),
     ]
     for target_name, target in (("binary", yc), ("3class", y3)):
         for c in classifiers:
@@ -103,7 +103,7 @@ def _srff_small():
     return {"max_iter": 5}
 
 
-def _arff_small():
+def _adaptive_small():
     return {"n_iter": 5}
 
 
