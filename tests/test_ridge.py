@@ -9,6 +9,11 @@ from rffkern._linalg import RidgeEigen, ridge_solve
 from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 
 
+# The closed-form tests check the solver on X and y as given: no standardization, no target
+# scaling, a fixed width (the defaults' data-driven parts are tested at the end of this file).
+PLAIN = dict(standardize=False, normalize_y=False, length_scale=1.0)
+
+
 def _data(n=120, d=4, seed=0, m=None):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
@@ -28,7 +33,7 @@ def _numpy_ridge(Z, Y, alpha):
 @pytest.mark.parametrize("pair", [False, True])
 def test_fit_matches_numpy_closed_form(pair):
     X, y = _data()
-    m = RFFRidge(30, alpha=0.3, pair=pair, random_state=1).fit(X, y)
+    m = RFFRidge(30, alpha=0.3, pair=pair, random_state=1, **PLAIN).fit(X, y)
     Z = reference.features(X, m.weights_, None if pair else m.offsets_, scale=m.scale_, pair=pair)
     coef, intercept = _numpy_ridge(Z, y, 0.3)
     np.testing.assert_allclose(m.coef_, coef, rtol=1e-8, atol=1e-10)
@@ -38,7 +43,7 @@ def test_fit_matches_numpy_closed_form(pair):
 
 def test_no_intercept_and_multioutput():
     X, Y = _data(m=3)
-    m = RFFRidge(20, alpha=0.1, fit_intercept=False, random_state=0).fit(X, Y)
+    m = RFFRidge(20, alpha=0.1, fit_intercept=False, random_state=0, **PLAIN).fit(X, Y)
     Z = reference.features(X, m.weights_, m.offsets_, scale=m.scale_)
     np.testing.assert_allclose(m.coef_, np.linalg.solve(Z.T @ Z + 0.1 * np.eye(20), Z.T @ Y), rtol=1e-8)
     assert m.predict(X).shape == (X.shape[0], 3)
@@ -48,7 +53,7 @@ def test_no_intercept_and_multioutput():
 def test_loo_is_exact_leave_one_out():
     X, y = _data(n=50)
     alphas = [0.01, 0.3, 3.0]
-    m = RFFRidge(15, alpha=alphas, alpha_selection="loo", random_state=2).fit(X, y)
+    m = RFFRidge(15, alpha=alphas, alpha_selection="loo", random_state=2, **PLAIN).fit(X, y)
     Z = reference.features(X, m.weights_, m.offsets_, scale=m.scale_)
     brute = []
     for a in alphas:
@@ -65,7 +70,7 @@ def test_loo_is_exact_leave_one_out():
 def test_gcv_matches_hat_matrix():
     X, y = _data(n=60)
     alphas = [0.05, 1.0]
-    m = RFFRidge(12, alpha=alphas, alpha_selection="gcv", random_state=3).fit(X, y)
+    m = RFFRidge(12, alpha=alphas, alpha_selection="gcv", random_state=3, **PLAIN).fit(X, y)
     Z = reference.features(X, m.weights_, m.offsets_, scale=m.scale_)
     Zc, yc, n = Z - Z.mean(0), y - y.mean(), len(y)
     for a, got in zip(alphas, m.selection_errors_):
@@ -78,9 +83,9 @@ def test_gcv_matches_hat_matrix():
 def test_validation_selection_refits_on_all_data():
     X, y = _data(n=200)
     m = RFFRidge(25, alpha=[1e-3, 1.0, 100.0], alpha_selection="validation", validation_fraction=0.25,
-                 random_state=0).fit(X, y)
+                 random_state=0, **PLAIN).fit(X, y)
     assert m.selection_errors_.shape == (3,)
-    single = RFFRidge(25, alpha=m.alpha_, random_state=0).fit(X, y)
+    single = RFFRidge(25, alpha=m.alpha_, random_state=0, **PLAIN).fit(X, y)
     # the map is drawn first from the same seed, so the final fit equals a single-alpha fit
     np.testing.assert_allclose(m.coef_, single.coef_, rtol=1e-7, atol=1e-9)
 
@@ -98,8 +103,8 @@ def test_eigen_path_matches_direct_solve():
 def test_partial_fit_equals_fit(dtype):
     X, y = _data(n=300)
     X = X.astype(dtype)
-    full = RFFRidge(20, alpha=0.5, random_state=4).fit(X, y)
-    part = RFFRidge(20, alpha=0.5, random_state=4)
+    full = RFFRidge(20, alpha=0.5, random_state=4, **PLAIN).fit(X, y)
+    part = RFFRidge(20, alpha=0.5, random_state=4, **PLAIN)
     for chunk in np.array_split(np.arange(300), 4):
         part.partial_fit(X[chunk], y[chunk])
     tol = 1e-8 if dtype == np.float64 else 2e-3
@@ -118,8 +123,8 @@ def test_partial_fit_alpha_list_uses_gcv_and_rejects_validation():
 
 def test_same_result_whatever_n_jobs():
     X, y = _data(n=500)
-    a = RFFRidge(40, alpha=[0.1, 1.0], random_state=0, n_jobs=1).fit(X, y)
-    b = RFFRidge(40, alpha=[0.1, 1.0], random_state=0, n_jobs=2).fit(X, y)
+    a = RFFRidge(40, alpha=[0.1, 1.0], random_state=0, n_jobs=1, **PLAIN).fit(X, y)
+    b = RFFRidge(40, alpha=[0.1, 1.0], random_state=0, n_jobs=2, **PLAIN).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
@@ -170,7 +175,47 @@ def test_bad_input_and_no_mutation():
     # is too rough for the score > 0.5 the check asks for.
     RFFRidge(100, length_scale=4.0, random_state=0, n_jobs=1),
     RFFRidge(100, alpha=[0.1, 1.0], length_scale=4.0, random_state=0, n_jobs=1),
+    RFFRidge(100, random_state=0, n_jobs=1),
     RFFRidgeClassifier(50, random_state=0, n_jobs=1),
-], ids=["RFFRidge", "RFFRidge-alpha-list", "RFFRidgeClassifier"])
+], ids=["RFFRidge", "RFFRidge-alpha-list", "RFFRidge-defaults", "RFFRidgeClassifier"])
 def test_sklearn_estimator_checks(est):
     check_estimator(clone(est))
+
+
+# ------------------------------------------------------------------ data-driven defaults
+def test_defaults_follow_the_scale_of_x_and_y():
+    # raw X in other units and y in the 1e5 range fit as well as the unit-scale problem: the
+    # standardization, the median width and the target scaling absorb both
+    X, y = _data(n=400, d=5)
+    base = RFFRidge(200, random_state=0).fit(X, y)
+    big = RFFRidge(200, random_state=0).fit(X * 1000.0, y * 1e5)
+    np.testing.assert_allclose(big.predict(X * 1000.0) / 1e5, base.predict(X), rtol=1e-6, atol=1e-6)
+    assert big.length_scale_ == pytest.approx(base.length_scale_)
+    assert base.score(X, y) > 0.9
+
+
+def test_auto_width_picks_the_least_loo_error_among_the_median_multiples():
+    from rffkern._sampling import median_distance
+
+    X, y = _data(n=300, d=4, seed=1)
+    m = RFFRidge(100, random_state=0).fit(X, y)
+    assert len(m.width_errors_) == 3
+    Xs = (X - X.mean(0)) / X.std(0)
+    ratio = m.length_scale_ / median_distance(Xs, rng=np.random.default_rng(0))
+    assert min((0.5, 1.0, 2.0), key=lambda f: abs(f - ratio)) == pytest.approx(ratio, rel=0.05)
+    assert m.width_errors_[[0.5, 1.0, 2.0].index(round(ratio * 2) / 2)] == min(m.width_errors_)
+    # the chosen model equals a fit with that width given explicitly (same draws)
+    fixed = RFFRidge(100, length_scale=m.length_scale_, random_state=0).fit(X, y)
+    np.testing.assert_allclose(fixed.predict(X), m.predict(X), rtol=1e-10, atol=1e-10)
+
+
+def test_defaults_beat_the_old_fixed_defaults_on_a_rough_target():
+    # the old defaults (100 features, alpha 1, width 1 on raw X) underfit badly
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 6)) * [1, 10, 100, 1, 1, 1]
+    y = np.sin(X[:, 0] * 2) + np.cos(X[:, 1] / 5) + 0.05 * rng.normal(size=1500)
+    old = RFFRidge(100, alpha=1.0, length_scale=1.0, standardize=False, normalize_y=False,
+                   random_state=0).fit(X[:1000], y[:1000])
+    new = RFFRidge(random_state=0).fit(X[:1000], y[:1000])
+    # measured: new 0.84, old -0.10 (R^2 on the held-out third)
+    assert new.score(X[1000:], y[1000:]) > 0.75 and old.score(X[1000:], y[1000:]) < 0.2

@@ -144,16 +144,16 @@ def gcv_errors(stats, alphas, fit_intercept):
 
 
 def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", validation_fraction=0.1,
-                  rng=None):
+                  rng=None, score_single=False):
     """Fit ridge on the map ``fmap`` for one or several alphas.
 
     Returns ``(coef, intercept, alpha, errors, stats)``: coef (s, m), intercept (m,), the chosen
-    alpha, the selection errors per alpha (None for a single alpha) and the :class:`GramStats` of
-    all the data (for later ``partial_fit``).
+    alpha, the selection errors per alpha (None for a single alpha unless ``score_single``, e.g. to
+    compare maps) and the :class:`GramStats` of all the data (for later ``partial_fit``).
     """
     alphas = list(alphas)
     m = Y.shape[1]
-    if len(alphas) == 1:
+    if len(alphas) == 1 and not score_single:
         stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X, Y)
         coef, intercept = solve_ridge(stats, alphas[0], fit_intercept)
         return coef, intercept, alphas[0], None, stats

@@ -31,13 +31,19 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import labels_from_decision
+from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
-from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, frequency_count
+from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, frequency_count, median_distance
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
+
+#: ``alpha``'s default: penalties from 1e-8 to 1e3 (in the units of standardized targets), searched by
+#: ``alpha_selection``.
+DEFAULT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 3, 23))
+#: ``length_scale="auto"`` compares these multiples of the median pairwise distance.
+WIDTH_FACTORS = (0.5, 1.0, 2.0)
 
 
 class _RFFRidgeBase(BaseEstimator):
@@ -45,24 +51,26 @@ class _RFFRidgeBase(BaseEstimator):
         "n_components": [IntInterval(1, None, closed="left")],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],
         "kernel": [StrOptions(set(KERNELS))],
-        "length_scale": [Interval(numbers.Real, 0, None, closed="neither")],
+        "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto", "median"})],
         "pair": ["boolean"],
         "fit_intercept": ["boolean"],
+        "standardize": ["boolean"],
         "alpha_selection": [StrOptions({"loo", "gcv", "validation"})],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, n_components=100, *, alpha=1.0, kernel="gaussian", length_scale=1.0, pair=False,
-                 fit_intercept=True, alpha_selection="loo", validation_fraction=0.1, random_state=None,
-                 n_jobs=None):
+    def __init__(self, n_components=1000, *, alpha=DEFAULT_ALPHAS, kernel="gaussian", length_scale="auto",
+                 pair=False, fit_intercept=True, standardize=True, alpha_selection="loo",
+                 validation_fraction=0.1, random_state=None, n_jobs=None):
         self.n_components = n_components
         self.alpha = alpha
         self.kernel = kernel
         self.length_scale = length_scale
         self.pair = pair
         self.fit_intercept = fit_intercept
+        self.standardize = standardize
         self.alpha_selection = alpha_selection
         self.validation_fraction = validation_fraction
         self.random_state = random_state
@@ -70,21 +78,47 @@ class _RFFRidgeBase(BaseEstimator):
 
     # -- the random map -------------------------------------------------------------------------
     def _draw_map(self, n_features, rng):
+        """Unit-width frequencies (divided by the chosen width later) and the phases."""
         n_freq = frequency_count(self.n_components, self.pair)
-        self.weights_ = draw_frequencies(self.kernel, n_features, n_freq, self.length_scale, rng, np.float64)
+        unit = draw_frequencies(self.kernel, n_features, n_freq, 1.0, rng, np.float64)
         self.offsets_ = np.zeros(n_freq) if self.pair else draw_offsets(n_freq, rng)
         self.scale_ = kernels.default_scale(n_freq, self.pair)
+        return unit
 
-    def _map(self):
-        return FourierFeatureMap(self.weights_, None if self.pair else self.offsets_, self.scale_, self.pair,
-                         resolve_n_threads(self.n_jobs))
+    def _map(self, weights=None):
+        return FourierFeatureMap(self.weights_ if weights is None else weights,
+                                 None if self.pair else self.offsets_, self.scale_, self.pair,
+                                 resolve_n_threads(self.n_jobs))
+
+    def _candidate_widths(self, Xs, rng):
+        """The widths to compare: the given one, the median heuristic, or ("auto") the median
+        heuristic times WIDTH_FACTORS, chosen by the selection error."""
+        if not isinstance(self.length_scale, str):
+            return [float(self.length_scale)]
+        median = median_distance(Xs, rng=rng)
+        if self.length_scale == "median":
+            return [median]
+        return [median * f for f in WIDTH_FACTORS]
+
+    def _standardizer(self, X):
+        if self.standardize:
+            self.x_mean_, self.x_scale_ = mean_and_scale(X.astype(np.float64))
+        else:
+            self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
+
+    def _standardized(self, X):
+        if not self.standardize:
+            return X
+        return ((X - self.x_mean_.astype(X.dtype)) / self.x_scale_.astype(X.dtype)).astype(X.dtype, copy=False)
 
     def _store(self, coef, intercept, alpha, errors, stats, ravel):
+        scaler = self._target_scaler
+        coef = coef * scaler.scale_
+        intercept = intercept * scaler.scale_ + scaler.mean_ if self.fit_intercept else scaler.mean_
         self.coef_ = coef[:, 0] if ravel else coef
-        self.intercept_ = (float(intercept[0]) if ravel else intercept) if self.fit_intercept else (
-            0.0 if ravel else np.zeros(coef.shape[1]))
+        self.intercept_ = float(intercept[0]) if ravel else intercept
         self.alpha_ = float(alpha)
-        self.selection_errors_ = errors
+        self.selection_errors_ = None if errors is None else errors * float(np.mean(scaler.scale_**2))
         self._stats = stats
         self.n_samples_seen_ = stats.n
 
@@ -92,12 +126,30 @@ class _RFFRidgeBase(BaseEstimator):
         self._validate_params()
         alphas = as_alpha_list(self.alpha)
         rng = as_generator(self.random_state)
-        self._draw_map(X.shape[1], rng)
-        out = fit_ridge_map(self._map(), X, Y, alphas, fit_intercept=self.fit_intercept,
-                            selection=self.alpha_selection,
-                            validation_fraction=self.validation_fraction, rng=rng)
+        unit = self._draw_map(X.shape[1], rng)
+        self._standardizer(X)
+        Xs = self._standardized(X)
+        self._target_scaler = self._make_target_scaler().fit(Y)
+        Ys = self._target_scaler.transform(Y).astype(X.dtype)
+        widths = self._candidate_widths(Xs, rng)
+        split_seed = int(rng.integers(2**32 - 1))  # one held-out split shared by every width
+        best = None
+        self.width_errors_ = []
+        for width in widths:
+            out = fit_ridge_map(self._map(unit / width), Xs, Ys, alphas, fit_intercept=self.fit_intercept,
+                                selection=self.alpha_selection, validation_fraction=self.validation_fraction,
+                                rng=np.random.default_rng(split_seed), score_single=len(widths) > 1)
+            error = np.inf if out[3] is None else float(np.min(out[3]))
+            self.width_errors_.append(error)
+            if best is None or error < best[0]:
+                best = (error, width, out)
+        _, self.length_scale_, out = best
+        self.weights_ = unit / self.length_scale_
         self._store(*out, ravel=ravel)
         return self
+
+    def _make_target_scaler(self):
+        return TargetScaler(normalize=False)
 
     def _partial_fit_targets(self, X, Y, ravel, first):
         alphas = as_alpha_list(self.alpha)
@@ -106,12 +158,22 @@ class _RFFRidgeBase(BaseEstimator):
             if len(alphas) > 1 and self.alpha_selection == "validation":
                 raise ValueError("partial_fit cannot hold out validation data; use alpha_selection='gcv' "
                                  "(or 'loo', which partial_fit replaces by GCV)")
-            self._draw_map(X.shape[1], as_generator(self.random_state))
+            rng = as_generator(self.random_state)
+            unit = self._draw_map(X.shape[1], rng)
+            # the first chunk fixes the standardization, the target scale and the width
+            self._standardizer(X)
+            self._target_scaler = self._make_target_scaler().fit(Y)
+            self.length_scale_ = self._candidate_widths(self._standardized(X), rng)[len(WIDTH_FACTORS) // 2
+                                                                                   if self.length_scale == "auto"
+                                                                                   else 0]
+            self.weights_ = unit / self.length_scale_
+            self.width_errors_ = None
             self._stats = GramStats(self._map().n_out, Y.shape[1], X.dtype)
         elif Y.shape[1] != self._stats.ZtY.shape[1] - 1:
             raise ValueError(f"y has {Y.shape[1]} outputs, the model was started with "
                              f"{self._stats.ZtY.shape[1] - 1}")
-        stats = self._stats.add(self._map(), X, Y)
+        Ys = self._target_scaler.transform(Y).astype(X.dtype)
+        stats = self._stats.add(self._map(), self._standardized(X), Ys)
         if len(alphas) == 1:
             best, errors = alphas[0], None
         else:
@@ -124,7 +186,7 @@ class _RFFRidgeBase(BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         coef = self.coef_.reshape(self.coef_.shape[0], -1)
-        F = self._map().predict(X, coef)
+        F = self._map().predict(self._standardized(X), coef)
         F = F + np.asarray(self.intercept_, X.dtype)
         return F[:, 0] if self.coef_.ndim == 1 else F
 
@@ -135,17 +197,32 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
     Minimises ``||y - Z coef - intercept||^2 + alpha ||coef||^2`` (scikit-learn's ``Ridge``
     convention) with ``Z = sqrt(2/s) cos(X W + b)``, ``W`` from the kernel's spectral density.
 
+    The defaults make a tuned kernel ridge machine from raw X and y in one call: X is standardized,
+    y centred and scaled (predictions come back in y's units), the kernel width is chosen among
+    0.5, 1 and 2 times the median pairwise distance and the penalty among 23 values from 1e-8 to
+    1e3, both by exact leave-one-out error -- each width costs one streamed Gram pass, one
+    eigendecomposition and one LOO pass over X.
+
     Parameters
     ----------
-    n_components : int, default=100
+    n_components : int, default=1000
         Number of random features s (even with ``pair=True``).
-    alpha : float or sequence of float, default=1.0
-        Ridge penalty; a sequence is searched with ``alpha_selection``.
+    alpha : float or sequence of float, default=``DEFAULT_ALPHAS``
+        Ridge penalty (in the units of the standardized targets with ``normalize_y=True``); a
+        sequence is searched with ``alpha_selection``.
     kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
-    length_scale : float, default=1.0
+    length_scale : float, "median" or "auto", default="auto"
+        Kernel width in the units of the (standardized) inputs. "median": the median pairwise
+        distance of a subsample of at most 2000 rows; "auto": the best of 0.5, 1 and 2 times it by
+        the selection error (the chosen value is ``length_scale_``).
     pair : bool, default=False
         ``[cos, sin]`` features of ``n_components // 2`` frequencies.
     fit_intercept : bool, default=True
+    standardize : bool, default=True
+        Centre and scale every input feature by its training mean and deviation first (features
+        that are constant keep scale 1), so that one width suits all features.
+    normalize_y : bool, default=True
+        Centre and scale each target (regressor only); False fits y as given.
     alpha_selection : {"loo", "gcv", "validation"}, default="loo"
         How a list of alphas is searched (exact leave-one-out, generalised CV, or a held-out split).
         ``partial_fit`` always uses GCV for lists.
@@ -157,6 +234,12 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
 
     Attributes
     ----------
+    length_scale_ : float
+        The kernel width used (on standardized inputs with ``standardize=True``).
+    width_errors_ : list of float or None
+        The selection error of each candidate width (``length_scale="auto"``).
+    x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
+        The standardization (zeros and ones with ``standardize=False``).
     weights_ : ndarray of shape (n_features_in_, n_frequencies)
     offsets_ : ndarray of shape (n_frequencies,)
     scale_ : float
@@ -170,6 +253,20 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
     n_features_in_ : int
     """
 
+    _parameter_constraints = {**_RFFRidgeBase._parameter_constraints, "normalize_y": ["boolean"]}
+
+    def __init__(self, n_components=1000, *, alpha=DEFAULT_ALPHAS, kernel="gaussian", length_scale="auto",
+                 pair=False, fit_intercept=True, standardize=True, normalize_y=True, alpha_selection="loo",
+                 validation_fraction=0.1, random_state=None, n_jobs=None):
+        super().__init__(n_components, alpha=alpha, kernel=kernel, length_scale=length_scale, pair=pair,
+                         fit_intercept=fit_intercept, standardize=standardize,
+                         alpha_selection=alpha_selection, validation_fraction=validation_fraction,
+                         random_state=random_state, n_jobs=n_jobs)
+        self.normalize_y = normalize_y
+
+    def _make_target_scaler(self):
+        return TargetScaler(normalize=self.normalize_y)
+
     def fit(self, X, y):
         """Fit on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets)."""
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
@@ -177,7 +274,11 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         return self._fit_targets(X, Y, ravel=y.ndim == 1)
 
     def partial_fit(self, X, y):
-        """Add a chunk to the running Gram (``kernels.gram(accumulate=True)``) and re-solve."""
+        """Add a chunk to the running Gram (``kernels.gram(accumulate=True)``) and re-solve.
+
+        The first chunk fixes the standardization, the target scale and the width (the median
+        heuristic on it; "auto" cannot compare widths without a second pass).
+        """
         first = not hasattr(self, "coef_")
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True,
                              y_numeric=True, reset=first)
