@@ -44,7 +44,8 @@ def _new_states(s, m, d):
 
 def reference_fit(X, y, *, n_components, seed, solver="adam", lr=1e-3, alpha=1e-4, batch=32,
                   max_iter=5, early_stopping=True, validation_fraction=0.1, n_iter_no_change=10,
-                  init="constant", n_restarts=3, restart_iter=2, scale=1.0, schedule="constant"):
+                  init="constant", n_restarts=3, restart_iter=2, scale=1.0, schedule="constant",
+                  normalize_y=True):
     """Algorithm 1/2 of RFFNet for squared loss in plain NumPy (float64), same random draws.
 
     ``schedule="adaptive"``: each plateau of ``n_iter_no_change`` epochs divides the learning rate
@@ -66,7 +67,8 @@ def reference_fit(X, y, *, n_components, seed, solver="adam", lr=1e-3, alpha=1e-
     mu, sd = X[tr].mean(0), X[tr].std(0)
     Xs = (X[tr] - mu) / sd
     y_mean = Y[tr].mean(0)
-    Yt = Y[tr] - y_mean
+    y_sd = Y[tr].std(0) if normalize_y else np.ones(Y.shape[1])
+    Yt = (Y[tr] - y_mean) / y_sd
     theta = (Xs.max(0) - Xs.min(0)) / d
     states = _new_states(s, Y.shape[1], d)
     common = dict(solver=solver, lr=lr, alpha=alpha, batch=batch, loss="squared", scale=scale)
@@ -89,7 +91,7 @@ def reference_fit(X, y, *, n_components, seed, solver="adam", lr=1e-3, alpha=1e-
         if val is not None:
             Xv = (X[val] - mu) / sd
             F = reference.predict(Xv, W, b, coef, theta=theta, scale=scale)
-            monitored = 0.5 * ((F - (Y[val] - y_mean)) ** 2).sum(1).mean()
+            monitored = 0.5 * ((F - (Y[val] - y_mean) / y_sd) ** 2).sum(1).mean()
             val_losses.append(monitored)
         if monitored < best_val:
             best_val, best_params, best_epoch, stall = monitored, (theta.copy(), coef.copy()), epoch + 1, 0
@@ -103,7 +105,7 @@ def reference_fit(X, y, *, n_components, seed, solver="adam", lr=1e-3, alpha=1e-
             break
     theta, coef = best_params
     return dict(theta=theta, coef=coef, losses=losses, val_losses=val_losses, best_epoch=best_epoch,
-                W=W, b=b, intercept=y_mean, lr=common["lr"])
+                W=W, b=b, intercept=y_mean, y_scale=y_sd, lr=common["lr"])
 
 
 @settings(max_examples=12)
@@ -129,6 +131,7 @@ def test_fit_matches_numpy_reference(n, d, s, batch, solver, early_stopping, see
     np.testing.assert_allclose(est.relevances_, ref["theta"], rtol=1e-8, atol=1e-11)
     np.testing.assert_allclose(est.coef_, ref["coef"], rtol=1e-8, atol=1e-11)
     np.testing.assert_allclose(est.intercept_, ref["intercept"], rtol=1e-12)
+    np.testing.assert_allclose(est.y_scale_, ref["y_scale"], rtol=1e-12)
     assert est.best_epoch_ == ref["best_epoch"]
 
 
@@ -173,7 +176,7 @@ def test_regressor_init_uses_lasso_coefficients():
                           early_stopping=False, dtype="float64", random_state=0).fit(X, y)
     # One epoch at a negligible learning rate leaves theta at the Lasso solution.
     Xs = (X - X.mean(0)) / X.std(0)
-    lasso = LassoCV(cv=3, alphas=20).fit(Xs, y - y.mean())
+    lasso = LassoCV(cv=3, alphas=20).fit(Xs, (y - y.mean()) / y.std())  # on the scaled targets
     np.testing.assert_allclose(est.relevances_, lasso.coef_, atol=1e-6)
     assert np.argmax(np.abs(est.relevances_)) == 3
 
@@ -490,7 +493,12 @@ def test_targets_whose_squares_overflow_are_named(dtype, factor):
     # float64 "diverged ... standardize X"
     X, y, _ = make_jse3(200, random_state=0)
     with pytest.raises(ValueError, match=rf"y holds values up to .*overflow {dtype}"):
-        RFFNetRegressor(n_components=20, max_iter=2, dtype=dtype, random_state=0).fit(X, y * factor)
+        RFFNetRegressor(n_components=20, max_iter=2, dtype=dtype, normalize_y=False,
+                        random_state=0).fit(X, y * factor)
+    # with the default normalize_y=True the same targets train in their own scale
+    est = RFFNetRegressor(n_components=20, max_iter=2, dtype=dtype, random_state=0).fit(X, y * factor)
+    pred = est.predict(X)
+    assert np.isfinite(pred).all() and np.abs(pred).max() < 10 * np.abs(y * factor).max()
 
 
 # ------------------------------------------------------------------ bad input
@@ -555,3 +563,15 @@ def test_restarter_with_every_restart_diverging_is_reported():
     with pytest.raises(ValueError, match="diverged"):
         RFFNetRegressor(n_components=10, init="restarter", n_restarts=2, restart_iter=2, solver="sgd",
                         learning_rate=1e30, random_state=0).fit(X, y * 1e10)
+
+
+def test_targets_in_any_unit_fit_alike():
+    # y in the 1e5 range fits as well as y itself: the model trains on standardized targets
+    X, y, _ = make_jse3(600, random_state=0)
+    kw = dict(n_components=50, max_iter=15, dtype="float64", random_state=0, n_jobs=1)
+    base = RFFNetRegressor(**kw).fit(X, y)
+    big = RFFNetRegressor(**kw).fit(X, y * 1e5 + 3e5)
+    np.testing.assert_allclose(big.predict(X), base.predict(X) * 1e5 + 3e5, rtol=1e-6, atol=1e-3)
+    raw = RFFNetRegressor(**kw, normalize_y=False).fit(X, y * 1e5 + 3e5)
+    target = y * 1e5 + 3e5
+    assert big.score(X, target) > raw.score(X, target) + 0.1

@@ -27,6 +27,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rffkern import kernels
+from rffkern._data import mean_and_scale, power_of_two_scale
 from rffkern._losses import class_probabilities
 from rffkern._rffnet_training import (
     EpochRunner,
@@ -138,7 +139,7 @@ class _BaseRFFNet(BaseEstimator):
         F = kernels.predict(Xs, self.weights_, self.offsets_, self.coef_,
                             theta=self.relevances_ if theta is None else theta,
                             scale=self.scale_, n_threads=resolve_n_threads(self.n_jobs))
-        return F + self.intercept_
+        return F * self.y_scale_ + self.intercept_
 
     @property
     def _palm(self):
@@ -158,14 +159,13 @@ class _BaseRFFNet(BaseEstimator):
         X, y = self._validate_input(X, y, reset=first_call)
         dtype = np.dtype(self.dtype)
         y, Y, self._loss = self._encode_targets(y, first_call, classes)
-        _check_target_magnitude(Y, dtype)
-        Y = np.ascontiguousarray(Y, dtype=dtype)
+        Y = np.asarray(Y, dtype=np.float64)  # cast to the training dtype once centred and scaled
         n = X.shape[0]
 
         if not first_call:
             self._check_partial_fit_params(dtype)
             Xs = self._standardized(X)
-            Y -= self.intercept_
+            Y = _training_targets(Y, self.intercept_, self.y_scale_, dtype)
             train_epochs(self, self._runner(), Xs, Y, None, None, self._rng, max_epochs=1,
                          monitor=False)
             return self
@@ -205,9 +205,10 @@ class _BaseRFFNet(BaseEstimator):
         self.relevances_ = np.ones(d, dtype)  # _standardized reads its dtype
         Xs_train = self._standardized(X_train)
         Xs_val = None if X_val is None else self._standardized(X_val)
-        self.intercept_ = self._intercept_from(Y_train).astype(dtype)
-        Y_train = np.ascontiguousarray(Y_train - self.intercept_)
-        Y_val = None if Y_val is None else np.ascontiguousarray(Y_val - self.intercept_)
+        intercept, y_scale = self._target_statistics(Y_train)
+        self.intercept_, self.y_scale_ = intercept.astype(dtype), y_scale.astype(dtype)
+        Y_train = _training_targets(Y_train, self.intercept_, self.y_scale_, dtype)
+        Y_val = None if Y_val is None else _training_targets(Y_val, self.intercept_, self.y_scale_, dtype)
 
         self._state = TrainingState(coef.shape, d, dtype, self._palm)
         runner = self._runner()
@@ -227,8 +228,9 @@ class _BaseRFFNet(BaseEstimator):
                      max_epochs=1 if incremental else self.max_iter, monitor=not incremental)
         return self
 
-    def _intercept_from(self, Y_train):
-        return np.zeros(Y_train.shape[1])
+    def _target_statistics(self, Y_train):
+        """(intercept, scale) per output: the model is trained on (Y - intercept) / scale."""
+        return np.zeros(Y_train.shape[1]), np.ones(Y_train.shape[1])
 
     def _validation_split(self, rng, n, n_val, y):
         """(validation, training) row indices, sorted: the first n_val rows of a permutation."""
@@ -335,6 +337,12 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         value.
     verbose : int, default=0
         Print one line per epoch with the training and validation loss.
+    normalize_y : bool, default=True
+        Train on targets divided by their training standard deviation (per output, stored in
+        ``y_scale_``; the root mean square without ``fit_intercept``), so that ``alpha``,
+        ``learning_rate`` and the stopping rule mean the same for y in any unit; predictions are in
+        y's units. False trains on y as given (the paper), where targets of large magnitude make
+        the default step sizes far too small.
     fit_intercept : bool, default=True
         Centre y by its training mean (stored in ``intercept_``). The kernels have no output bias;
         False reproduces the paper exactly.
@@ -352,6 +360,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     offsets_ : ndarray of shape (n_components,)
         b, the fixed phases.
     intercept_ : ndarray of shape (n_outputs,)
+    y_scale_ : ndarray of shape (n_outputs,)
+        The target scale the model was trained in (ones with ``normalize_y=False``).
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
         Standardization statistics (zeros and ones with ``standardize=False``).
     scale_ : float
@@ -373,14 +383,15 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     """
 
     _loss_kind = "regression"
-    _parameter_constraints = {**_BaseRFFNet._parameter_constraints, "fit_intercept": ["boolean"]}
+    _parameter_constraints = {**_BaseRFFNet._parameter_constraints, "fit_intercept": ["boolean"],
+                              "normalize_y": ["boolean"]}
 
     def __init__(self, n_components=300, *, alpha=1e-4, kernel="gaussian", init="constant",
                  n_restarts=10, restart_iter=10, solver="adam", learning_rate=1e-3,
                  learning_rate_schedule="adaptive", batch_size=32, max_iter=100, early_stopping=True,
                  validation_fraction=0.1, n_iter_no_change=10, tol=0.0, checkpoint=True,
                  standardize=True, feature_scale=1.0, dtype="float32", random_state=None, n_jobs=None,
-                 verbose=0, fit_intercept=True):
+                 verbose=0, fit_intercept=True, normalize_y=True):
         super().__init__(
             n_components, alpha=alpha, kernel=kernel, init=init, n_restarts=n_restarts,
             restart_iter=restart_iter, solver=solver, learning_rate=learning_rate,
@@ -390,6 +401,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
             checkpoint=checkpoint, standardize=standardize, feature_scale=feature_scale, dtype=dtype,
             random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.fit_intercept = fit_intercept
+        self.normalize_y = normalize_y
 
     def _encode_targets(self, y, first_call, classes=None):
         y = np.asarray(y)
@@ -402,10 +414,15 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
             raise ValueError(f"y has {Y.shape[1]} outputs but the model was fitted with {self.coef_.shape[1]}")
         return y, Y, "squared"
 
-    def _intercept_from(self, Y_train):
-        if self.fit_intercept:
-            return Y_train.mean(axis=0, dtype=np.float64)
-        return np.zeros(Y_train.shape[1])
+    def _target_statistics(self, Y_train):
+        mean, sd = mean_and_scale(Y_train)
+        intercept = mean if self.fit_intercept else np.zeros(Y_train.shape[1])
+        if not self.normalize_y:
+            return intercept, np.ones(Y_train.shape[1])
+        if not self.fit_intercept:  # scale by the root mean square, about 0
+            sd = np.sqrt(np.mean((Y_train / power_of_two_scale(Y_train, axis=0)) ** 2, axis=0))
+            sd = np.where(sd > 0, sd * power_of_two_scale(Y_train, axis=0), 1.0)
+        return intercept, sd
 
     def _score_outputs(self, F, Y):
         return float(r2_score(Y.astype(np.float64), F.astype(np.float64)))
@@ -600,11 +617,15 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         return self.classes_[idx]
 
 
-def _check_target_magnitude(Y, dtype):
-    """Targets whose squares overflow ``dtype`` would make the training loss infinite."""
-    largest = float(np.abs(np.asarray(Y, dtype=np.float64)).max(initial=0.0))
+def _training_targets(Y, intercept, scale, dtype):
+    """(Y - intercept) / scale in the training dtype, refused when its squares would overflow it
+    (the training loss would be infinite)."""
+    T = (np.asarray(Y, dtype=np.float64) - intercept.astype(np.float64)) / scale.astype(np.float64)
+    largest = float(np.abs(T).max(initial=0.0))
     limit = float(np.sqrt(np.finfo(dtype).max))
     if not largest < limit:
         raise ValueError(
-            f"y holds values up to {largest:.3g} in magnitude: their squares overflow {dtype} (the "
-            f"training dtype; |y| must stay below {limit:.3g}). Rescale y, or use dtype='float64'")
+            f"y holds values up to {largest:.3g} in magnitude (after centring): their squares "
+            f"overflow {dtype} (the training dtype; |y| must stay below {limit:.3g}). Use "
+            "normalize_y=True, rescale y, or use dtype='float64'")
+    return np.ascontiguousarray(T, dtype=dtype)
