@@ -12,6 +12,10 @@ Sections (``--only`` picks some; all by default):
               M in {50, 100, 200, 500}, with EERF's pre-processing time beside the training times.
 * ``adaptive_si``  adaptive RFF on f(x) = Si(x/a) exp(-x^2/2), a = 1e-2: test MSE vs K (powers
               of two) beside plain RFF with fixed N(0, 1) and N(0, sigma^2) frequencies.
+* ``realdata``  raw X and y of real data sets (80/20 split, random_state 0, training part
+              subsampled to ``--real-max-train``): SRFF, EERF and adaptive RFF at their defaults
+              beside StandardScaler -> Nystroem(1000, median-heuristic gamma) -> RidgeCV on
+              standardised y: test RMSE / sd(y) (classification: error rate) and fit seconds.
 * ``adaptive_mnist``  the same on MNIST (the 10k test set split 8000 / 2000): test error vs K.
 
 Everything prints a table and writes JSON to bench/results/datadep_<section>[_<tag>].json. BLAS
@@ -284,6 +288,56 @@ def bench_adaptive_mnist(args):
     save("adaptive_mnist", dict(train=len(tr), iters=args.mnist_iters, alpha=args.mnist_alpha, rows=rows))
 
 
+def bench_realdata(args):
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.linear_model import RidgeClassifierCV, RidgeCV
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.preprocessing import StandardScaler
+
+    from rffkern import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, EERFClassifier, EERFRegressor,
+                         SRFFRegressor)
+    from rffkern._sampling import median_distance
+
+    rows = []
+    for name in args.real_sets:
+        X, y = load_csv(f"{name}.csv.gz")
+        clf = name in ("higgs_subset",)
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=0,
+                                              stratify=y if clf else None)
+        if len(ytr) > args.real_max_train:
+            keep = np.random.default_rng(0).choice(len(ytr), args.real_max_train, replace=False)
+            Xtr, ytr = Xtr[keep], ytr[keep]
+        med = median_distance(StandardScaler().fit_transform(Xtr), rng=np.random.default_rng(0))
+        nys = make_pipeline(StandardScaler(), Nystroem(gamma=1 / (2 * med**2), n_components=1000, random_state=0),
+                            (RidgeClassifierCV if clf else RidgeCV)(alphas=np.logspace(-4, 1, 6)))
+        methods = {"nystroem": nys if clf else TransformedTargetRegressor(nys, transformer=StandardScaler())}
+        if clf:
+            methods.update(eerf=EERFClassifier(random_state=0), adaptive=AdaptiveRFFClassifier(random_state=0))
+        else:
+            methods.update(srff=SRFFRegressor(random_state=0), eerf=EERFRegressor(random_state=0),
+                           adaptive=AdaptiveRFFRegressor(random_state=0))
+        row = dict(data=name, n_train=len(ytr), d=X.shape[1], metric="error" if clf else "rmse/sd")
+        for key, est in methods.items():
+            t0 = time.perf_counter()
+            est.fit(Xtr, ytr)
+            row[f"{key}_s"] = round(time.perf_counter() - t0, 1)
+            err = (1 - est.score(Xte, yte)) if clf else np.sqrt(np.mean((est.predict(Xte) - yte) ** 2)) / np.std(yte)
+            row[key] = round(float(err), 4)
+            if key != "nystroem":
+                row[f"{key}/nys"] = round(row[key] / row["nystroem"], 3)
+        rows.append(row)
+        print(row, flush=True)
+    cols = sorted({c for r in rows for c in r}, key=lambda c: list(rows[0]).index(c) if c in rows[0] else 99)
+    for r in rows:
+        for c in cols:
+            r.setdefault(c, "")
+    print(f"\nReal data, raw X and y, defaults (random_state=0); training rows <= {args.real_max_train}")
+    table(rows, cols)
+    save("realdata", dict(max_train=args.real_max_train, rows=rows))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", nargs="+", default=["timing", "srff", "eerf", "adaptive_si", "adaptive_mnist"])
@@ -309,6 +363,9 @@ def main(argv=None):
     p.add_argument("--mnist-iters", type=int, default=10)
     p.add_argument("--mnist-alpha", type=float, default=1e-4)
     p.add_argument("--mnist-sigmas", type=float, nargs="+", default=[1.0, 3.0])
+    p.add_argument("--real-sets", nargs="+",
+                   default=["elevators", "cal_housing", "ccpp", "abalone", "kin40k", "higgs_subset"])
+    p.add_argument("--real-max-train", type=int, default=10000)
     p.add_argument("--tag", default="", help="suffix of the JSON file names")
     args = p.parse_args(argv)
     global TAG

@@ -65,7 +65,7 @@ def test_estimator_replays_algorithm_1():
     X, Y = _data(n=200, seed=4)
     y = Y[:, 0]
     m = AdaptiveRFFRegressor(8, n_iter=3, step=0.5, alpha=1e-3, adaptive_covariance=False,
-                             random_state=7, n_jobs=1).fit(X, y)
+                             init_scale=1.0, random_state=7, n_jobs=1).fit(X, y)
     Xs = (X - X.mean(0)) / X.std(0)
     Ys = ((y - y.mean()) / y.std())[:, None]
     rng = np.random.default_rng(7)

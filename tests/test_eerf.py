@@ -150,8 +150,15 @@ def test_bad_input():
     Xn[3, 0] = np.nan
     with pytest.raises(ValueError):
         EERFRegressor(10).fit(Xn, y)
-    with pytest.raises(ValueError, match="single alpha"):
-        EERFClassifier(10, solver="logistic", alpha=[1.0, 2.0]).fit(X, y > 0)
+    with pytest.raises(ValueError):
+        EERFClassifier(10, solver="logistic", alpha=[1.0, -2.0]).fit(X, y > 0)
+
+
+def test_logistic_solver_searches_an_alpha_list():
+    """solver="logistic" with several alphas (the default is a list) chooses one by 3-fold CV."""
+    X, y = _target(0, n=300)
+    m = EERFClassifier(10, solver="logistic", alpha=[1e-2, 1.0, 100.0], random_state=0).fit(X, y > 0)
+    assert m.alpha_ in (1e-2, 1.0, 100.0)
 
 
 @pytest.mark.parametrize("est", [

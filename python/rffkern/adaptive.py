@@ -30,12 +30,28 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._constraints import IntInterval, N_JOBS
-from rffkern._data import labels_from_decision, mean_and_scale
-from rffkern._linalg import ridge_solve
+from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
+from rffkern._linalg import RidgeEigen, ridge_solve
+from rffkern._sampling import median_distance
 from rffkern._validation import as_generator, resolve_n_threads
 
-__all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept"]
+__all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda"]
+
+#: ``alpha``'s default: the lambdas (``(S.T S + lambda N I) beta = S.T y``) searched by GCV.
+DEFAULT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 0, 9))
+
+
+def gcv_lambda(X, Y, W, lambdas, n_threads):
+    """The lambda of least generalised cross-validation error for the pair features of ``W``: one
+    Gram pass and one eigendecomposition serve every lambda. Returns (lambda, errors)."""
+    G, SY = kernels.gram(X, W, None, Y, scale=1.0, pair=True, n_threads=n_threads)
+    eig = RidgeEigen(G.astype(np.float64), SY.astype(np.float64))
+    n = X.shape[0]
+    yty = (np.asarray(Y, np.float64) ** 2).sum(0)
+    errors = np.array([eig.gcv(lam * n, yty, n).mean() for lam in lambdas])
+    errors = np.where(np.isfinite(errors), errors, np.inf)
+    return float(lambdas[int(np.argmin(errors))]), errors
 
 
 def metropolis_accept(amp_old, amp_new, gamma, u):
@@ -98,22 +114,22 @@ class _AdaptiveRFFBase(BaseEstimator):
         "n_iter": [IntInterval(0, None, closed="left")],
         "step": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "gamma": [Interval(numbers.Real, 0, None, closed="neither"), None],
-        "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
+        "alpha": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither")],
         "adaptive_covariance": ["boolean"],
         "burn_in": [Interval(numbers.Real, 0, 1, closed="both")],
         "omega_max": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "resample": ["boolean"],
         "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
-        "init_scale": [Interval(numbers.Real, 0, None, closed="left")],
+        "init_scale": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto"})],
         "keep_frequency_history": [IntInterval(0, None, closed="left")],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components=256, *, n_iter=100, step="auto", gamma=None, alpha=1e-3,
+    def __init__(self, n_components=256, *, n_iter=100, step="auto", gamma=None, alpha=DEFAULT_ALPHAS,
                  adaptive_covariance=True, burn_in=0.1, omega_max=None, resample=False,
-                 resample_threshold=0.5, init_scale=1.0, keep_frequency_history=0, random_state=None,
+                 resample_threshold=0.5, init_scale="auto", keep_frequency_history=0, random_state=None,
                  n_jobs=None, verbose=0):
         self.n_components = n_components
         self.n_iter = n_iter
@@ -146,8 +162,14 @@ class _AdaptiveRFFBase(BaseEstimator):
         Y = np.ascontiguousarray(Y, dtype=Xs.dtype)
         self.gamma_ = float(self.gamma) if self.gamma is not None else float(max(3 * d - 2, 1))
         self.step_ = 2.4**2 / d if self.step == "auto" else float(self.step)
-        lam = float(self.alpha)
-        W = rng.standard_normal((d, K)) * self.init_scale
+        self.init_scale_ = (1.0 / median_distance(Xs, rng=rng) if self.init_scale == "auto"
+                            else float(self.init_scale))
+        W = rng.standard_normal((d, K)) * self.init_scale_
+        lambdas = np.atleast_1d(np.asarray(self.alpha, np.float64))
+        if lambdas.size > 1:
+            lam, _ = gcv_lambda(Xs, Y, W, lambdas, n_threads)
+        else:
+            lam = float(lambdas[0])
         amp = amplitudes(least_squares(Xs, Y, W, lam, n_threads), K)
         t0 = int(np.ceil(self.burn_in * self.n_iter))
         # running mean / scatter of every frequency seen so far (Algorithm 2), Chan et al.'s
@@ -187,9 +209,13 @@ class _AdaptiveRFFBase(BaseEstimator):
             if self.keep_frequency_history and (it + 1) % self.keep_frequency_history == 0:
                 snapshots.append(W.copy())
             if self.verbose and (it + 1) % max(1, self.n_iter // 10) == 0:
-                print(f"[AdaptiveRFF] iteration {it + 1}/{self.n_iter}: acceptance {hist_acc[-1]:.3f}, "
-                      f"proposal training MSE {mse:.4g}, "
-                      f"{time.perf_counter() - start:.1f}s")
+                print(f"[{type(self).__name__}] iteration {it + 1}/{self.n_iter}: acceptance {hist_acc[-1]:.3f}, "
+                      f"proposal training MSE {mse:.4g} (elapsed {time.perf_counter() - start:.2f} s)", flush=True)
+        if lambdas.size > 1:  # the final frequencies may want another penalty than the initial ones
+            lam, self.gcv_errors_ = gcv_lambda(Xs, Y, W, lambdas, n_threads)
+        else:
+            self.gcv_errors_ = None
+        self.alpha_ = lam
         beta = least_squares(Xs, Y, W, lam, n_threads)
         self.frequencies_ = W
         self.coef_ = beta
@@ -222,8 +248,11 @@ _DOC = """
         validation data as the paper does.
     gamma : float or None, default=None
         Exponent of the acceptance ratio; None gives ``3 d - 2``.
-    alpha : float, default=1e-3
-        lambda in ``(S.T S + lambda N I) beta = S.T y``.
+    alpha : float or sequence of float, default=DEFAULT_ALPHAS
+        lambda in ``(S.T S + lambda N I) beta = S.T y``. A sequence (the default: 1e-8 to 1, one
+        per decade) is searched by generalised cross-validation from the least-squares Gram (one
+        eigendecomposition for all of them): once at the initial frequencies, for the Metropolis
+        iterations, and once at the final frequencies, for the returned amplitudes.
     adaptive_covariance : bool, default=True
         Algorithm 2: after the burn-in, propose from ``N(0, C)`` with ``C`` the covariance of all
         frequencies seen so far (Algorithm 1 when False).
@@ -235,8 +264,10 @@ _DOC = """
         Multinomial resampling of the frequencies with ``p_k ~ |beta_k|`` whenever the effective
         sample size ``(sum |beta|)^2 / sum |beta|^2`` drops below ``resample_threshold * K``.
     resample_threshold : float, default=0.5
-    init_scale : float, default=1.0
-        Initial frequencies ``N(0, init_scale^2 I)`` (0 starts them all at the origin).
+    init_scale : float or "auto", default="auto"
+        Initial frequencies ``N(0, init_scale^2 I)`` (0 starts them all at the origin). "auto" is
+        the median heuristic: ``1 / median pairwise distance`` of the standardised X (subsample of
+        2000 rows), the Gaussian kernel of that width; the paper's ``N(0, I)`` is ``1.0``.
     keep_frequency_history : int, default=0
         Keep a copy of the frequencies every this many iterations in ``frequency_history_``
         (0 keeps none; memory ``d K n_iter / keep_frequency_history``).
@@ -259,8 +290,10 @@ _DOC = """
         MSE (standardised targets) of each iteration's proposed frequencies; ``"n_resamples"``.
     frequency_history_ : ndarray of shape (n_snapshots, n_features_in_, n_components) or None
     proposal_covariance_ : ndarray of shape (n_features_in_, n_features_in_)
-    gamma_, step_ : float
+    gamma_, step_, init_scale_, alpha_ : float
         The values used.
+    gcv_errors_ : ndarray or None
+        GCV error of every ``alpha`` at the final frequencies (None for a single alpha).
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
 """
 
@@ -269,17 +302,37 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
     __doc__ = """Regression with adaptive random Fourier features (Kammonen et al. 2020).
 
     Frequencies are sampled by a random-walk Metropolis chain whose acceptance favours large
-    amplitudes, so the fitted model equidistributes its amplitudes. X and y are standardised.
-""" + _DOC + """    y_mean_, y_scale_ : float or ndarray
+    amplitudes, so the fitted model equidistributes its amplitudes. X is standardised, and y too
+    with ``normalize_y=True`` (the paper's Algorithm 3).
+""" + _DOC.replace("    random_state", """    normalize_y : bool, default=True
+        Centre and scale each output (:class:`rffkern._data.TargetScaler`); False only centres it
+        (lambda then acts on y in its own units).
+    random_state""", 1) + """    y_mean_, y_scale_ : ndarray of shape (n_outputs,)
 """
+
+    _parameter_constraints = {**_AdaptiveRFFBase._parameter_constraints, "normalize_y": ["boolean"]}
+
+    def __init__(self, n_components=256, *, n_iter=100, step="auto", gamma=None, alpha=DEFAULT_ALPHAS,
+                 adaptive_covariance=True, burn_in=0.1, omega_max=None, resample=False,
+                 resample_threshold=0.5, init_scale="auto", keep_frequency_history=0, normalize_y=True,
+                 random_state=None, n_jobs=None, verbose=0):
+        super().__init__(n_components, n_iter=n_iter, step=step, gamma=gamma, alpha=alpha,
+                         adaptive_covariance=adaptive_covariance, burn_in=burn_in, omega_max=omega_max,
+                         resample=resample, resample_threshold=resample_threshold, init_scale=init_scale,
+                         keep_frequency_history=keep_frequency_history, random_state=random_state,
+                         n_jobs=n_jobs, verbose=verbose)
+        self.normalize_y = normalize_y
 
     def fit(self, X, y):
         """Run the Metropolis sampler on (X, y) and solve the final amplitudes."""
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
-        Y = y.reshape(X.shape[0], -1).astype(np.float64)
-        self.y_mean_, self.y_scale_ = mean_and_scale(Y)
+        Y = y.reshape(X.shape[0], -1)
+        scaler = TargetScaler(self.normalize_y).fit(Y)
+        if not self.normalize_y:  # still centred: the model has no intercept
+            scaler.mean_ = mean_and_scale(np.asarray(Y, np.float64))[0]
+        self.y_mean_, self.y_scale_ = scaler.mean_, scaler.scale_
         self._ravel = y.ndim == 1
-        return self._run(X, (Y - self.y_mean_) / self.y_scale_)
+        return self._run(X, scaler.transform(Y))
 
     def predict(self, X):
         F = self._raw_predict(X) * self.y_scale_ + self.y_mean_

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
@@ -34,11 +34,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import labels_from_decision, mean_and_scale
+from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
 from rffkern._losses import class_probabilities
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._sampling import knn_distances
 from rffkern._validation import as_generator, resolve_n_threads
+from rffkern.ridge import DEFAULT_ALPHAS
 
 __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
 
@@ -159,11 +160,12 @@ class _EERFBase(BaseEstimator):
         "standardize": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
+        "verbose": ["verbose"],
     }
 
     def __init__(self, n_components=100, *, n_candidates=None, n_subsample=None, kernel="gaussian",
-                 length_scale="auto", alpha=1.0, alpha_selection="loo", standardize=True, random_state=None,
-                 n_jobs=None):
+                 length_scale="auto", alpha=DEFAULT_ALPHAS, alpha_selection="loo", standardize=True,
+                 random_state=None, n_jobs=None, verbose=0):
         self.n_components = n_components
         self.n_candidates = n_candidates
         self.n_subsample = n_subsample
@@ -174,6 +176,12 @@ class _EERFBase(BaseEstimator):
         self.standardize = standardize
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _log(self, stage, i, n, text, t0):
+        if self.verbose:
+            print(f"[{type(self).__name__}] {stage} {i}/{n}: {text} (elapsed {time.perf_counter() - t0:.2f} s)",
+                  flush=True)
 
     def _prepare(self, X):
         if self.standardize:
@@ -228,6 +236,8 @@ class _EERFBase(BaseEstimator):
             self.offsets_ = None if b0 is None else b0[keep]
             self.scale_ = float(np.sqrt(2.0 / M))
         self.preprocessing_time_ = time.perf_counter() - t0
+        self._log("select", 1, 2, f"candidates {self.n_candidates_}, kept {M}, scoring rows {self.n_subsample_}, "
+                  f"length_scale {self.length_scale_}", t0)
 
     def _map(self):
         if self.kernel == "gaussian":
@@ -241,11 +251,15 @@ class _EERFBase(BaseEstimator):
         coef, intercept, alpha, errors, _ = fit_ridge_map(
             self._map(), Xs, Y.astype(Xs.dtype), as_alpha_list(self.alpha), fit_intercept=True,
             selection=self.alpha_selection, validation_fraction=0.1, rng=rng)
+        # back to the caller's units (identity unless the regressor scaled its targets)
+        y_scale, y_mean = getattr(self, "_target_scale", (1.0, 0.0))
+        coef, intercept = coef * y_scale, intercept * y_scale + y_mean
         self.coef_ = coef[:, 0] if ravel else coef
         self.intercept_ = float(intercept[0]) if ravel else intercept
         self.alpha_ = float(alpha)
-        self.selection_errors_ = errors
+        self.selection_errors_ = None if errors is None else errors * np.mean(np.square(y_scale))
         self.training_time_ = time.perf_counter() - t0
+        self._log("ridge", 2, 2, f"alpha {self.alpha_:.3g}, alphas searched {len(as_alpha_list(self.alpha))}", t0)
 
     def _decision(self, X):
         check_is_fitted(self)
@@ -272,14 +286,17 @@ _DOC_PARAMS = """
     length_scale : float or "auto", default="auto"
         sigma of the Gaussian kernel; "auto" is the paper's rule: the mean distance to the 50th
         nearest neighbour, on a subsample of at most 2000 scoring rows.
-    alpha : float or sequence of float, default=1.0
+    alpha : float or sequence of float, default=rffkern.ridge.DEFAULT_ALPHAS
         Ridge penalty of the final fit (``||y - Z c||^2 + alpha ||c||^2``); a sequence is searched
-        as in :class:`rffkern.RFFRidge`.
+        as in :class:`rffkern.RFFRidge`. The default is RFFRidge's: 19 values from 1e-8 to 10
+        (regression: in units of the scaled targets), chosen by exact leave-one-out.
     alpha_selection : {"loo", "gcv", "validation"}, default="loo"
     standardize : bool, default=True
         Standardise X (mean 0, std 1 per feature) first; sigma is then in standardised units.
     random_state : int, Generator, RandomState or None, default=None
     n_jobs : int or None, default=None
+    verbose : int, default=0
+        1 prints a line after the selection and after the final fit.
 """
 
 _DOC_ATTRS = """
@@ -310,19 +327,39 @@ class EERFRegressor(RegressorMixin, _EERFBase):
     The scoring target is ``(y - mean(y)) / max|y - mean(y)|``, which lies in [-1, 1] as the paper
     asks; centring keeps the constant direction (omega near 0) from using up a feature slot.
     Several outputs are scored by the sum of their squared scores.
-""" + _DOC_PARAMS + _DOC_ATTRS)
+""" + _DOC_PARAMS.replace("    random_state", """    normalize_y : bool, default=True
+        Centre and scale each output (:class:`rffkern._data.TargetScaler`) before the ridge fit, so
+        ``alpha`` is in units of the scaled targets; ``coef_``, ``intercept_`` and the predictions
+        are in y's units. False fits y as it is (the paper).
+    random_state""", 1) + _DOC_ATTRS)
+
+    _parameter_constraints = {**_EERFBase._parameter_constraints, "normalize_y": ["boolean"]}
+
+    def __init__(self, n_components=100, *, n_candidates=None, n_subsample=None, kernel="gaussian",
+                 length_scale="auto", alpha=DEFAULT_ALPHAS, alpha_selection="loo", standardize=True,
+                 normalize_y=True, random_state=None, n_jobs=None, verbose=0):
+        super().__init__(n_components, n_candidates=n_candidates, n_subsample=n_subsample, kernel=kernel,
+                         length_scale=length_scale, alpha=alpha, alpha_selection=alpha_selection,
+                         standardize=standardize, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
+        self.normalize_y = normalize_y
 
     def fit(self, X, y):
         """Select the features on a subsample of (X, y), then fit ridge on all of it."""
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
-        Y = y.reshape(X.shape[0], -1).astype(np.float64)
+        scaler = TargetScaler(self.normalize_y).fit(y.reshape(X.shape[0], -1))
+        Y = scaler.transform(y.reshape(X.shape[0], -1))
+        self.y_mean_, self.y_scale_ = scaler.mean_, scaler.scale_
+        self._target_scale = (scaler.scale_, scaler.mean_)
         rng = as_generator(self.random_state)
         Xs = self._prepare(X)
         T = Y - Y.mean(0)
         T /= np.where(np.abs(T).max(0) > 0, np.abs(T).max(0), 1.0)
         self._select(Xs, T, rng)
-        self._fit_ridge(Xs, Y, rng, ravel=y.ndim == 1)
+        try:
+            self._fit_ridge(Xs, Y, rng, ravel=y.ndim == 1)
+        finally:
+            del self._target_scale
         return self
 
     def predict(self, X):
@@ -341,7 +378,8 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
     squared scores of the centred one-vs-rest indicators. The final model is a ridge classifier
     (``solver="ridge"``: closed form from the streamed Gram, as :class:`rffkern.RFFRidgeClassifier`)
     or scikit-learn's ``LogisticRegression`` with ``C = 1 / alpha`` on the M selected features
-    (``solver="logistic"``; this materialises the n x M feature matrix).
+    (``solver="logistic"``; this materialises the n x M feature matrix; a sequence of alphas is
+    searched by ``LogisticRegressionCV``, 3 folds, log-loss).
 """ + _DOC_PARAMS.replace("    random_state", """    solver : {"ridge", "logistic"}, default="ridge"
     random_state""") + _DOC_ATTRS + """    classes_ : ndarray of shape (n_classes,)
 """)
@@ -350,11 +388,11 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
                               "solver": [StrOptions({"ridge", "logistic"})]}
 
     def __init__(self, n_components=100, *, n_candidates=None, n_subsample=None, kernel="gaussian",
-                 length_scale="auto", alpha=1.0, alpha_selection="loo", solver="ridge", standardize=True,
-                 random_state=None, n_jobs=None):
+                 length_scale="auto", alpha=DEFAULT_ALPHAS, alpha_selection="loo", solver="ridge",
+                 standardize=True, random_state=None, n_jobs=None, verbose=0):
         super().__init__(n_components, n_candidates=n_candidates, n_subsample=n_subsample, kernel=kernel,
                          length_scale=length_scale, alpha=alpha, alpha_selection=alpha_selection,
-                         standardize=standardize, random_state=random_state, n_jobs=n_jobs)
+                         standardize=standardize, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.solver = solver
 
     def fit(self, X, y):
@@ -375,17 +413,20 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             self._fit_ridge(Xs, Y, rng, ravel=Y.shape[1] == 1)
         else:
             alphas = as_alpha_list(self.alpha)
-            if len(alphas) > 1:
-                raise ValueError("solver='logistic' takes a single alpha")
             t0 = time.perf_counter()
             Z = self._map().features(Xs)
-            C = 1.0 / alphas[0] if alphas[0] > 0 else 1e12
-            logistic = LogisticRegression(C=C, max_iter=1000).fit(Z, y)
+            Cs = [1.0 / a if a > 0 else 1e12 for a in alphas]
+            if len(alphas) == 1:
+                logistic = LogisticRegression(C=Cs[0], max_iter=1000).fit(Z, y)
+                chosen = alphas[0]
+            else:  # 3-fold stratified cross-validation of the log-loss over the alphas
+                logistic = LogisticRegressionCV(Cs=Cs, cv=3, scoring="neg_log_loss", max_iter=1000).fit(Z, y)
+                chosen = alphas[Cs.index(float(np.atleast_1d(logistic.C_)[0]))]
             coef = logistic.coef_.T.astype(np.float64)
             self.coef_ = coef[:, 0] if coef.shape[1] == 1 else coef
             self.intercept_ = (float(logistic.intercept_[0]) if coef.shape[1] == 1
                                else logistic.intercept_.astype(np.float64))
-            self.alpha_ = alphas[0]
+            self.alpha_ = float(chosen)
             self.selection_errors_ = None
             self.training_time_ = time.perf_counter() - t0
         return self

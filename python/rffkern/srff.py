@@ -13,7 +13,10 @@ fitted on standardised X and centred y by alternating
 
 Both loops stop when the objective stalls (relative change below ``tol`` over ``stall_window``
 iterations) or at their iteration limits. ``lambda`` is chosen on a held-out split from the grid
-``||X.T X||_2 * 10^e``, ``e in {-9.8, -9.6, ..., 0}``.
+``||X.T X||_2 * 10^e``, ``e in {-9.8, -9.6, ..., 0}``, walked as a path from large to small lambda:
+each lambda starts from the previous one's gamma (warm start), the walk starts where ridge on the
+initial features begins to explain the held-out targets (lambdas above that fit a constant), and it
+stops when the held-out error has not improved for ``n_iter_no_change`` lambdas.
 """
 from __future__ import annotations
 
@@ -27,15 +30,17 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import holdout_split, mean_and_scale
-from rffkern._linalg import ridge_solve, simplex_projection, stall
+from rffkern._data import TargetScaler, holdout_split, mean_and_scale
+from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._sampling import knn_distances
 from rffkern._validation import as_generator, resolve_n_threads
 
-__all__ = ["SRFFRegressor", "srff_alpha_grid", "simplex_projection"]
+__all__ = ["SRFFRegressor", "srff_alpha_grid", "simplex_projection", "path_start"]
 
 #: The exponents of the paper's lambda grid (50 values).
 GRID_EXPONENTS = np.round(np.arange(-9.8, 0.0 + 1e-9, 0.2), 10)
+#: ``alpha=None``'s path: every second exponent of the paper's grid (25 values, 0.4 decades apart).
+PATH_EXPONENTS = GRID_EXPONENTS[::2]
 
 
 def median_knn_distance(X, n_neighbors=20, max_samples=2000, rng=None):
@@ -110,17 +115,23 @@ def fista_gamma(X, y, directions, b, a, gamma, radius, *, step_init=100.0, max_i
 
 
 def srff_fit_path(X, y, directions, b, lam, gamma0, *, max_iter=1000, max_inner_iter=100, tol=1e-5,
-                  window=5, step_init=100.0, n_threads=1, verbose=0):
-    """Alternate the ridge step and the gamma step for one lambda; returns (a, gamma, objective history)."""
+                  window=5, step_init=100.0, n_threads=1, verbose=0, gamma_start=None):
+    """Alternate the ridge step and the gamma step for one lambda; returns (a, gamma, objective history).
+
+    The simplex has the size of ``gamma0``; the iterations start from ``gamma_start`` (a warm start,
+    e.g. the previous lambda's gamma on a path) or from ``gamma0``.
+    """
     radius = float(gamma0.sum())
-    gamma = gamma0.copy()
+    gamma = (gamma0 if gamma_start is None else gamma_start).copy()
     hist = []
     a = None
+    start = time.perf_counter()
     for it in range(max_iter):
         a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads)
         hist.append(J)
         if verbose > 1:
-            print(f"[SRFF] lambda={lam:.3g} iter {it}: objective {J:.6g}")
+            print(f"[SRFFRegressor] outer iteration {it + 1}/{max_iter}: lambda {lam:.4g}, objective {J:.6g} "
+                  f"(elapsed {time.perf_counter() - start:.2f} s)", flush=True)
         if stall(hist, window, tol):
             return a, gamma, hist
         gamma, _ = fista_gamma(X, y, directions, b, a, gamma, radius, step_init=step_init,
@@ -130,43 +141,85 @@ def srff_fit_path(X, y, directions, b, lam, gamma0, *, max_iter=1000, max_inner_
     return a, gamma, hist
 
 
+def path_start(Xtr, ytr, Xva, yva, directions, b, gamma0, lambdas, n_threads):
+    """Index (into ``lambdas``, sorted from large to small) where the path starts.
+
+    The held-out MSE of plain ridge on the initial features (gamma = gamma0) for every lambda, from
+    one Gram pass and one eigendecomposition: lambdas so large that this ridge fit is the constant
+    give the same error as the mean, and a path started there would stop early on that flat stretch.
+    The start is one grid step above the first lambda that achieves a tenth of the best improvement
+    over the mean, and at most three steps above the lambda of the least error.
+    """
+    n = Xtr.shape[0]
+    G, Zty = kernels.gram(Xtr, directions, b, ytr, theta=gamma0, scale=1.0, n_threads=n_threads)
+    eig = RidgeEigen(G, Zty.reshape(-1, 1))
+    coefs = np.hstack([eig.coef(n * lam) for lam in lambdas])
+    F = kernels.features(Xva, directions, b, theta=gamma0, scale=1.0, n_threads=n_threads) @ coefs
+    errors = ((F - yva[:, None]) ** 2).mean(0)
+    null = float(np.mean(yva**2))
+    gain = null - errors
+    if not np.isfinite(gain).all() or gain.max() <= 0:
+        return 0
+    first = int(np.nonzero(gain >= 0.1 * gain.max())[0][0])
+    # where the initial features explain little at any lambda (few relevant inputs among many),
+    # the 10 % mark falls on the flat stretch: never start more than 3 steps above ridge's best
+    return max(first - 1, int(np.argmin(errors)) - 3, 0)
+
+
 class SRFFRegressor(RegressorMixin, BaseEstimator):
     """Sparse random Fourier features regression (Gregorová et al. 2018).
 
     Learns a kernel ridge model on ``n_components`` random features together with a relevance
     ``gamma_`` per input feature on the simplex; irrelevant inputs get ``gamma_j = 0``.
 
+    Raw X and y can be passed as they are: X is standardised (``standardize``), y centred and scaled
+    (``normalize_y``), the kernel width follows the data (``length_scale="auto"``) and lambda is
+    chosen on a held-out split along a warm-started path.
+
     Parameters
     ----------
     n_components : int, default=300
         Number of random features D.
     alpha : float, sequence of float or None, default=None
-        The ridge penalty lambda (the solve uses ``n * lambda``). None searches the paper's 50-value
-        grid :func:`srff_alpha_grid`; a sequence is searched on a held-out split.
+        The ridge penalty lambda (the solve uses ``n * lambda``). None searches every second value
+        of the paper's grid :func:`srff_alpha_grid` (25 lambdas, 0.4 decades apart); a sequence is searched the same way: as a path from the
+        largest to the smallest lambda on a held-out split, each lambda warm-started from the
+        previous one's gamma, starting where ridge on the initial features first explains a tenth
+        of what it can of the held-out targets (:func:`path_start`) and stopping after
+        ``n_iter_no_change`` lambdas without a better held-out error.
     length_scale : float or "auto", default="auto"
         sigma: gamma starts at ``1/sigma`` for every feature, so the simplex has size ``d / sigma``.
         "auto" is the paper's rule: the median distance to the 20 nearest neighbours (standardised
         X, subsample of 2000 rows). The reference port's ``sigma = 1`` is ``length_scale=1.0``.
-    max_iter : int, default=1000
-        Limit of alternating (outer) iterations.
-    max_inner_iter : int, default=100
-        Limit of FISTA iterations per gamma step.
-    tol : float, default=1e-5
-        Relative objective change that counts as a stall.
+    max_iter : int, default=30
+        Limit of alternating (outer) iterations per lambda (the paper's reference code: 1000); on
+        the warm-started path the next lambda goes on from where this one stopped.
+    max_inner_iter : int, default=10
+        Limit of FISTA iterations per gamma step (the paper's reference code: 100).
+    tol : float, default=1e-4
+        Relative objective change that counts as a stall (the paper's reference code: 1e-5).
     stall_window : int, default=5
         Iterations over which the stall is measured (both loops).
     step_init : float, default=100.0
-        Initial FISTA step, halved until the quadratic upper bound holds.
+        Initial FISTA step, halved until the quadratic upper bound holds. With ``normalize_y=True``
+        the objective is that of the scaled targets, so this (and ``tol`` and lambda) mean the same
+        whatever the units of y.
+    n_iter_no_change : int, default=4
+        The lambda path stops after this many lambdas without a lower held-out error.
     validation_fraction : float, default=0.2
         Held-out share for choosing lambda (when several are searched). The chosen model is the one
         trained on the rest, as in the paper's protocol, unless ``refit=True``.
     refit : bool, default=False
-        Refit the chosen lambda on all the data.
+        Refit the chosen lambda on all the data (warm-started from the chosen gamma).
     standardize : bool, default=True
-        Standardise X (mean 0, std 1 per feature) before fitting; y is always centred.
+        Standardise X (mean 0, std 1 per feature) before fitting.
+    normalize_y : bool, default=True
+        Centre y and divide it by its standard deviation before fitting (the predictions come back
+        in y's units). ``False`` only centres y, as the paper does.
     random_state : int, Generator, RandomState or None, default=None
     n_jobs : int or None, default=None
     verbose : int, default=0
+        1 prints one line per lambda of the path, 2 also one line per outer iteration.
 
     Attributes
     ----------
@@ -178,18 +231,25 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         The directions ``w_j ~ N(0, I)``, drawn once; the frequencies are ``gamma_[:, None] * weights_``.
     offsets_ : ndarray of shape (n_components,)
     coef_ : ndarray of shape (n_components,)
+        In the units of the scaled targets (``predict`` multiplies by ``y_scale_``).
     intercept_ : float
+        ``y_mean_``.
     alpha_ : float
     length_scale_ : float
         The sigma used.
     alphas_ : ndarray
-        The lambdas searched.
+        The lambdas searched, from the largest to the smallest.
     validation_errors_ : ndarray or None
-        Held-out MSE per lambda.
+        Held-out MSE (in y's units) per lambda of ``alphas_``; NaN for lambdas the path skipped
+        (above its start or after it stopped).
     objective_ : list of float
         Objective after each ridge step of the chosen fit.
     n_iter_ : int
+        Outer iterations of the chosen fit.
+    n_outer_iter_total_ : int
+        Outer iterations summed over the whole path.
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
+    y_mean_, y_scale_ : float
     """
 
     _parameter_constraints = {
@@ -201,17 +261,20 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "stall_window": [IntInterval(1, None, closed="left")],
         "step_init": [Interval(numbers.Real, 0, None, closed="neither")],
+        "n_iter_no_change": [IntInterval(1, None, closed="left")],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "refit": ["boolean"],
         "standardize": ["boolean"],
+        "normalize_y": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components=300, *, alpha=None, length_scale="auto", max_iter=1000,
-                 max_inner_iter=100, tol=1e-5, stall_window=5, step_init=100.0, validation_fraction=0.2, refit=False,
-                 standardize=True, random_state=None, n_jobs=None, verbose=0):
+    def __init__(self, n_components=300, *, alpha=None, length_scale="auto", max_iter=30,
+                 max_inner_iter=10, tol=1e-4, stall_window=5, step_init=100.0, n_iter_no_change=4,
+                 validation_fraction=0.2, refit=False, standardize=True, normalize_y=True, random_state=None,
+                 n_jobs=None, verbose=0):
         self.n_components = n_components
         self.alpha = alpha
         self.length_scale = length_scale
@@ -220,9 +283,11 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self.tol = tol
         self.stall_window = stall_window
         self.step_init = step_init
+        self.n_iter_no_change = n_iter_no_change
         self.validation_fraction = validation_fraction
         self.refit = refit
         self.standardize = standardize
+        self.normalize_y = normalize_y
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -230,24 +295,34 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     def _standardise(self, X):
         return (X - self.x_mean_) / self.x_scale_
 
-    def _fit_one(self, X, y, lam, n_threads):
-        gamma0 = np.full(X.shape[1], 1.0 / self.length_scale_)
-        return srff_fit_path(X, y, self.weights_, self.offsets_, lam, gamma0, max_iter=self.max_iter,
-                             max_inner_iter=self.max_inner_iter, tol=self.tol, window=self.stall_window,
-                             step_init=self.step_init, n_threads=n_threads, verbose=self.verbose)
+    def _gamma0(self, d):
+        return np.full(d, 1.0 / self.length_scale_)
+
+    def _fit_one(self, X, y, lam, n_threads, gamma_start=None):
+        return srff_fit_path(X, y, self.weights_, self.offsets_, lam, self._gamma0(X.shape[1]),
+                             max_iter=self.max_iter, max_inner_iter=self.max_inner_iter, tol=self.tol,
+                             window=self.stall_window, step_init=self.step_init, n_threads=n_threads,
+                             verbose=self.verbose, gamma_start=gamma_start)
+
+    def _scale_targets(self, y):
+        """Fit the target scaler on y; returns the scaled (centred) targets."""
+        if not self.normalize_y:
+            y_centred = y - y.mean()
+            with np.errstate(over="ignore"):
+                y_overflows = not np.isfinite(y_centred @ y_centred)
+            if y_overflows:
+                raise ValueError("y is too large in magnitude: the sum of squares of the centred targets, "
+                                 "on which SRFF's objective and gradient are built, overflows float64; "
+                                 "divide y by its scale first or use normalize_y=True")
+        scaler = TargetScaler(self.normalize_y).fit(y)
+        self.y_mean_, self.y_scale_ = float(scaler.mean_[0]), float(scaler.scale_[0])
+        return scaler.transform(y)
 
     def fit(self, X, y):
         """Fit on X (n_samples, n_features) and y (n_samples,)."""
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         n, d = X.shape
-        y_centred = y - y.mean()
-        with np.errstate(over="ignore"):
-            y_overflows = not np.isfinite(y_centred @ y_centred)
-        if y_overflows:
-            raise ValueError("y is too large in magnitude: the sum of squares of the centred targets, "
-                             "on which SRFF's objective and gradient are built, overflows float64; "
-                             "divide y by its scale first")
         rng = as_generator(self.random_state)
         n_threads = resolve_n_threads(self.n_jobs)
         if self.standardize:
@@ -260,14 +335,15 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self.weights_ = rng.standard_normal((d, self.n_components))
         self.offsets_ = rng.uniform(0.0, 2.0 * np.pi, self.n_components)
         if self.alpha is None:
-            alphas = srff_alpha_grid(Xs)
+            alphas = srff_alpha_grid(Xs, PATH_EXPONENTS)
         else:
             alphas = np.atleast_1d(np.asarray(self.alpha, np.float64))
+        alphas = alphas[np.argsort(-alphas, kind="stable")]
         self.alphas_ = alphas
-        t0 = time.perf_counter()
+        self.n_outer_iter_total_ = 0
         if alphas.size == 1:
-            self.y_mean_ = float(y.mean())
-            a, gamma, hist = self._fit_one(Xs, y - self.y_mean_, float(alphas[0]), n_threads)
+            a, gamma, hist = self._fit_one(Xs, self._scale_targets(y), float(alphas[0]), n_threads)
+            self.n_outer_iter_total_ = len(hist)
             self.validation_errors_ = None
             best = float(alphas[0])
         else:
@@ -276,27 +352,13 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
                 raise ValueError(f"choosing lambda needs a validation split; validation_fraction="
                                  f"{self.validation_fraction} of {n} sample(s) leaves too few")
             tr, va = holdout_split(n, n_val, rng)
-            ymean_tr = float(y[tr].mean())
-            Xtr, ytr, Xva = np.ascontiguousarray(Xs[tr]), y[tr] - ymean_tr, np.ascontiguousarray(Xs[va])
-            errs, fits = [], []
-            for lam in alphas:
-                a, gamma, hist = self._fit_one(Xtr, ytr, float(lam), n_threads)
-                pred = kernels.predict(Xva, self.weights_, self.offsets_, a, theta=gamma, scale=1.0,
-                                       n_threads=n_threads) + ymean_tr
-                errs.append(float(np.mean((pred - y[va]) ** 2)))
-                fits.append((a, gamma, hist))
-                if self.verbose:
-                    print(f"[SRFF] lambda={lam:.4g}: {len(hist)} outer iterations, validation MSE "
-                          f"{errs[-1]:.5g} ({time.perf_counter() - t0:.1f}s)")
-            i = int(np.argmin(errs))
-            best = float(alphas[i])
-            self.validation_errors_ = np.array(errs)
+            ytr = self._scale_targets(y[tr])
+            yva = (y[va] - self.y_mean_) / self.y_scale_
+            Xtr, Xva = np.ascontiguousarray(Xs[tr]), np.ascontiguousarray(Xs[va])
+            a, gamma, hist, best = self._fit_path(Xtr, ytr, Xva, yva, alphas, n_threads)
             if self.refit:
-                self.y_mean_ = float(y.mean())
-                a, gamma, hist = self._fit_one(Xs, y - self.y_mean_, best, n_threads)
-            else:
-                self.y_mean_ = ymean_tr
-                a, gamma, hist = fits[i]
+                a, gamma, hist = self._fit_one(Xs, self._scale_targets(y), best, n_threads, gamma_start=gamma)
+                self.n_outer_iter_total_ += len(hist)
         self.alpha_ = best
         self.coef_, self.gamma_, self.objective_ = a, gamma, hist
         self.intercept_ = self.y_mean_
@@ -305,10 +367,40 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self.feature_importances_ = gamma / total if total > 0 else np.full(d, 1.0 / d)
         return self
 
+    def _fit_path(self, Xtr, ytr, Xva, yva, alphas, n_threads):
+        """The warm-started lambda path on the training split; returns the best (a, gamma, hist, lambda)."""
+        t0 = time.perf_counter()
+        gamma0 = self._gamma0(Xtr.shape[1])
+        start = path_start(Xtr, ytr, Xva, yva, self.weights_, self.offsets_, gamma0, alphas, n_threads)
+        errors = np.full(alphas.size, np.nan)
+        best_err, best_fit, since_best = np.inf, None, 0
+        gamma = None
+        for k in range(start, alphas.size):
+            lam = float(alphas[k])
+            a, gamma, hist = self._fit_one(Xtr, ytr, lam, n_threads, gamma_start=gamma)
+            self.n_outer_iter_total_ += len(hist)
+            pred = kernels.predict(Xva, self.weights_, self.offsets_, a, theta=gamma, scale=1.0,
+                                   n_threads=n_threads)
+            errors[k] = float(np.mean((pred - yva) ** 2))
+            if self.verbose:
+                print(f"[SRFFRegressor] lambda {k + 1}/{alphas.size}: lambda {lam:.4g}, outer iterations "
+                      f"{len(hist)}, validation MSE {errors[k] * self.y_scale_**2:.5g} "
+                      f"(elapsed {time.perf_counter() - t0:.2f} s)", flush=True)
+            if errors[k] < best_err:
+                best_err, best_fit, since_best = errors[k], (a, gamma, hist, lam), 0
+            else:
+                since_best += 1
+                if since_best >= self.n_iter_no_change:
+                    break
+        self.validation_errors_ = errors * self.y_scale_**2
+        self.path_start_ = start
+        return best_fit
+
     def predict(self, X):
         """Predictions for X (n_samples, n_features), computed without storing the features."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         Xs = np.ascontiguousarray(self._standardise(X))
-        return kernels.predict(Xs, self.weights_, self.offsets_, self.coef_, theta=self.gamma_, scale=1.0,
-                               n_threads=resolve_n_threads(self.n_jobs)) + self.intercept_
+        F = kernels.predict(Xs, self.weights_, self.offsets_, self.coef_, theta=self.gamma_, scale=1.0,
+                            n_threads=resolve_n_threads(self.n_jobs))
+        return F * self.y_scale_ + self.y_mean_
