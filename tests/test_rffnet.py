@@ -340,15 +340,35 @@ def test_multiclass_softmax():
 
 
 def test_rffkern_fit_picks_the_task():
+    from rffkern import RFFRidge, RFFRidgeClassifier
+
     X, y, _ = make_jse3(300, random_state=0)
-    assert isinstance(rffkern.fit(X, y, max_iter=2, random_state=0), RFFNetRegressor)
-    assert isinstance(rffkern.fit(X, (y > 0).astype(int), max_iter=2, random_state=0), RFFNetClassifier)
-    assert isinstance(rffkern.fit(X, np.column_stack([y, -y]), max_iter=2, random_state=0), RFFNetRegressor)
-    assert isinstance(rffkern.fit(X, (y > 0).astype(int), task="regression", max_iter=2), RFFNetRegressor)
+    kw = dict(max_iter=2, random_state=0)
+    assert isinstance(rffkern.fit(X, y, **kw), (RFFNetRegressor, RFFRidge))
+    assert isinstance(rffkern.fit(X, (y > 0).astype(int), **kw), (RFFNetClassifier, RFFRidgeClassifier))
+    assert isinstance(rffkern.fit(X, np.column_stack([y, -y]), **kw), (RFFNetRegressor, RFFRidge))
+    model = rffkern.fit(X, (y > 0).astype(int), task="regression", **kw)
+    assert isinstance(model, (RFFNetRegressor, RFFRidge)) and model.selection_report_["reason"] == "task="
     with pytest.raises(ValueError, match="multilabel"):
         rffkern.fit(X, np.column_stack([y > 0, y > 1]).astype(int))
     with pytest.raises(ValueError, match="task"):
         rffkern.fit(X, y, task="ranking")
+
+
+def test_rffkern_fit_keeps_rffnet_only_where_it_validates_better():
+    # gse2 (5 relevant of 100 features): the isotropic ridge explains nothing, RFFNet's relevances
+    # find the support; jse3 (x1 x2 among 10) is a smooth low-dimensional target the tuned ridge fits
+    X, y, support = make_gse2(3000, random_state=0)
+    model = rffkern.fit(X, y, random_state=0)
+    report = model.selection_report_
+    assert report["chosen"] == "rffnet" and isinstance(model, RFFNetRegressor)
+    assert report["validation_scores"]["rffnet"] > report["validation_scores"]["ridge"] + 0.3
+    assert set(np.argsort(-model.feature_importances_)[:5]) == set(support.tolist())
+    X, y, _ = make_jse3(1500, random_state=0)
+    model = rffkern.fit(X, y, random_state=0)
+    scores = model.selection_report_["validation_scores"]
+    assert model.selection_report_["chosen"] == max(scores, key=scores.get)
+    assert sorted(np.argsort(-model.feature_importances_)[:2].tolist()) == [0, 1]
 
 
 @pytest.mark.parametrize("y, task", [

@@ -219,3 +219,25 @@ def test_defaults_beat_the_old_fixed_defaults_on_a_rough_target():
     new = RFFRidge(random_state=0).fit(X[:1000], y[:1000])
     # measured: new 0.84, old -0.10 (R^2 on the held-out third)
     assert new.score(X[1000:], y[1000:]) > 0.75 and old.score(X[1000:], y[1000:]) < 0.2
+
+
+@pytest.mark.parametrize("pair", [False, True])
+def test_feature_importances_are_the_rms_partial_derivatives(pair):
+    # finite differences of the fitted function, on inputs as given (standardize off)
+    X, y = _data(n=200, d=5, seed=3)
+    m = RFFRidge(40, alpha=0.1, pair=pair, random_state=0, **PLAIN).fit(X, y)
+    eps = 1e-6
+    g = np.empty(5)
+    for j in range(5):
+        E = np.zeros(5)
+        E[j] = eps
+        g[j] = np.sqrt(np.mean(((m.predict(X + E) - m.predict(X - E)) / (2 * eps)) ** 2))
+    np.testing.assert_allclose(m.feature_importances_, g / g.max(), rtol=1e-5)
+
+
+def test_feature_importances_find_the_relevant_inputs():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(800, 6))
+    y = np.sin(2 * X[:, 0]) + X[:, 3] ** 2
+    imp = RFFRidge(300, random_state=0).fit(X, y).feature_importances_
+    assert set(np.argsort(-imp)[:2]) == {0, 3} and imp[[1, 2, 4, 5]].max() < 0.2

@@ -116,10 +116,13 @@ def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, res
                        learning_rate):
     """theta to start from, and the (coef, state) to continue with (``init="restarter"`` replaces them).
 
-    "constant" and "regressor" leave ``coef`` and ``state`` as given; "restarter" trains
+    An array is used as the initial theta. "constant", "regressor" and an array leave ``coef`` and
+    ``state`` as given; "restarter" trains
     ``n_restarts`` perturbed copies for ``restart_iter`` epochs each and continues from the one
     with the lowest training loss (its theta, B and optimiser moments).
     """
+    if not isinstance(init, str):  # the caller's initial relevances
+        return np.ascontiguousarray(np.asarray(init, dtype=Xs.dtype)), coef
     theta = constant_init(Xs)
     if init == "regressor":
         theta = lasso_init(Xs, Y - Y.mean(axis=0))

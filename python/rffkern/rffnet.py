@@ -52,7 +52,7 @@ class _BaseRFFNet(BaseEstimator):
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "kernel": [StrOptions(set(KERNELS))],
-        "init": [StrOptions(set(INITS))],
+        "init": [StrOptions(set(INITS)), "array-like"],
         "n_restarts": [Interval(numbers.Integral, 1, None, closed="left")],
         "restart_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "solver": [StrOptions(set(SOLVERS))],
@@ -207,6 +207,8 @@ class _BaseRFFNet(BaseEstimator):
         Xs_val = None if X_val is None else self._standardized(X_val)
         intercept, y_scale = self._target_statistics(Y_train)
         self.intercept_, self.y_scale_ = intercept.astype(dtype), y_scale.astype(dtype)
+        if not isinstance(self.init, str):
+            _check_initial_relevances(self.init, d)
         Y_train = _training_targets(Y_train, self.intercept_, self.y_scale_, dtype)
         Y_val = None if Y_val is None else _training_targets(Y_val, self.intercept_, self.y_scale_, dtype)
 
@@ -284,8 +286,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Penalty ``lambda`` on ``||B||^2``, applied as a proximal step after each update.
     kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
         Spectral density the frequencies ``W`` are drawn from (for unit relevances).
-    init : {"constant", "regressor", "restarter"}, default="constant"
-        Initial relevances: ``(max - min) / d`` per feature of the (standardized) training data;
+    init : {"constant", "regressor", "restarter"} or array-like of shape (n_features,), default="constant"
+        Initial relevances: an array of them (e.g. ``1 / length_scale`` of a tuned isotropic kernel,
+        as :func:`rffkern.fit` does); ``(max - min) / d`` per feature of the (standardized) training data;
         Lasso coefficients (LassoCV, 3 folds); or the best of ``n_restarts`` draws
         ``N(constant, I/d)`` each trained ``restart_iter`` epochs (training continues from the
         winner).
@@ -615,6 +618,13 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         F = self._decision_outputs(X)
         idx = (F[:, 0] > 0).astype(int) if F.shape[1] == 1 else F.argmax(axis=1)
         return self.classes_[idx]
+
+
+def _check_initial_relevances(init, d):
+    theta = np.asarray(init)
+    if theta.dtype.kind not in "iuf" or theta.shape != (d,) or not np.isfinite(theta).all():
+        raise ValueError(f"init as an array must hold {d} finite initial relevances (one per feature), "
+                         f"got shape {theta.shape} and dtype {theta.dtype}")
 
 
 def _training_targets(Y, intercept, scale, dtype):
