@@ -38,7 +38,7 @@ from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda"]
 
-#: ``alpha``'s default: the lambdas (``(S.T S + lambda N I) beta = S.T y``) searched by GCV.
+#: A list of lambdas (``(S.T S + lambda N I) beta = S.T y``) searched by GCV.
 DEFAULT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 0, 9))
 
 
@@ -127,7 +127,7 @@ class _AdaptiveRFFBase(BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components=256, *, n_iter=100, step="auto", gamma=None, alpha=DEFAULT_ALPHAS,
+    def __init__(self, n_components=256, *, n_iter=100, step="auto", gamma=None, alpha=1e-3,
                  adaptive_covariance=True, burn_in=0.1, omega_max=None, resample=False,
                  resample_threshold=0.5, init_scale="auto", keep_frequency_history=0, random_state=None,
                  n_jobs=None, verbose=0):
@@ -248,11 +248,13 @@ _DOC = """
         validation data as the paper does.
     gamma : float or None, default=None
         Exponent of the acceptance ratio; None gives ``3 d - 2``.
-    alpha : float or sequence of float, default=DEFAULT_ALPHAS
-        lambda in ``(S.T S + lambda N I) beta = S.T y``. A sequence (the default: 1e-8 to 1, one
-        per decade) is searched by generalised cross-validation from the least-squares Gram (one
+    alpha : float or sequence of float, default=1e-3
+        lambda in ``(S.T S + lambda N I) beta = S.T y``. A sequence (e.g. ``DEFAULT_ALPHAS``, 1e-8
+        to 1) is searched by generalised cross-validation from the least-squares Gram (one
         eigendecomposition for all of them): once at the initial frequencies, for the Metropolis
-        iterations, and once at the final frequencies, for the returned amplitudes.
+        iterations, and once at the final frequencies, for the returned amplitudes. Not the
+        default: on cal_housing (3000 training rows) GCV chose 1e-7 and the test RMSE/sd was 3.10
+        (training 0.43) against 0.52 with 1e-3; the sampled frequencies extrapolate badly.
     adaptive_covariance : bool, default=True
         Algorithm 2: after the burn-in, propose from ``N(0, C)`` with ``C`` the covariance of all
         frequencies seen so far (Algorithm 1 when False).
@@ -312,7 +314,7 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
 
     _parameter_constraints = {**_AdaptiveRFFBase._parameter_constraints, "normalize_y": ["boolean"]}
 
-    def __init__(self, n_components=256, *, n_iter=100, step="auto", gamma=None, alpha=DEFAULT_ALPHAS,
+    def __init__(self, n_components=256, *, n_iter=100, step="auto", gamma=None, alpha=1e-3,
                  adaptive_covariance=True, burn_in=0.1, omega_max=None, resample=False,
                  resample_threshold=0.5, init_scale="auto", keep_frequency_history=0, normalize_y=True,
                  random_state=None, n_jobs=None, verbose=0):
