@@ -384,7 +384,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
             errors[k] = float(np.mean((pred - yva) ** 2))
             if self.verbose:
                 print(f"[SRFFRegressor] lambda {k + 1}/{alphas.size}: lambda {lam:.4g}, outer iterations "
-                      f"{len(hist)}, validation MSE {errors[k] * self.y_scale_**2:.5g} "
+                      f"{len(hist)}, validation MSE {errors[k] * np.float64(self.y_scale_) ** 2:.5g} "
                       f"(elapsed {time.perf_counter() - t0:.2f} s)", flush=True)
             if errors[k] < best_err:
                 best_err, best_fit, since_best = errors[k], (a, gamma, hist, lam), 0
@@ -392,7 +392,8 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
                 since_best += 1
                 if since_best >= self.n_iter_no_change:
                     break
-        self.validation_errors_ = errors * self.y_scale_**2
+        with np.errstate(over="ignore"):  # y near 1e300: the MSE in its units is inf, the choice is not
+            self.validation_errors_ = errors * np.float64(self.y_scale_) ** 2
         self.path_start_ = start
         return best_fit
 
