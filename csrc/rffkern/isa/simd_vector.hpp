@@ -30,6 +30,25 @@ constexpr int kVecBytes = 16;
 typedef double vdouble __attribute__((vector_size(kVecBytes)));
 typedef float vfloat __attribute__((vector_size(kVecBytes)));
 
+// The vector type of T, its lane count and the integer vector of the same lane width (for
+// shuffles and sign masks).
+template <class T>
+struct VecTraits;
+template <>
+struct VecTraits<float> {
+    typedef vfloat V;
+    typedef std::int32_t IntLane;
+    typedef IntLane IntV __attribute__((vector_size(kVecBytes)));
+    static constexpr int L = kVecBytes / 4;
+};
+template <>
+struct VecTraits<double> {
+    typedef vdouble V;
+    typedef std::int64_t IntLane;
+    typedef IntLane IntV __attribute__((vector_size(kVecBytes)));
+    static constexpr int L = kVecBytes / 8;
+};
+
 template <class V, class T>
 inline V loadu(const T* p) {
     V v;
