@@ -130,8 +130,9 @@ inline void require_disjoint(std::initializer_list<ArgSpan> written, std::initia
         return a.begin != a.end && b.begin != b.end && a.begin < b.end && b.begin < a.end;
     };
     auto refuse = [](const ArgSpan& a, const ArgSpan& b) {
-        throw std::invalid_argument(std::string(a.name) + " overlaps " + b.name + " in memory; the kernel writes " +
-                                    a.name + " while it uses " + b.name + ", so pass separate arrays");
+        throw std::invalid_argument(std::string(a.name) + " overlaps " + b.name +
+                                    " in memory; the kernel writes " + a.name + " while it uses " +
+                                    b.name + ", so pass separate arrays");
     };
     for (auto w = written.begin(); w != written.end(); ++w) {
         for (auto v = w + 1; v != written.end(); ++v)

@@ -220,8 +220,10 @@ inline T dot_nr(const T* a, const T* b) {
 
 // out[c * m + o] += sum_row panel[row][c] * y[row * m + o] for the kNR columns c of a panel
 // (rows x kNR, row-major) and every output o: lane-wise sums in row order, then added per entry.
+// Always inlined: as a call it tipped GCC's growth limits and gram stopped inlining micro_kernel.
 template <class T>
-__attribute__((always_inline)) inline void add_panel_t_times(const T* panel, const T* y, std::size_t rows, std::size_t m, T* out) {
+__attribute__((always_inline)) inline void add_panel_t_times(const T* panel, const T* y, std::size_t rows,
+                                                             std::size_t m, T* out) {
     using V = typename VecTraits<T>::V;
     constexpr int L = VecTraits<T>::L, NR = kNR<T>;
     for (std::size_t o = 0; o < m; ++o) {

@@ -195,9 +195,9 @@ inline bool all_lanes(IV m) {
 #endif
 }
 
-// a * b + c with one rounding. The reduction below depends on it (x - q*c1 must be exact), so it
-// is spelled out rather than left to -ffp-contract, which GCC only applies from -O2 (the -O1
-// sanitizer build got cos wrong near multiples of pi/2 by 1e-4 without it).
+// a * b + c and c - a * b with one rounding. The reduction below depends on it (x - q*c1 must be
+// exact), so it is spelled out rather than left to -ffp-contract, which GCC only applies from -O2
+// (the -O1 sanitizer build got cos wrong near multiples of pi/2 by 1e-4 without it).
 #if defined(__AVX512F__)
 inline vfloat mul_add(vfloat a, vfloat b, vfloat c) {
     return (vfloat)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
@@ -205,12 +205,24 @@ inline vfloat mul_add(vfloat a, vfloat b, vfloat c) {
 inline vdouble mul_add(vdouble a, vdouble b, vdouble c) {
     return (vdouble)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
 }
+inline vfloat neg_mul_add(vfloat a, vfloat b, vfloat c) {
+    return (vfloat)_mm512_fnmadd_ps((__m512)a, (__m512)b, (__m512)c);
+}
+inline vdouble neg_mul_add(vdouble a, vdouble b, vdouble c) {
+    return (vdouble)_mm512_fnmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+}
 #else
 inline vfloat mul_add(vfloat a, vfloat b, vfloat c) {
     return (vfloat)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 }
 inline vdouble mul_add(vdouble a, vdouble b, vdouble c) {
     return (vdouble)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+}
+inline vfloat neg_mul_add(vfloat a, vfloat b, vfloat c) {
+    return (vfloat)_mm256_fnmadd_ps((__m256)a, (__m256)b, (__m256)c);
+}
+inline vdouble neg_mul_add(vdouble a, vdouble b, vdouble c) {
+    return (vdouble)_mm256_fnmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
 }
 #endif
 #endif
@@ -224,9 +236,9 @@ inline void vsincos(V x, V& s, V& c) {
     if (__builtin_expect(all_lanes((x <= K::limit) & (x >= -K::limit)), 1)) {  // false for NaN
         const V t = mul_add(x, V{} + K::two_over_pi, V{} + K::shifter);
         const V q = t - K::shifter;  // nearest integer to x*2/pi; its low bits are those of t
-        V r = mul_add(-q, V{} + K::c1, x);
-        r = mul_add(-q, V{} + K::c2, r);
-        r = mul_add(-q, V{} + K::c3, r);
+        V r = neg_mul_add(q, V{} + K::c1, x);
+        r = neg_mul_add(q, V{} + K::c2, r);
+        r = neg_mul_add(q, V{} + K::c3, r);
         V ps, pc;
         sincos_poly(r, ps, pc, T(0));
         const IV qi = (IV)t;
