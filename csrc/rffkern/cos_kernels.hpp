@@ -2,16 +2,19 @@
 //
 // With U = (X o theta) W + b and Z = scale * cos(U) (or the pair form [cos U, sin U]), every kernel
 // computes U tile by tile in registers and never stores an n x s temporary.
-// All arrays are C-contiguous (row-major); every kernel takes an explicit thread count.
+// All arrays are C-contiguous (row-major); every kernel takes an explicit thread count (clamped to
+// the processors available; results are bitwise the same for any count).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
+#include "rffkern/optim.hpp"
+
 namespace rffkern {
 
-// A view of one random cosine feature map; it owns nothing.
+// A view of one random Fourier feature map (RandomFourierFeatures in Python); it owns nothing.
 template <class T>
-struct CosMap {
+struct FourierFeatureMap {
     const T* weights = nullptr;  // d x s, row-major
     const T* offsets = nullptr;  // s, or nullptr for zero offsets
     const T* theta = nullptr;    // d ARD scales, or nullptr for all ones
@@ -26,19 +29,20 @@ enum class Loss : int { squared = 0, logistic = 1, softmax = 2 };
 
 // Z (n x n_out) = scale * cos(U), [cos U, sin U] in the pair form.
 template <class T>
-void fused_cos_features(const T* X, std::size_t n, const CosMap<T>& map, T* Z, int n_threads);
+void fused_cos_features(const T* X, std::size_t n, const FourierFeatureMap<T>& map, T* Z,
+                        int n_threads);
 
 // F (n x m) = Z coef, coef of shape n_out x m; memory O(tile).
 template <class T>
-void fused_cos_predict(const T* X, std::size_t n, const CosMap<T>& map, const T* coef,
+void fused_cos_predict(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* coef,
                        std::size_t m, T* F, int n_threads);
 
 // G = Z^T Z (n_out x n_out) and, if Y is given, ZtY = Z^T Y (n_out x m), streamed over row blocks.
 // Each entry is summed in the same order whatever n_threads is (bitwise reproducible).
 // With accumulate = true the results are added to G and ZtY (streaming over chunks).
 template <class T>
-void streamed_gram(const T* X, std::size_t n, const CosMap<T>& map, const T* Y, std::size_t m,
-                   T* G, T* ZtY, bool accumulate, int n_threads);
+void streamed_gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y,
+                   std::size_t m, T* G, T* ZtY, bool accumulate, int n_threads);
 
 // Loss L = (1/n) sum_i l(y_i, f_i) with f = Z coef, and its gradients dL/dcoef (n_out x m) and
 // dL/dtheta (d; skipped when grad_theta is nullptr). Losses, per sample:
@@ -47,36 +51,49 @@ void streamed_gram(const T* X, std::size_t n, const CosMap<T>& map, const T* Y, 
 //   softmax   l = -sum_o y_o log softmax(f)_o                  (y one-hot or probabilities)
 // Bitwise reproducible for any n_threads.
 template <class T>
-T loss_and_grad(const T* X, const T* Y, std::size_t n, const CosMap<T>& map, const T* coef,
-                std::size_t m, Loss loss, T* grad_coef, T* grad_theta, int n_threads);
+T loss_and_grad(const T* X, const T* Y, std::size_t n, const FourierFeatureMap<T>& map,
+                const T* coef, std::size_t m, Loss loss, T* grad_coef, T* grad_theta, int n_threads);
+
+// The data of one epoch: the mini-batches are consecutive chunks of `order` (row indices into
+// X and Y) of batch_size rows, the last one possibly smaller.
+template <class T>
+struct EpochBatches {
+    const T* X = nullptr;                 // n x d
+    const T* Y = nullptr;                 // n x m targets
+    std::size_t n = 0;
+    const std::int64_t* order = nullptr;  // n_order indices in [0, n)
+    std::size_t n_order = 0;
+    std::size_t batch_size = 1;
+};
+
+// What an epoch trains, updated in place: the readout coef (s x m), the ARD scales theta (d), their
+// Adam moments and Adam's step counter (incremented once per batch).
+template <class T>
+struct TrainableState {
+    T* coef = nullptr;
+    std::size_t m = 0;  // outputs: the columns of coef and Y
+    T* theta = nullptr;
+    T *m_coef = nullptr, *v_coef = nullptr;    // Adam's moments of coef (s x m); unused by SGD
+    T *m_theta = nullptr, *v_theta = nullptr;  // and of theta (d)
+    std::int64_t step = 0;
+};
 
 // Optimiser settings shared by one epoch of mini-batch steps.
 template <class T>
 struct StepConfig {
-    bool adam = true;            // false: plain SGD
-    T learning_rate = T(1e-3);
-    T beta1 = T(0.9), beta2 = T(0.999), eps = T(1e-8);
+    bool adam = true;            // false: plain SGD (reads only rate.learning_rate)
+    AdamSettings<T> rate;
     T l2_coef = 0;               // prox of l2 * ||coef||^2 after each step: coef /= (1 + 2 l2 lr)
     T l1_theta = 0;              // prox of l1 * ||theta||_1: soft-threshold by l1 * lr
     bool update_coef = true;
     bool update_theta = true;
 };
 
-// One pass of mini-batch steps: batches are consecutive chunks of `order` (row indices into X/Y)
-// of size batch_size (the last may be smaller). theta, coef and the Adam moments are updated in
-// place; `step` is the Adam step counter (incremented per batch). Returns the mean batch loss.
+// One pass of mini-batch steps over `data` with the cos-only map (map.pair must be false).
+// map.theta is not read: the map's scales are state.theta, trained in place (map.theta must be
+// null or equal to it). Returns the mean of the batch losses, each taken before its step.
 template <class T>
-T train_epoch(const T* X, const T* Y, std::size_t n, const std::int64_t* order, std::size_t n_order,
-              std::size_t batch_size, const T* weights, const T* offsets, T* theta, std::size_t d,
-              std::size_t s, T scale, T* coef, std::size_t m, Loss loss, const StepConfig<T>& cfg,
-              T* m_coef, T* v_coef, T* m_theta, T* v_theta, std::int64_t* step, int n_threads);
-
-// Which instruction set the dispatcher chose ("avx512", "avx2" or "baseline").
-const char* active_isa();
-// Whether vector cos/sin come from libmvec.
-bool have_libmvec();
-// Force an instruction set ("auto", "avx512", "avx2", "baseline"); for tests and benchmarks.
-// Throws std::invalid_argument if the CPU lacks it.
-void set_isa(const char* name);
+T train_epoch(const EpochBatches<T>& data, const FourierFeatureMap<T>& map, Loss loss,
+              const StepConfig<T>& cfg, TrainableState<T>& state, int n_threads);
 
 }  // namespace rffkern

@@ -15,52 +15,54 @@
 namespace rffkern {
 namespace {
 constexpr std::size_t kParallelMin = 1 << 15;  // below this a parallel region costs more than it saves
+
+// update(i0, count) on fixed chunks of [0, len): the elementwise result does not depend on the split.
+template <class Update>
+void update_in_chunks(std::size_t len, int n_threads, const Update& update) {
+    if (len < kParallelMin || n_threads == 1) {
+        update(std::size_t(0), len);
+        return;
+    }
+    const std::ptrdiff_t nchunks = std::ptrdiff_t(ceil_div(len, kParallelMin));
+#if defined(RFFKERN_HAVE_OPENMP)
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+#endif
+    for (std::ptrdiff_t k = 0; k < nchunks; ++k) {
+        const std::size_t i0 = std::size_t(k) * kParallelMin;
+        update(i0, std::min(kParallelMin, len - i0));
+    }
+}
 }  // namespace
 
 template <class T>
-void adam_prox_step(T* param, const T* grad, T* m, T* v, std::size_t len, std::int64_t step, T lr,
-                    T beta1, T beta2, T eps, T l2, T l1, int n_threads) {
-    checked_threads(n_threads);
+void adam_prox_step(T* param, const T* grad, T* m, T* v, std::size_t len, std::int64_t step,
+                    const AdamSettings<T>& adam, const ProxPenalty<T>& penalty, int n_threads) {
+    n_threads = checked_threads(n_threads);
     if (step < 1) throw std::invalid_argument("step must be >= 1 (Adam's bias correction)");
-    const auto c = optim_generic::step_coeffs(lr, beta1, beta2, eps, step, l2, l1);
-    if (len < kParallelMin || n_threads == 1) {
-        optim_generic::adam_prox_apply(param, grad, m, v, len, c);
-        return;
-    }
-    // fixed chunks: the elementwise result does not depend on the split
-    const std::ptrdiff_t nchunks = std::ptrdiff_t(ceil_div(len, kParallelMin));
-#if defined(RFFKERN_HAVE_OPENMP)
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-#endif
-    for (std::ptrdiff_t k = 0; k < nchunks; ++k) {
-        const std::size_t i0 = std::size_t(k) * kParallelMin, n = std::min(kParallelMin, len - i0);
-        optim_generic::adam_prox_apply(param + i0, grad + i0, m + i0, v + i0, n, c);
-    }
+    const auto c = optim_generic::step_coeffs(adam, step, penalty);
+    update_in_chunks(len, n_threads, [&](std::size_t i0, std::size_t count) {
+        optim_generic::adam_prox_apply(param + i0, grad + i0, m + i0, v + i0, count, c);
+    });
 }
 
 template <class T>
-void sgd_prox_step(T* param, const T* grad, std::size_t len, T lr, T l2, T l1, int n_threads) {
-    checked_threads(n_threads);
-    const auto c = optim_generic::step_coeffs(lr, T(0), T(0), T(0), 0, l2, l1);
-    if (len < kParallelMin || n_threads == 1) {
-        optim_generic::sgd_prox_apply(param, grad, len, c);
-        return;
-    }
-    const std::ptrdiff_t nchunks = std::ptrdiff_t(ceil_div(len, kParallelMin));
-#if defined(RFFKERN_HAVE_OPENMP)
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-#endif
-    for (std::ptrdiff_t k = 0; k < nchunks; ++k) {
-        const std::size_t i0 = std::size_t(k) * kParallelMin, n = std::min(kParallelMin, len - i0);
-        optim_generic::sgd_prox_apply(param + i0, grad + i0, n, c);
-    }
+void sgd_prox_step(T* param, const T* grad, std::size_t len, T learning_rate,
+                   const ProxPenalty<T>& penalty, int n_threads) {
+    n_threads = checked_threads(n_threads);
+    AdamSettings<T> rate;
+    rate.learning_rate = learning_rate;
+    const auto c = optim_generic::step_coeffs(rate, 0, penalty);
+    update_in_chunks(len, n_threads, [&](std::size_t i0, std::size_t count) {
+        optim_generic::sgd_prox_apply(param + i0, grad + i0, count, c);
+    });
 }
 
-template void adam_prox_step<float>(float*, const float*, float*, float*, std::size_t, std::int64_t,
-                                    float, float, float, float, float, float, int);
-template void adam_prox_step<double>(double*, const double*, double*, double*, std::size_t,
-                                     std::int64_t, double, double, double, double, double, double, int);
-template void sgd_prox_step<float>(float*, const float*, std::size_t, float, float, float, int);
-template void sgd_prox_step<double>(double*, const double*, std::size_t, double, double, double, int);
+#define RFFKERN_INSTANTIATE(T)                                                                      \
+    template void adam_prox_step<T>(T*, const T*, T*, T*, std::size_t, std::int64_t,              \
+                                    const AdamSettings<T>&, const ProxPenalty<T>&, int);           \
+    template void sgd_prox_step<T>(T*, const T*, std::size_t, T, const ProxPenalty<T>&, int);
+RFFKERN_INSTANTIATE(float)
+RFFKERN_INSTANTIATE(double)
+#undef RFFKERN_INSTANTIATE
 
 }  // namespace rffkern

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rffkern/optim.hpp"
+
 #ifndef RFFKERN_OPTIM_NS
 #error "define RFFKERN_OPTIM_NS before including optim_kernels.hpp"
 #endif
@@ -22,19 +24,21 @@ struct StepCoeffs {
     T shrink, thresh;         // prox of l2 ||p||^2: p / (1 + 2 l2 lr); of l1 ||p||_1: threshold l1 lr
 };
 
+// step < 1 leaves the bias corrections at 1 (SGD has none).
 template <class T>
-inline StepCoeffs<T> step_coeffs(T lr, T beta1, T beta2, T eps, std::int64_t step, T l2, T l1) {
+inline StepCoeffs<T> step_coeffs(const AdamSettings<T>& adam, std::int64_t step,
+                                 const ProxPenalty<T>& penalty) {
     StepCoeffs<T> c;
-    c.lr = lr;
-    c.beta1 = beta1;
-    c.beta2 = beta2;
-    c.eps = eps;
+    c.lr = adam.learning_rate;
+    c.beta1 = adam.beta1;
+    c.beta2 = adam.beta2;
+    c.eps = adam.eps;
     if (step >= 1) {
-        c.bc1 = T(1) - std::pow(beta1, T(step));
-        c.bc2 = T(1) - std::pow(beta2, T(step));
+        c.bc1 = T(1) - std::pow(adam.beta1, T(step));
+        c.bc2 = T(1) - std::pow(adam.beta2, T(step));
     }
-    c.shrink = T(1) / (T(1) + T(2) * l2 * lr);
-    c.thresh = l1 * lr;
+    c.shrink = T(1) / (T(1) + T(2) * penalty.l2 * adam.learning_rate);
+    c.thresh = penalty.l1 * adam.learning_rate;
     return c;
 }
 
@@ -69,6 +73,14 @@ inline void sgd_prox_apply(T* __restrict param, const T* __restrict grad, std::s
 #pragma omp simd
 #endif
     for (std::size_t i = 0; i < len; ++i) param[i] = prox(param[i] - c.lr * grad[i], c.shrink, c.thresh);
+}
+
+// One optimiser step on elements [0, len) of a parameter block; mom/var are unused by SGD.
+template <class T>
+inline void optimizer_update(T* param, const T* grad, T* mom, T* var, std::size_t len, bool adam,
+                             const StepCoeffs<T>& c) {
+    if (adam) adam_prox_apply(param, grad, mom, var, len, c);
+    else sgd_prox_apply(param, grad, len, c);
 }
 
 }  // namespace RFFKERN_OPTIM_NS

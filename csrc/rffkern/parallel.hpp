@@ -1,11 +1,13 @@
-// Small shared pieces of the core: thread ids, aligned scratch buffers, integer helpers.
+// Small shared pieces of the core: thread counts and ids, aligned scratch buffers, integer helpers.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #if defined(RFFKERN_HAVE_OPENMP)
 #include <omp.h>
 #endif
@@ -20,9 +22,31 @@ inline int thread_id() {
 #endif
 }
 
-inline int checked_threads(int n_threads) {
+// Processors this process may run on (its affinity mask under OpenMP).
+inline int num_procs() {
+#if defined(RFFKERN_HAVE_OPENMP)
+    return omp_get_num_procs();
+#else
+    return std::max(1, int(std::thread::hardware_concurrency()));
+#endif
+}
+
+// The team size OpenMP would use by default: follows OMP_NUM_THREADS and omp_set_num_threads
+// (so threadpoolctl's limits); 1 without OpenMP.
+inline int max_threads() {
+#if defined(RFFKERN_HAVE_OPENMP)
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// The thread count every core entry point runs with. More threads than processors only adds
+// barrier latency (results are the same for any count), and a huge request would make libgomp fail
+// to create threads (abort or crash) and size per-thread scratch for threads that never run.
+[[nodiscard]] inline int checked_threads(int n_threads) {
     if (n_threads < 1) throw std::invalid_argument("n_threads must be >= 1, got " + std::to_string(n_threads));
-    return n_threads;
+    return std::min(n_threads, std::max(1, num_procs()));
 }
 
 constexpr std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }

@@ -1,41 +1,15 @@
-// Run-time dispatch of the structured kernels (FWHT, Fastfood, SORF) to the instruction set that
-// rffkern::active_isa() reports, plus the argument checks shared by every caller.
+// The public entry points of the structured kernels (FWHT, Fastfood, SORF): the argument checks
+// shared by every caller, the thread clamp, then the build of the active instruction set.
 #include "rffkern/structured.hpp"
 
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "rffkern/cos_kernels.hpp"
+#include "rffkern/isa/kernel_tables.hpp"
 #include "rffkern/parallel.hpp"
 
-#define RFFKERN_DECLARE_STRUCTURED_ISA(NS)                                                  \
-    namespace NS {                                                                         \
-    template <class T>                                                                     \
-    void fwht_rows(const T*, T*, std::size_t, std::size_t, bool, int);                    \
-    template <class T>                                                                     \
-    void fastfood(const T*, std::size_t, const FastfoodMap<T>&, T*, int);                  \
-    template <class T>                                                                     \
-    void sorf(const T*, std::size_t, const SorfMap<T>&, T*, int);                          \
-    }
-
 namespace rffkern {
-RFFKERN_DECLARE_STRUCTURED_ISA(isa_baseline)
-#if defined(RFFKERN_X86)
-RFFKERN_DECLARE_STRUCTURED_ISA(isa_avx2)
-RFFKERN_DECLARE_STRUCTURED_ISA(isa_avx512)
-#endif
-
 namespace {
-
-enum class StructuredIsa { baseline, avx2, avx512 };
-
-StructuredIsa current() {
-    const char* name = active_isa();
-    if (std::strcmp(name, "avx512") == 0) return StructuredIsa::avx512;
-    if (std::strcmp(name, "avx2") == 0) return StructuredIsa::avx2;
-    return StructuredIsa::baseline;
-}
 
 bool is_power_of_two(std::size_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
@@ -59,27 +33,16 @@ void check_block(std::size_t d, std::size_t p, std::size_t n_blocks, std::size_t
 
 }  // namespace
 
-#if defined(RFFKERN_X86)
-#define RFFKERN_STRUCTURED_DISPATCH(FN, ...)                                   \
-    switch (current()) {                                                       \
-        case StructuredIsa::avx512: return isa_avx512::FN<T>(__VA_ARGS__);    \
-        case StructuredIsa::avx2: return isa_avx2::FN<T>(__VA_ARGS__);        \
-        default: return isa_baseline::FN<T>(__VA_ARGS__);                     \
-    }
-#else
-#define RFFKERN_STRUCTURED_DISPATCH(FN, ...) return isa_baseline::FN<T>(__VA_ARGS__);
-#endif
-
 template <class T>
 void fwht_inplace(T* X, std::size_t n, std::size_t len, bool normalized, int n_threads) {
-    checked_threads(n_threads);
+    n_threads = checked_threads(n_threads);
     check_length(len);
-    RFFKERN_STRUCTURED_DISPATCH(fwht_rows, X, X, n, len, normalized, n_threads)
+    active_structured_kernels<T>().fwht_rows(X, X, n, len, normalized, n_threads);
 }
 
 template <class T>
 void fwht(const T* X, std::size_t n, std::size_t len, T* Y, bool normalized, int n_threads) {
-    checked_threads(n_threads);
+    n_threads = checked_threads(n_threads);
     check_length(len);
     if (n > 0 && X != Y) {
         const char* a = reinterpret_cast<const char*>(X);
@@ -88,27 +51,27 @@ void fwht(const T* X, std::size_t n, std::size_t len, T* Y, bool normalized, int
         if (a < b + bytes && b < a + bytes)
             throw std::invalid_argument("fwht: input and output overlap; use fwht_inplace");
     }
-    RFFKERN_STRUCTURED_DISPATCH(fwht_rows, X, Y, n, len, normalized, n_threads)
+    active_structured_kernels<T>().fwht_rows(X, Y, n, len, normalized, n_threads);
 }
 
 template <class T>
 void fastfood_features(const T* X, std::size_t n, const FastfoodMap<T>& map, T* Z, int n_threads) {
-    checked_threads(n_threads);
+    n_threads = checked_threads(n_threads);
     check_block(map.d, map.p, map.n_blocks, map.s);
     if (map.s > 0 && !(map.signs && map.perm && map.gaussian && map.scaling))
         throw std::invalid_argument("fastfood_features: a block array is null");
     for (std::size_t i = 0; i < map.n_blocks * map.p; ++i)
         if (map.perm[i] < 0 || std::size_t(map.perm[i]) >= map.p)
             throw std::invalid_argument("fastfood_features: permutation index out of range [0, p)");
-    RFFKERN_STRUCTURED_DISPATCH(fastfood, X, n, map, Z, n_threads)
+    active_structured_kernels<T>().fastfood(X, n, map, Z, n_threads);
 }
 
 template <class T>
 void sorf_features(const T* X, std::size_t n, const SorfMap<T>& map, T* Z, int n_threads) {
-    checked_threads(n_threads);
+    n_threads = checked_threads(n_threads);
     check_block(map.d, map.p, map.n_blocks, map.s);
     if (map.s > 0 && !map.diagonals) throw std::invalid_argument("sorf_features: diagonals is null");
-    RFFKERN_STRUCTURED_DISPATCH(sorf, X, n, map, Z, n_threads)
+    active_structured_kernels<T>().sorf(X, n, map, Z, n_threads);
 }
 
 #define RFFKERN_INSTANTIATE_STRUCTURED(T)                                                        \
@@ -118,5 +81,6 @@ void sorf_features(const T* X, std::size_t n, const SorfMap<T>& map, T* Z, int n
     template void sorf_features<T>(const T*, std::size_t, const SorfMap<T>&, T*, int);
 RFFKERN_INSTANTIATE_STRUCTURED(float)
 RFFKERN_INSTANTIATE_STRUCTURED(double)
+#undef RFFKERN_INSTANTIATE_STRUCTURED
 
 }  // namespace rffkern

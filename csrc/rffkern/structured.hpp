@@ -64,7 +64,7 @@ struct SorfMap {
 template <class T>
 void sorf_features(const T* X, std::size_t n, const SorfMap<T>& map, T* Z, int n_threads);
 
-// The instruction set is the one rffkern::active_isa() reports (rffkern::set_isa switches both
-// the cosine kernels and these).
+// The instruction set is the one rffkern::active_isa() reports (isa_dispatch.hpp; set_isa
+// switches the cosine kernels and these together).
 
 }  // namespace rffkern

@@ -30,6 +30,25 @@ constexpr int kVecBytes = 16;
 typedef double vdouble __attribute__((vector_size(kVecBytes)));
 typedef float vfloat __attribute__((vector_size(kVecBytes)));
 
+// The vector type of T, its lane count and the integer vector of the same lane width (for
+// shuffles and sign masks).
+template <class T>
+struct VecTraits;
+template <>
+struct VecTraits<float> {
+    typedef vfloat V;
+    typedef std::int32_t IntLane;
+    typedef IntLane IntV __attribute__((vector_size(kVecBytes)));
+    static constexpr int L = kVecBytes / 4;
+};
+template <>
+struct VecTraits<double> {
+    typedef vdouble V;
+    typedef std::int64_t IntLane;
+    typedef IntLane IntV __attribute__((vector_size(kVecBytes)));
+    static constexpr int L = kVecBytes / 8;
+};
+
 template <class V, class T>
 inline V loadu(const T* p) {
     V v;
@@ -175,6 +194,37 @@ inline bool all_lanes(IV m) {
     return _mm256_testc_si256(v, _mm256_set1_epi64x(-1)) != 0;
 #endif
 }
+
+// a * b + c and c - a * b with one rounding. The reduction below depends on it (x - q*c1 must be
+// exact), so it is spelled out rather than left to -ffp-contract, which GCC only applies from -O2
+// (the -O1 sanitizer build got cos wrong near multiples of pi/2 by 1e-4 without it).
+#if defined(__AVX512F__)
+inline vfloat mul_add(vfloat a, vfloat b, vfloat c) {
+    return (vfloat)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+}
+inline vdouble mul_add(vdouble a, vdouble b, vdouble c) {
+    return (vdouble)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+}
+inline vfloat neg_mul_add(vfloat a, vfloat b, vfloat c) {
+    return (vfloat)_mm512_fnmadd_ps((__m512)a, (__m512)b, (__m512)c);
+}
+inline vdouble neg_mul_add(vdouble a, vdouble b, vdouble c) {
+    return (vdouble)_mm512_fnmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+}
+#else
+inline vfloat mul_add(vfloat a, vfloat b, vfloat c) {
+    return (vfloat)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+}
+inline vdouble mul_add(vdouble a, vdouble b, vdouble c) {
+    return (vdouble)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+}
+inline vfloat neg_mul_add(vfloat a, vfloat b, vfloat c) {
+    return (vfloat)_mm256_fnmadd_ps((__m256)a, (__m256)b, (__m256)c);
+}
+inline vdouble neg_mul_add(vdouble a, vdouble b, vdouble c) {
+    return (vdouble)_mm256_fnmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+}
+#endif
 #endif
 
 template <class V>
@@ -184,11 +234,11 @@ inline void vsincos(V x, V& s, V& c) {
     using K = SinCosConstants<T>;
     typedef typename K::I IV __attribute__((vector_size(sizeof(V))));
     if (__builtin_expect(all_lanes((x <= K::limit) & (x >= -K::limit)), 1)) {  // false for NaN
-        const V t = x * K::two_over_pi + K::shifter;
+        const V t = mul_add(x, V{} + K::two_over_pi, V{} + K::shifter);
         const V q = t - K::shifter;  // nearest integer to x*2/pi; its low bits are those of t
-        V r = x - q * K::c1;
-        r = r - q * K::c2;
-        r = r - q * K::c3;
+        V r = neg_mul_add(q, V{} + K::c1, x);
+        r = neg_mul_add(q, V{} + K::c2, r);
+        r = neg_mul_add(q, V{} + K::c3, r);
         V ps, pc;
         sincos_poly(r, ps, pc, T(0));
         const IV qi = (IV)t;
