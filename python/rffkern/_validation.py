@@ -117,7 +117,7 @@ def resolve_n_threads(n_jobs) -> int:
 
     cores = available_cores()
     if n_jobs is None:
-        return max(1, min(cores, _core.max_threads() if hasattr(_core, "max_threads") else cores))  # TEMP until core merge
+        return max(1, min(cores, _core.max_threads()))
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
         raise TypeError(f"n_jobs must be an int or None, got {n_jobs!r}")
     n_jobs = int(n_jobs)
