@@ -165,7 +165,7 @@ def test_logistic_solver_searches_an_alpha_list():
     EERFRegressor(20, random_state=0, n_jobs=1),
     EERFRegressor(20, kernel="arccos1", random_state=0, n_jobs=1),
     EERFClassifier(20, random_state=0, n_jobs=1),
-    EERFClassifier(20, solver="logistic", random_state=0, n_jobs=1),
+    EERFClassifier(20, solver="logistic", alpha=1.0, random_state=0, n_jobs=1),  # one alpha: the checks refit it ~100 times
 ], ids=["EERFRegressor", "EERFRegressor-arccos1", "EERFClassifier", "EERFClassifier-logistic"])
 def test_sklearn_estimator_checks(est):
     check_estimator(clone(est))
