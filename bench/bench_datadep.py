@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from _timing import median_time
+
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent / "tests"))
 import datadep_reference as ref  # noqa: E402  (the test oracle)
@@ -42,14 +44,6 @@ DATA = Path("/work/shared/datasets")
 RESULTS = ROOT / "results"
 
 
-def median_time(fn, reps):
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 TAG = ""

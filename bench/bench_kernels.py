@@ -26,15 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from _timing import median_time
 
-def median_time(fn, reps):
-    fn()  # warm-up: page faults of fresh outputs, thread start-up
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+
 
 
 def make_data(n, d, s, dtype, seed=0):

@@ -27,15 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from _timing import median_time
 
-def median_time(fn, reps):
-    fn()  # warm-up
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+
 
 
 # ------------------------------------------------------------------ the PyTorch implementation
