@@ -15,7 +15,7 @@ from rffkern import kernels
 from rffkern._data import holdout_split, power_of_two_scale
 from rffkern._linalg import RidgeEigen, ridge_solve
 
-__all__ = ["FourierFeatureMap", "GramStats", "solve_ridge", "choose_alpha", "loo_errors", "gcv_errors",
+__all__ = ["FourierFeatureMap", "GramStats", "solve_ridge", "choose_alpha", "loo_errors", "LooPass", "gcv_errors",
            "fit_ridge_map", "as_alpha_list"]
 
 _BLOCK_ROWS = 4096
@@ -85,6 +85,36 @@ class GramStats:
         self.y_sq += (Y64**2).sum(0)
         return self
 
+    def merge(self, other):
+        """Add the sums of ``other`` (statistics of other rows, same map and targets) in place.
+
+        The two target scales are powers of two, so the sums held at the smaller one are brought to
+        the larger exactly (a multiplication by a power of two, short of underflow): merging the
+        statistics of row chunks gives those of one pass over all rows, up to the order of the
+        additions. ``other`` is not modified.
+        """
+        if other.G.shape != self.G.shape or other.ZtY.shape != self.ZtY.shape:
+            raise ValueError(f"cannot merge Gram statistics of shapes {other.G.shape}, {other.ZtY.shape} "
+                             f"into {self.G.shape}, {self.ZtY.shape}")
+        if other.target_scale is None:
+            return self
+        if self.target_scale is None:
+            self.target_scale = other.target_scale
+        if other.target_scale > self.target_scale:
+            ratio = self.target_scale / other.target_scale
+            self.ZtY[:, 1:] *= ratio
+            self.y_sum *= ratio
+            self.y_sq *= ratio * ratio
+            self.target_scale = other.target_scale
+        ratio = other.target_scale / self.target_scale
+        self.G += other.G
+        self.ZtY[:, :1] += other.ZtY[:, :1]
+        self.ZtY[:, 1:] += other.ZtY[:, 1:] * self.ZtY.dtype.type(ratio)
+        self.n += other.n
+        self.y_sum += other.y_sum * ratio
+        self.y_sq += other.y_sq * (ratio * ratio)
+        return self
+
     def centred(self, fit_intercept):
         """(G, Z.T Y, mean feature, mean target, centred Y.T Y diagonal) in float64."""
         G = self.G.astype(np.float64)
@@ -116,22 +146,37 @@ def choose_alpha(alphas, errors, stats):
 def loo_errors(fmap, X, Y, stats, alphas, fit_intercept):
     """Mean squared leave-one-out error of every alpha (shape (n_alphas,)), one blocked pass over X,
     in units of ``stats.target_scale ** 2``."""
-    G, ZtY, mu, ybar, _ = stats.centred(fit_intercept)
-    eig = RidgeEigen(G, ZtY)
-    n = stats.n
-    inv = 1.0 / (eig.evals[None, :] + np.asarray(alphas, np.float64)[:, None])  # (n_alphas, s)
-    sse = np.zeros(len(alphas))
-    base_h = 1.0 / n if fit_intercept else 0.0
-    for start in range(0, X.shape[0], _BLOCK_ROWS):
-        Xb = X[start:start + _BLOCK_ROWS]
-        Q = (fmap.features(Xb).astype(np.float64) - mu) @ eig.V           # (b, s)
-        H = base_h + (Q**2) @ inv.T                                          # (b, n_alphas)
-        Yb = Y[start:start + _BLOCK_ROWS].astype(np.float64) / stats.target_scale - ybar  # (b, m)
-        for a in range(len(alphas)):
-            F = Q @ (eig.VtZtY * inv[a][:, None])                            # (b, m)
-            R = (Yb - F) / np.maximum(1.0 - H[:, a:a + 1], 1e-12)
-            sse[a] += (R**2).sum()
-    return sse / (n * Y.shape[1])
+    return LooPass(stats, alphas, fit_intercept).sse(fmap, X, Y) / (stats.n * Y.shape[1])
+
+
+class LooPass:
+    """The leave-one-out pass of a Gram: its eigendecomposition once, then :meth:`sse` on any rows.
+
+    :meth:`sse` of row chunks adds up to that of all rows (a distributed fit sends this object to
+    the workers and sums their results).
+    """
+
+    def __init__(self, stats, alphas, fit_intercept):
+        G, ZtY, self.mu, self.ybar, _ = stats.centred(fit_intercept)
+        self.eig = RidgeEigen(G, ZtY)
+        self.inv = 1.0 / (self.eig.evals[None, :] + np.asarray(alphas, np.float64)[:, None])  # (n_alphas, s)
+        self.base_h = 1.0 / stats.n if fit_intercept else 0.0
+        self.target_scale = stats.target_scale
+
+    def sse(self, fmap, X, Y):
+        """Sum of the squared LOO residuals of the rows of (X, Y), per alpha, in blocks of rows."""
+        eig, inv = self.eig, self.inv
+        sse = np.zeros(inv.shape[0])
+        for start in range(0, X.shape[0], _BLOCK_ROWS):
+            Xb = X[start:start + _BLOCK_ROWS]
+            Q = (fmap.features(Xb).astype(np.float64) - self.mu) @ eig.V            # (b, s)
+            H = self.base_h + (Q**2) @ inv.T                                         # (b, n_alphas)
+            Yb = Y[start:start + _BLOCK_ROWS].astype(np.float64) / self.target_scale - self.ybar  # (b, m)
+            for a in range(inv.shape[0]):
+                F = Q @ (eig.VtZtY * inv[a][:, None])                               # (b, m)
+                R = (Yb - F) / np.maximum(1.0 - H[:, a:a + 1], 1e-12)
+                sse[a] += (R**2).sum()
+        return sse
 
 
 def gcv_errors(stats, alphas, fit_intercept):
