@@ -30,6 +30,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
+from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
 from rffkern._linalg import RidgeEigen, ridge_solve
@@ -337,6 +338,8 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
         return self._run(X, scaler.transform(Y))
 
     def predict(self, X):
+        if is_dask_array(X):
+            return map_rows(self.predict, X)
         F = self._raw_predict(X) * self.y_scale_ + self.y_mean_
         return F[:, 0] if self._ravel else F
 
@@ -372,9 +375,13 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
     def decision_function(self, X):
         """Outputs per class, shape (n_samples, n_classes); for two classes the difference
         ``output[1] - output[0]``, shape (n_samples,)."""
+        if is_dask_array(X):
+            return map_rows(self.decision_function, X)
         F = self._raw_predict(X) + self.y_mean_
         return F[:, 1] - F[:, 0] if len(self.classes_) == 2 else F
 
     def predict(self, X):
+        if is_dask_array(X):
+            return map_rows(self.predict, X)
         D = self.decision_function(X)  # first: it raises NotFittedError before classes_ exists
         return labels_from_decision(self.classes_, D)

@@ -33,6 +33,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
+from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
 from rffkern._losses import class_probabilities
@@ -363,6 +364,8 @@ class EERFRegressor(RegressorMixin, _EERFBase):
         return self
 
     def predict(self, X):
+        if is_dask_array(X):
+            return map_rows(self.predict, X)
         return self._decision(X)
 
     def __sklearn_tags__(self):
@@ -433,14 +436,20 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
 
     def decision_function(self, X):
         """Decision values: (n_samples,) for two classes, else (n_samples, n_classes)."""
+        if is_dask_array(X):
+            return map_rows(self.decision_function, X)
         return self._decision(X)
 
     def predict(self, X):
+        if is_dask_array(X):
+            return map_rows(self.predict, X)
         D = self.decision_function(X)  # first: it raises NotFittedError before classes_ exists
         return labels_from_decision(self.classes_, D)
 
     @available_if(lambda self: self.solver == "logistic")
     def predict_proba(self, X):
         """Class probabilities (``solver="logistic"`` only)."""
+        if is_dask_array(X):
+            return map_rows(self.predict_proba, X)
         D = self.decision_function(X)
         return class_probabilities(D[:, None] if D.ndim == 1 else D)

@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS
+from rffkern._dask import is_dask_array, map_rows
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, frequency_count
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -79,6 +80,8 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     def transform(self, X):
         """Map X (n_samples, n_features) to (n_samples, n_components); float32 stays float32."""
+        if is_dask_array(X):
+            return map_rows(self.transform, X)
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_all_finite=True, reset=False)
         W = self.weights_.astype(X.dtype, copy=False)

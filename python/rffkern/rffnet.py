@@ -27,6 +27,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rffkern import kernels
+from rffkern._dask import is_dask_array, map_rows
 from rffkern._data import mean_and_scale, power_of_two_scale
 from rffkern._losses import class_probabilities
 from rffkern._rffnet_training import (
@@ -461,6 +462,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
 
     def predict(self, X):
         """Predicted targets, shape (n_samples,) or (n_samples, n_outputs), float64."""
+        if is_dask_array(X):
+            return map_rows(self.predict, X)
         F = self._decision_outputs(X)
         return F[:, 0] if self._y_1d else F
 
@@ -601,11 +604,15 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     def decision_function(self, X):
         """Logits: shape (n_samples,) for two classes (positive favours ``classes_[1]``), else
         (n_samples, n_classes)."""
+        if is_dask_array(X):
+            return map_rows(self.decision_function, X)
         F = self._decision_outputs(X)
         return F[:, 0] if F.shape[1] == 1 else F
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes)."""
+        if is_dask_array(X):
+            return map_rows(self.predict_proba, X)
         return class_probabilities(self._decision_outputs(X))
 
     def predict_log_proba(self, X):
@@ -615,6 +622,8 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
 
     def predict(self, X):
         """Predicted class labels."""
+        if is_dask_array(X):
+            return map_rows(self.predict, X)
         F = self._decision_outputs(X)
         idx = (F[:, 0] > 0).astype(int) if F.shape[1] == 1 else F.argmax(axis=1)
         return self.classes_[idx]

@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._dask import fit_ridge, is_dask_array, map_rows
 from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
@@ -310,7 +311,12 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         return TargetScaler(normalize=self.normalize_y)
 
     def fit(self, X, y):
-        """Fit on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets)."""
+        """Fit on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets).
+
+        Dask arrays (X chunked by rows) are fitted on the workers: :func:`rffkern._dask.fit_ridge`.
+        """
+        if is_dask_array(X):
+            return fit_ridge(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         Y = y.reshape(X.shape[0], -1).astype(X.dtype, copy=False)
         return self._fit_targets(X, Y, ravel=y.ndim == 1)
@@ -329,6 +335,8 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
 
     def predict(self, X):
         """``z(X) @ coef_ + intercept_``, computed without storing the features."""
+        if is_dask_array(X):
+            return map_rows(self.predict, X)
         return self._decision(X)
 
     def __sklearn_tags__(self):
@@ -355,7 +363,10 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         return Y
 
     def fit(self, X, y):
-        """Fit on X (n_samples, n_features) and class labels y (n_samples,)."""
+        """Fit on X (n_samples, n_features) and class labels y (n_samples,); Dask arrays as
+        :meth:`RFFRidge.fit`."""
+        if is_dask_array(X):
+            return fit_ridge(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
         self._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(y)
@@ -385,8 +396,12 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
 
     def decision_function(self, X):
         """Decision values: (n_samples,) for two classes, else (n_samples, n_classes)."""
+        if is_dask_array(X):
+            return map_rows(self.decision_function, X)
         return self._decision(X)
 
     def predict(self, X):
+        if is_dask_array(X):
+            return map_rows(self.predict, X)
         D = self.decision_function(X)  # first: it raises NotFittedError before classes_ exists
         return labels_from_decision(self.classes_, D)

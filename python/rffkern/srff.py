@@ -29,6 +29,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
+from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, holdout_split, mean_and_scale
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
@@ -399,6 +400,8 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
 
     def predict(self, X):
         """Predictions for X (n_samples, n_features), computed without storing the features."""
+        if is_dask_array(X):
+            return map_rows(self.predict, X)
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         Xs = np.ascontiguousarray(self._standardise(X))

@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS
+from rffkern._dask import is_dask_array, map_rows
 from rffkern._sampling import draw_offsets, frequency_count, orf_weights
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.kernels import block_size, fastfood_features, fwht, sorf_features
@@ -140,6 +141,8 @@ class Fastfood(_StructuredBase):
 
     def transform(self, X):
         """Map X (n_samples, n_features) to (n_samples, n_components); float32 stays float32."""
+        if is_dask_array(X):
+            return map_rows(self.transform, X)
         X = self._check_transform_input(X)
         n_freq = self.offsets_.shape[0]
         return fastfood_features(
@@ -195,6 +198,8 @@ class StructuredOrthogonalFeatures(_StructuredBase):
 
     def transform(self, X):
         """Map X (n_samples, n_features) to (n_samples, n_components); float32 stays float32."""
+        if is_dask_array(X):
+            return map_rows(self.transform, X)
         X = self._check_transform_input(X)
         n_freq = self.offsets_.shape[0]
         return sorf_features(
@@ -245,6 +250,8 @@ class OrthogonalRandomFeatures(_StructuredBase):
 
     def transform(self, X):
         """Map X (n_samples, n_features) to (n_samples, n_components); float32 stays float32."""
+        if is_dask_array(X):
+            return map_rows(self.transform, X)
         X = self._check_transform_input(X)
         W = self.weights_.astype(X.dtype, copy=False)
         b = None if self.pair else self.offsets_.astype(X.dtype, copy=False)
