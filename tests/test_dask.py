@@ -1,0 +1,212 @@
+"""Dask arrays in and out (issue 11), on a loopback LocalCluster of 2 worker processes.
+
+Lazy transform/predict of row-chunked Dask arrays for every estimator, the exact distributed
+RFFRidge fit against the single-machine one, the refusal of column-chunked input, and a worker
+killed in the middle of a fit. Every wait on the cluster has a time limit.
+"""
+import concurrent.futures
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import rffkern  # noqa: E402
+from rffkern import (EERFClassifier, EERFRegressor, Fastfood, OrthogonalRandomFeatures,  # noqa: E402
+                     RandomFourierFeatures, RFFNetClassifier, RFFNetRegressor, RFFRidge, RFFRidgeClassifier,
+                     SRFFRegressor, StructuredOrthogonalFeatures)
+from rffkern.adaptive import AdaptiveRFFClassifier, AdaptiveRFFRegressor  # noqa: E402
+
+TIMEOUT = 60  # seconds, for every compute / result
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, host="127.0.0.1")
+    client = distributed.Client(cluster, timeout=TIMEOUT)
+    try:
+        client.wait_for_workers(2, timeout=TIMEOUT)
+        yield client
+    finally:
+        client.close(timeout=TIMEOUT)
+        cluster.close(timeout=TIMEOUT)
+
+
+def _compute(client, arr):
+    return client.compute(arr).result(timeout=TIMEOUT)
+
+
+def _in_thread(fn, *args):
+    """Run ``fn(*args)`` (e.g. a fit, which computes on the cluster itself) with a time limit."""
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(fn, *args).result(timeout=TIMEOUT)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _regression(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
+    return X, y
+
+
+def test_import_does_not_import_dask():
+    code = "import rffkern, sys; print(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+X_SMALL, Y_SMALL = _regression(400, 5)
+LABELS_2 = (Y_SMALL > np.median(Y_SMALL)).astype(int)
+LABELS_3 = np.digitize(Y_SMALL, np.quantile(Y_SMALL, [1 / 3, 2 / 3]))
+CASES = [
+    (RandomFourierFeatures(64, random_state=0), None, "transform"),
+    (Fastfood(64, random_state=0), None, "transform"),
+    (StructuredOrthogonalFeatures(64, random_state=0), None, "transform"),
+    (OrthogonalRandomFeatures(64, random_state=0), None, "transform"),
+    (RFFRidge(64, random_state=0), Y_SMALL, "predict"),
+    (RFFRidgeClassifier(64, random_state=0), LABELS_3, "decision_function"),
+    (RFFRidgeClassifier(64, random_state=0), LABELS_2, "predict"),
+    (RFFNetRegressor(32, max_iter=2, n_restarts=1, random_state=0), Y_SMALL, "predict"),
+    (RFFNetClassifier(32, max_iter=2, n_restarts=1, random_state=0), LABELS_3, "predict_proba"),
+    (RFFNetClassifier(32, max_iter=2, n_restarts=1, random_state=0), LABELS_2, "decision_function"),
+    (SRFFRegressor(32, max_iter=2, random_state=0), Y_SMALL, "predict"),
+    (EERFRegressor(16, random_state=0), Y_SMALL, "predict"),
+    (EERFClassifier(16, solver="logistic", alpha=1.0, random_state=0), LABELS_3, "predict_proba"),
+    (AdaptiveRFFRegressor(16, n_iter=3, random_state=0), Y_SMALL, "predict"),
+    (AdaptiveRFFClassifier(16, n_iter=3, random_state=0), LABELS_2, "decision_function"),
+    (AdaptiveRFFClassifier(16, n_iter=3, random_state=0), LABELS_3, "predict"),
+]
+
+
+@pytest.mark.parametrize("estimator, y, method", CASES,
+                         ids=[f"{type(e).__name__}-{m}-{i}" for i, (e, _, m) in enumerate(CASES)])
+def test_row_methods_are_lazy_and_equal_numpy(client, estimator, y, method):
+    estimator.fit(X_SMALL, y)
+    Xd = da.from_array(X_SMALL, chunks=(150, X_SMALL.shape[1]))
+    expected = getattr(estimator, method)(X_SMALL)
+    assert isinstance(expected, np.ndarray)  # NumPy in, NumPy out
+    with distributed.get_task_stream(client) as stream:
+        out = getattr(estimator, method)(Xd)
+    assert isinstance(out, da.Array)
+    assert stream.data == []  # nothing ran on the cluster
+    assert out.shape == expected.shape and out.dtype == expected.dtype
+    assert out.chunks[0] == Xd.chunks[0]
+    got = _compute(client, out)
+    if expected.dtype.kind == "f":
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_column_chunked_input_is_refused(client):
+    Xd = da.from_array(X_SMALL, chunks=(200, 2))
+    rff = RandomFourierFeatures(16, random_state=0).fit(X_SMALL)
+    with pytest.raises(ValueError, match="rechunk to 5 columns"):
+        rff.transform(Xd)
+    with pytest.raises(ValueError, match="rechunk to 5 columns"):
+        RFFRidge(16, random_state=0).fit(Xd, Y_SMALL)
+
+
+def test_unfitted_or_wrong_width_fails_at_once(client):
+    Xd = da.from_array(X_SMALL, chunks=(200, 5))
+    with pytest.raises(Exception, match="not fitted"):
+        RFFRidge(16).predict(Xd)
+    model = RFFRidge(16, alpha=1.0, length_scale=1.0, random_state=0).fit(X_SMALL, Y_SMALL)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(da.from_array(X_SMALL[:, :4], chunks=(200, 4)))
+
+
+def _relative(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), np.finfo(float).tiny))
+
+
+def test_distributed_ridge_fit_equals_single_machine(client):
+    X, y = _regression(20000, 10)
+    Y = np.c_[y, X[:, 2] * 1e5]                        # two targets of very different scales
+    Xd = da.from_array(X, chunks=(2300, 10))           # uneven last chunk
+    params = dict(length_scale=3.0, alpha=1e-3, alpha_selection="gcv", random_state=0)
+    single = RFFRidge(300, **params).fit(X, Y)
+    dist = _in_thread(RFFRidge(300, **params).fit, Xd, da.from_array(Y, chunks=(5000, 2)))
+    for name in ("coef_", "intercept_", "x_mean_", "x_scale_"):
+        assert _relative(getattr(dist, name), getattr(single, name)) <= 1e-10, name
+    assert dist.n_samples_seen_ == 20000 and dist.n_features_in_ == 10
+    assert _relative(_compute(client, dist.predict(Xd)), single.predict(X)) <= 1e-10
+
+
+def test_distributed_selection_equals_single_machine(client):
+    """A fixed width, the alpha list by LOO (a second distributed pass) and by GCV (from the Gram)."""
+    X, y = _regression(6000, 6, seed=1)
+    Xd = da.from_array(X, chunks=(1000, 6))
+    for selection in ("loo", "gcv"):
+        single = RFFRidge(200, length_scale=3.0, alpha_selection=selection, random_state=0).fit(X, y)
+        dist = _in_thread(RFFRidge(200, length_scale=3.0, alpha_selection=selection, random_state=0).fit, Xd, y)
+        assert dist.alpha_ == single.alpha_
+        assert _relative(dist.selection_errors_, single.selection_errors_) <= 1e-10
+
+
+def test_distributed_classifier_fit_equals_single_machine(client):
+    X, y = _regression(8000, 6, seed=2)
+    labels = np.array(["low", "mid", "high"])[np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))]
+    Xd = da.from_array(X, chunks=(1500, 6))
+    params = dict(length_scale=2.0, alpha=1e-2, random_state=0)
+    single = RFFRidgeClassifier(200, **params).fit(X, labels)
+    dist = _in_thread(RFFRidgeClassifier(200, **params).fit, Xd, da.from_array(labels, chunks=1500))
+    np.testing.assert_array_equal(dist.classes_, single.classes_)
+    assert _relative(dist.coef_, single.coef_) <= 1e-10
+    assert _relative(dist.intercept_, single.intercept_) <= 1e-10
+    np.testing.assert_array_equal(_compute(client, dist.predict(Xd)), single.predict(X))
+
+
+def test_default_fit_on_dask_is_close_to_single_machine(client):
+    """length_scale="auto" and the alpha list by LOO: the median heuristic's sample differs, so the
+    two models differ a little; their predictions must agree closely."""
+    X, y = _regression(6000, 5, seed=3)
+    single = RFFRidge(200, random_state=0).fit(X, y)
+    dist = _in_thread(RFFRidge(200, random_state=0).fit, da.from_array(X, chunks=(1000, 5)), y)
+    assert len(dist.width_errors_) == 3
+    assert 0.8 < dist.length_scale_ / single.length_scale_ < 1.25
+    resid = np.std(single.predict(X) - y)
+    assert np.std(dist.predict(X) - single.predict(X)) < 0.2 * resid
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")  # the NumPy data, persisted once
+def test_fit_survives_a_killed_worker(client):
+    """A worker process SIGKILLed while the Gram pass runs: Dask recomputes its chunks, and the model
+    is bit for bit the undisturbed distributed fit (the reduction tree has a fixed shape)."""
+    X, y = _regression(120000, 20, seed=4)
+    Xd = client.persist(da.from_array(X, chunks=(5000, 20)))  # the chunks live on the workers
+    distributed.wait(Xd, timeout=TIMEOUT)
+    params = dict(length_scale=4.0, alpha=1e-3, alpha_selection="gcv", random_state=0)
+    undisturbed = _in_thread(RFFRidge(400, **params).fit, Xd, y)
+
+    pids = client.run(os.getpid, nanny=False)
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        future = pool.submit(RFFRidge(400, **params).fit, Xd, y)
+        victim, deadline = None, time.monotonic() + TIMEOUT
+        while victim is None and time.monotonic() < deadline and not future.done():
+            for worker, keys in client.processing().items():
+                if any(str(k).startswith("_chunk_grams") for k in keys):
+                    victim = worker
+            time.sleep(0.02)
+        assert victim is not None, "the Gram pass was never seen running"
+        os.kill(pids[victim], signal.SIGKILL)
+        assert not future.done()
+        disturbed = future.result(timeout=TIMEOUT)
+    finally:
+        pool.shutdown(wait=False)
+    np.testing.assert_array_equal(disturbed.coef_, undisturbed.coef_)
+    np.testing.assert_array_equal(disturbed.intercept_, undisturbed.intercept_)
+    client.wait_for_workers(2, timeout=TIMEOUT)  # the nanny restarts it for later tests
