@@ -62,6 +62,18 @@ def default_scale(n_components: int, pair: bool = False) -> float:
     return float(np.sqrt((1.0 if pair else 2.0) / n_components))
 
 
+def _on_device(*arrays):
+    """True when some argument is a CUDA device array (``__cuda_array_interface__``: CuPy, PyTorch)."""
+    return any(a is not None and hasattr(a, "__cuda_array_interface__") for a in arrays)
+
+
+def _cuda_backend():
+    # imported on first use with a device array only: NumPy callers never load it (nor cupy/torch)
+    from rffkern import _cuda_backend
+
+    return _cuda_backend
+
+
 def _refuse_overlap(out_name, buffer, /, **inputs):
     """An output buffer that shares memory with an input would be overwritten while being read."""
     for name, arr in inputs.items():
@@ -126,7 +138,11 @@ def features(X, weights, offsets=None, *, theta=None, scale=None, pair=False, ou
     Returns
     -------
     Z : ndarray of shape (n_samples, n_components) or (n_samples, 2 * n_components)
+        Or an array of the caller's kind on its device when ``X`` is a CuPy array or a PyTorch
+        CUDA tensor (``n_threads`` is then ignored); every array argument must then be on the device.
     """
+    if _on_device(X, weights, offsets, theta, out):
+        return _cuda_backend().features(X, weights, offsets, theta=theta, scale=scale, pair=pair, out=out)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     shape = (X.shape[0], W.shape[1] * (2 if pair else 1))
     if out is None:
@@ -141,8 +157,12 @@ def predict(X, weights, offsets, coef, *, theta=None, scale=None, pair=False, ou
     """``features(X, ...) @ coef`` without storing the features.
 
     ``coef`` has shape (n_out,) or (n_out, n_outputs) with ``n_out`` the feature count; the
-    result has shape (n_samples,) or (n_samples, n_outputs) accordingly.
+    result has shape (n_samples,) or (n_samples, n_outputs) accordingly. Device arrays (CuPy,
+    PyTorch CUDA) run the CUDA kernel, as in :func:`features`.
     """
+    if _on_device(X, weights, offsets, coef, theta, out):
+        return _cuda_backend().predict(X, weights, offsets, coef, theta=theta, scale=scale, pair=pair,
+                                       out=out)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     n_out = W.shape[1] * (2 if pair else 1)
     coef_arr = np.asarray(coef)
@@ -177,7 +197,11 @@ def gram(X, weights, offsets=None, Y=None, *, theta=None, scale=None, pair=False
     -------
     G : ndarray of shape (n_out, n_out)
         Or the tuple ``(G, ZtY)`` when ``Y`` is given; ``ZtY`` has shape (n_out,) for 1-D ``Y``.
+        Device arrays (CuPy, PyTorch CUDA) run the CUDA kernel, as in :func:`features`.
     """
+    if _on_device(X, weights, offsets, Y, theta, out, out_zty):
+        return _cuda_backend().gram(X, weights, offsets, Y, theta=theta, scale=scale, pair=pair, out=out,
+                                    out_zty=out_zty, accumulate=accumulate)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair, min_rows=0)
     n_out = W.shape[1] * (2 if pair else 1)
     dtype = X.dtype
