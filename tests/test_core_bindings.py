@@ -172,7 +172,7 @@ def test_gram_out_aliasing_weights_is_refused():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((50, 6))
     W = rng.standard_normal((6, 6))
-    with pytest.raises(ValueError, match="gram_out overlaps weights"):
+    with pytest.raises(ValueError, match="out overlaps weights"):
         _core.gram(X, W, None, None, 0.5, False, None, W, None, False, 1)
 
 
@@ -183,7 +183,7 @@ def test_zty_out_aliasing_y_is_refused():
     W = rng.standard_normal((3, 8))
     Y = rng.standard_normal((8, 2))
     G = np.empty((8, 8))
-    with pytest.raises(ValueError, match="ZtY_out overlaps Y"):
+    with pytest.raises(ValueError, match="out_zty overlaps Y"):
         _core.gram(X, W, None, None, 0.5, False, Y, G, Y, False, 1)
 
 
@@ -197,7 +197,7 @@ def test_partially_overlapping_outputs_are_refused():
     with pytest.raises(ValueError, match="out overlaps X"):
         _core.features(Xv, W, b, th, 0.2, False, out, 1)
     gc = np.empty_like(C)
-    with pytest.raises(ValueError, match="grad_coef_out overlaps grad_theta_out"):
+    with pytest.raises(ValueError, match="out_coef overlaps out_theta"):
         _core.loss_and_grad(X, Y, W, b, th, 0.2, False, C, "squared", gc, gc.reshape(-1)[: X.shape[1]], 1)
     theta = th.copy()
     coef = C.copy()

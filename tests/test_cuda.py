@@ -138,7 +138,7 @@ def test_cuda_module_checks_descriptors_before_touching_a_device():
         _cuda.features(X, W, None, None, 1.0, True, out, 0)
     with pytest.raises(ValueError, match="out overlaps X"):
         _cuda.features(X, W, None, None, 1.0, False, (X[0] + 8, (2, 4), "<f4"), 0)
-    with pytest.raises(ValueError, match="ZtY_out is required"):
+    with pytest.raises(ValueError, match="out_zty is required"):
         _cuda.gram(X, W, None, None, 1.0, False, (4 << 20, (2, 1), "<f4"), (5 << 20, (4, 4), "<f4"), None,
                    False, None, 0)
     assert _cuda.gram_workspace_bytes(1000, 3, 4, False, 1, "<f4") > 0

@@ -96,23 +96,23 @@ void gram(const py::object& X_, const py::object& W_, const py::object& b_, cons
         using T = decltype(tag);
         const MapArgs<T> a(X_, W_, b_, th_, scale, pair);
         const auto Y = as_optional_carray<T>(Y_, "Y");
-        carray<T> G = as_carray<T>(G_, "gram_out");
-        auto ZtY = as_optional_carray<T>(ZtY_, "ZtY_out");
-        require_shape(G, "gram_out", {a.n_out(), a.n_out()});
+        carray<T> G = as_carray<T>(G_, "out");
+        auto ZtY = as_optional_carray<T>(ZtY_, "out_zty");
+        require_shape(G, "out", {a.n_out(), a.n_out()});
         std::size_t m = 0;
         T* zty = nullptr;
         if (Y) {
             require_ndim(*Y, "Y", 2);
             require(Y->shape(0) == a.X.shape(0), "Y has " + std::to_string(Y->shape(0)) +
                                                      " rows but X has " + std::to_string(a.X.shape(0)));
-            require(bool(ZtY), "ZtY_out is required when Y is given");
-            require_shape(*ZtY, "ZtY_out", {a.n_out(), Y->shape(1)});
+            require(bool(ZtY), "out_zty is required when Y is given");
+            require_shape(*ZtY, "out_zty", {a.n_out(), Y->shape(1)});
             m = std::size_t(Y->shape(1));
-            zty = out_ptr(*ZtY, "ZtY_out");
+            zty = out_ptr(*ZtY, "out_zty");
         }
-        require_disjoint({span_of(G, "gram_out"), span_of(ZtY, "ZtY_out")},
+        require_disjoint({span_of(G, "out"), span_of(ZtY, "out_zty")},
                          {a.x(), a.w(), a.offsets(), a.th(), span_of(Y, "Y")});
-        T* g = out_ptr(G, "gram_out");
+        T* g = out_ptr(G, "out");
         const T* y = opt_ptr(Y);
         py::gil_scoped_release release;
         streamed_gram(a.X.data(), a.n(), a.map, y, m, g, zty, accumulate, n_threads);
@@ -128,16 +128,16 @@ double loss_and_grad(const py::object& X_, const py::object& Y_, const py::objec
         const MapArgs<T> a(X_, W_, b_, th_, scale, pair);
         const carray<T> Y = as_carray<T>(Y_, "Y");
         const carray<T> coef = coef_for(coef_, a);
-        carray<T> grad_coef = as_carray<T>(grad_coef_, "grad_coef_out");
-        auto grad_theta = as_optional_carray<T>(grad_theta_, "grad_theta_out");
+        carray<T> grad_coef = as_carray<T>(grad_coef_, "out_coef");
+        auto grad_theta = as_optional_carray<T>(grad_theta_, "out_theta");
         require_shape(Y, "Y", {a.X.shape(0), coef.shape(1)});
-        require_shape(grad_coef, "grad_coef_out", {coef.shape(0), coef.shape(1)});
-        if (grad_theta) require_shape(*grad_theta, "grad_theta_out", {a.W.shape(0)});
+        require_shape(grad_coef, "out_coef", {coef.shape(0), coef.shape(1)});
+        if (grad_theta) require_shape(*grad_theta, "out_theta", {a.W.shape(0)});
         const Loss l = parse_loss(loss);
-        require_disjoint({span_of(grad_coef, "grad_coef_out"), span_of(grad_theta, "grad_theta_out")},
+        require_disjoint({span_of(grad_coef, "out_coef"), span_of(grad_theta, "out_theta")},
                          {a.x(), span_of(Y, "Y"), a.w(), a.offsets(), a.th(), span_of(coef, "coef")});
-        T* gc = out_ptr(grad_coef, "grad_coef_out");
-        T* gt = grad_theta ? out_ptr(*grad_theta, "grad_theta_out") : nullptr;
+        T* gc = out_ptr(grad_coef, "out_coef");
+        T* gt = grad_theta ? out_ptr(*grad_theta, "out_theta") : nullptr;
         py::gil_scoped_release release;
         return loss_and_grad(a.X.data(), Y.data(), a.n(), a.map, coef.data(), std::size_t(coef.shape(1)),
                              l, gc, gt, n_threads);
@@ -209,11 +209,11 @@ void register_cos_kernels(py::module_& m) {
     m.def("predict", &predict, py::arg("X"), py::arg("weights"), py::arg("offsets"), py::arg("theta"),
           py::arg("scale"), py::arg("pair"), py::arg("coef"), py::arg("out"), py::arg("n_threads"));
     m.def("gram", &gram, py::arg("X"), py::arg("weights"), py::arg("offsets"), py::arg("theta"),
-          py::arg("scale"), py::arg("pair"), py::arg("Y"), py::arg("gram_out"), py::arg("ZtY_out"),
+          py::arg("scale"), py::arg("pair"), py::arg("Y"), py::arg("out"), py::arg("out_zty"),
           py::arg("accumulate"), py::arg("n_threads"));
     m.def("loss_and_grad", &loss_and_grad, py::arg("X"), py::arg("Y"), py::arg("weights"),
           py::arg("offsets"), py::arg("theta"), py::arg("scale"), py::arg("pair"), py::arg("coef"),
-          py::arg("loss"), py::arg("grad_coef_out"), py::arg("grad_theta_out"), py::arg("n_threads"));
+          py::arg("loss"), py::arg("out_coef"), py::arg("out_theta"), py::arg("n_threads"));
     m.def("train_epoch", &train_epoch, py::arg("X"), py::arg("Y"), py::arg("order"), py::arg("batch_size"),
           py::arg("weights"), py::arg("offsets"), py::arg("theta"), py::arg("scale"), py::arg("coef"),
           py::arg("loss"), py::arg("adam"), py::arg("learning_rate"), py::arg("beta1"), py::arg("beta2"),

@@ -286,8 +286,8 @@ void gram(const py::object& X_, const py::object& W_, const py::object& b_, cons
           const py::object& workspace_, std::uintptr_t stream) {
     const MapArgs a(X_, W_, b_, th_, pair);
     const auto Y = parse_optional(Y_, "Y");
-    DeviceArg G = parse_arg(G_, "gram_out");
-    auto ZtY = parse_optional(ZtY_, "ZtY_out");
+    DeviceArg G = parse_arg(G_, "out");
+    auto ZtY = parse_optional(ZtY_, "out_zty");
     auto ws = parse_optional(workspace_, "workspace");
     require_dtype(G, a.X.typestr);
     require_shape(G, {a.n_out(), a.n_out()});
@@ -297,7 +297,7 @@ void gram(const py::object& X_, const py::object& W_, const py::object& b_, cons
         require(Y->shape.size() == 2, "Y must be 2-D, got shape " + Y->shape_text());
         require(Y->shape[0] == std::int64_t(a.n),
                 "Y has " + std::to_string(Y->shape[0]) + " rows but X has " + std::to_string(a.n));
-        require(bool(ZtY), "ZtY_out is required when Y is given");
+        require(bool(ZtY), "out_zty is required when Y is given");
         require_dtype(*ZtY, a.X.typestr);
         require_shape(*ZtY, {a.n_out(), Y->shape[1]});
         m = std::size_t(Y->shape[1]);
@@ -354,7 +354,7 @@ PYBIND11_MODULE(_cuda, m) {
     m.def("predict", &predict, py::arg("X"), py::arg("weights"), py::arg("offsets"), py::arg("theta"),
           py::arg("scale"), py::arg("pair"), py::arg("coef"), py::arg("out"), py::arg("stream"));
     m.def("gram", &gram, py::arg("X"), py::arg("weights"), py::arg("offsets"), py::arg("theta"), py::arg("scale"),
-          py::arg("pair"), py::arg("Y"), py::arg("gram_out"), py::arg("ZtY_out"), py::arg("accumulate"),
+          py::arg("pair"), py::arg("Y"), py::arg("out"), py::arg("out_zty"), py::arg("accumulate"),
           py::arg("workspace"), py::arg("stream"));
     m.def("gram_workspace_bytes", &gram_workspace_bytes, py::arg("n"), py::arg("d"), py::arg("s"), py::arg("pair"),
           py::arg("m"), py::arg("typestr"));

@@ -74,13 +74,6 @@ def _cuda_backend():
     return _cuda_backend
 
 
-def _refuse_overlap(out_name, buffer, /, **inputs):
-    """An output buffer that shares memory with an input would be overwritten while being read."""
-    for name, arr in inputs.items():
-        if arr is not None and np.shares_memory(buffer, arr):
-            raise ValueError(f"{out_name} shares memory with {name}; pass a separate output buffer")
-
-
 def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_rows=1):
     X = check_array_2d(X, X_name, min_rows=min_rows, allow_empty=min_rows == 0)
     dtype = X.dtype
@@ -145,10 +138,7 @@ def features(X, weights, offsets=None, *, theta=None, scale=None, pair=False, ou
         return _cuda_backend().features(X, weights, offsets, theta=theta, scale=scale, pair=pair, out=out)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     shape = (X.shape[0], W.shape[1] * (2 if pair else 1))
-    if out is None:
-        out = np.empty(shape, X.dtype)
-    else:
-        _refuse_overlap("out", check_out(out, "out", shape, X.dtype), X=X, weights=W, offsets=b, theta=th)
+    out = np.empty(shape, X.dtype) if out is None else check_out(out, "out", shape, X.dtype)
     _core.features(X, W, b, th, X.dtype.type(scale), pair, out, resolve_n_threads(n_threads))
     return out
 
@@ -177,8 +167,6 @@ def predict(X, weights, offsets, coef, *, theta=None, scale=None, pair=False, ou
         buf = check_out(out, "out", (X.shape[0],), X.dtype).reshape(shape)
     else:
         buf = check_out(out, "out", shape, X.dtype)
-    if out is not None:
-        _refuse_overlap("out", buf, X=X, weights=W, offsets=b, theta=th, coef=C)
     _core.predict(X, W, b, th, X.dtype.type(scale), pair, C, buf, resolve_n_threads(n_threads))
     if out is not None:
         return out
@@ -208,8 +196,6 @@ def gram(X, weights, offsets=None, Y=None, *, theta=None, scale=None, pair=False
     if accumulate and out is None:
         raise ValueError("accumulate=True needs out= (the running Gram matrix)")
     G = np.empty((n_out, n_out), dtype) if out is None else check_out(out, "out", (n_out, n_out), dtype)
-    if out is not None:
-        _refuse_overlap("out", G, X=X, weights=W, offsets=b, theta=th, Y=Y)
     if Y is None:
         if out_zty is not None:
             raise ValueError("out_zty is Z.T @ Y's buffer: it needs Y (got Y=None)")
@@ -232,8 +218,6 @@ def gram(X, weights, offsets=None, Y=None, *, theta=None, scale=None, pair=False
         ZtY = check_out(out_zty, "out_zty", (n_out,), dtype).reshape(zshape)
     else:
         ZtY = check_out(out_zty, "out_zty", zshape, dtype)
-    if out_zty is not None:
-        _refuse_overlap("out_zty", ZtY, X=X, weights=W, offsets=b, theta=th, Y=Yc, out=G)
     _core.gram(X, W, b, th, dtype.type(scale), pair, Yc, G, ZtY, bool(accumulate),
                resolve_n_threads(n_threads))
     if out_zty is not None:
@@ -293,11 +277,6 @@ def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", s
     if want_theta:
         grad_theta = (np.empty(X.shape[1], X.dtype) if out_theta is None
                       else check_out(out_theta, "out_theta", (X.shape[1],), X.dtype))
-    for name, buf in (("out_coef", out_coef), ("out_theta", out_theta)):
-        if buf is not None:
-            _refuse_overlap(name, buf, X=X, Y=Yc, weights=W, offsets=b, theta=th, coef=C)
-    if out_coef is not None and out_theta is not None:
-        _refuse_overlap("out_coef", out_coef, out_theta=out_theta)
     value = _core.loss_and_grad(X, Yc, W, b, th, X.dtype.type(scale), pair, C, loss, grad_coef,
                                 grad_theta, resolve_n_threads(n_threads))
     if out_coef is not None:
