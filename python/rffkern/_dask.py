@@ -211,7 +211,6 @@ def fit_ridge(est, X, y):
     import dask
     import dask.array as da
     from sklearn.base import is_classifier
-    from sklearn.preprocessing import LabelBinarizer
     from sklearn.utils.multiclass import check_classification_targets
 
     est._validate_params()
@@ -230,11 +229,7 @@ def fit_ridge(est, X, y):
             raise ValueError(f"y must be 1-D class labels, got shape {y.shape}")
         classes = da.unique(y).compute()
         check_classification_targets(classes)
-        est._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(classes)
-        est.classes_ = est._binarizer.classes_
-        if len(est.classes_) < 2:
-            raise ValueError(
-                f"the classifier needs samples of at least 2 classes; got {len(est.classes_)} class")
+        est._set_classes(classes)
         n_targets = 1 if len(est.classes_) == 2 else len(est.classes_)
     else:
         if y.ndim not in (1, 2) or y.dtype.kind not in "biuf":

@@ -358,6 +358,15 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
     intercept_, alpha_, selection_errors_, weights_, offsets_, scale_, n_features_in_ : see RFFRidge
     """
 
+    def _set_classes(self, labels):
+        """``classes_`` and the +-1 one-vs-rest encoder from the labels (fit's y, partial_fit's
+        classes, or a Dask array's unique values)."""
+        self._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(labels)
+        self.classes_ = self._binarizer.classes_
+        if len(self.classes_) < 2:
+            raise ValueError(
+                f"the classifier needs samples of at least 2 classes; got {len(self.classes_)} class")
+
     def _targets(self, y):
         Y = self._binarizer.transform(y).astype(np.float64)
         return Y
@@ -369,11 +378,7 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
             return fit_ridge(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
-        self._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(y)
-        self.classes_ = self._binarizer.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(
-                f"the classifier needs samples of at least 2 classes; got {len(self.classes_)} class")
+        self._set_classes(y)
         Y = self._targets(y)
         return self._fit_targets(X, Y.astype(X.dtype), ravel=Y.shape[1] == 1)
 
@@ -385,10 +390,7 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit")
-            self._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(np.asarray(classes))
-            self.classes_ = self._binarizer.classes_
-            if len(self.classes_) < 2:
-                raise ValueError(f"classes must hold at least 2 labels; got {len(self.classes_)} class")
+            self._set_classes(np.asarray(classes))
         if not np.isin(y, self.classes_).all():
             raise ValueError(f"y holds labels outside classes_ {self.classes_}")
         Y = self._targets(y)
