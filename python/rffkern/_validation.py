@@ -9,6 +9,7 @@ import numbers
 import os
 
 import numpy as np
+import scipy.sparse as sp
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -21,12 +22,45 @@ def float_dtype_of(X) -> np.dtype:
     return np.dtype(np.float64)
 
 
+def refuse_sparse(a, name):
+    """Raise ``TypeError`` when ``a`` is a scipy.sparse matrix or array.
+
+    Only :class:`~rffkern.RandomFourierFeatures` takes sparse input; everywhere else
+    ``np.asarray`` would turn a sparse matrix into a 0-d object array (a confusing error), and a
+    silent ``toarray()`` could exhaust memory, so the caller decides.
+
+    Parameters
+    ----------
+    a : object
+        The argument to check.
+    name : str
+        Its name in the message.
+
+    Returns
+    -------
+    a : object
+        ``a`` itself, when it is not sparse.
+
+    Raises
+    ------
+    TypeError
+        If ``a`` is a scipy.sparse matrix or array.
+    """
+    if sp.issparse(a):
+        raise TypeError(
+            f"{name} is a scipy.sparse {type(a).__name__}; this function needs a dense array. "
+            f"Pass {name}.toarray() if it fits in memory; only RandomFourierFeatures takes sparse input."
+        )
+    return a
+
+
 def check_array_2d(X, name="X", *, dtype=None, allow_empty=False, min_rows=1) -> np.ndarray:
     """Return ``X`` as a finite C-contiguous 2-D float array (a copy only when needed).
 
-    Integers and booleans are converted; complex, object and string data raise ``TypeError``.
+    Integers and booleans are converted; complex, object and string data raise ``TypeError``,
+    and so does a scipy.sparse matrix (:func:`refuse_sparse`).
     """
-    arr = np.asarray(X)
+    arr = np.asarray(refuse_sparse(X, name))
     if arr.dtype.kind == "c":
         raise TypeError(f"{name} is complex ({arr.dtype}); rffkern needs real-valued input")
     if arr.dtype.kind not in "biuf":
@@ -69,7 +103,7 @@ def check_matrix(a, name, shape, dtype) -> np.ndarray:
 
 
 def _real_array(a, name) -> np.ndarray:
-    arr = np.asarray(a)
+    arr = np.asarray(refuse_sparse(a, name))
     if arr.dtype.kind == "c":
         raise TypeError(f"{name} is complex; a real array is required")
     if arr.dtype.kind not in "biuf":

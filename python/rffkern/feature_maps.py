@@ -4,6 +4,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -67,10 +68,26 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.n_jobs = n_jobs
 
     def fit(self, X, y=None):
-        """Draw the frequencies and phases for X's number of features (X's values are not used)."""
+        """Draw the frequencies and phases for X's number of features (X's values are not used).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; only its number of features and its dtype are used (float32 gives
+            float32 frequencies, everything else float64). A scipy.sparse matrix or array is
+            accepted as is (never densified).
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        self : RandomFourierFeatures
+            The fitted transformer.
+        """
         self._validate_params()
         n_freq = frequency_count(self.n_components, self.pair)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_all_finite=True)
+        X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=[np.float64, np.float32],
+                          ensure_all_finite=True)
         rng = as_generator(self.random_state)
         self.weights_ = draw_frequencies(self.kernel, X.shape[1], n_freq, self.length_scale, rng, X.dtype)
         self.offsets_ = (np.zeros(n_freq, X.dtype) if self.pair else draw_offsets(n_freq, rng, X.dtype))
@@ -79,17 +96,83 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         return self
 
     def transform(self, X):
-        """Map X (n_samples, n_features) to (n_samples, n_components); float32 stays float32."""
+        """Map X (n_samples, n_features) to (n_samples, n_components); float32 stays float32.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense input runs the fused compiled kernel. A scipy.sparse matrix or array (CSR, CSC
+            or any format scipy converts to CSR) is multiplied by ``weights_`` with scipy's
+            sparse product, a block of rows at a time, and never densified; the result is the
+            same as for ``X.toarray()`` to rounding (1e-12 in float64). The sparse path runs on
+            one thread. A Dask array is mapped block by block.
+
+        Returns
+        -------
+        Z : ndarray of shape (n_samples, n_components)
+            The random features, in X's dtype (float32 or float64); dense whatever the input.
+        """
         if is_dask_array(X):
             return map_rows(self.transform, X)
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_all_finite=True, reset=False)
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                          ensure_all_finite=True, reset=False)
         W = self.weights_.astype(X.dtype, copy=False)
         b = None if self.pair else self.offsets_.astype(X.dtype, copy=False)
+        if sp.issparse(X):
+            return _sparse_features(X, W, b, self.scale_, self.pair)
         return kernels.features(X, W, b, scale=self.scale_, pair=self.pair,
                                 n_threads=resolve_n_threads(self.n_jobs))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+# Rows of a CSR matrix projected per block: the block's dense product (rows x frequencies) is
+# the only temporary, about this many entries (4 MiB in float64), whatever n_samples is.
+_SPARSE_BLOCK_ENTRIES = 1 << 19
+
+
+def _sparse_features(X, W, b, scale, pair):
+    """``scale * cos(X @ W + b)`` (or ``scale * [cos U, sin U]``) for a CSR matrix ``X``.
+
+    Parameters
+    ----------
+    X : scipy.sparse CSR matrix or array of shape (n_samples, n_features)
+        Finite float32 or float64 input, already validated.
+    W : ndarray of shape (n_features, n_frequencies)
+        The frequencies, in X's dtype.
+    b : ndarray of shape (n_frequencies,) or None
+        The phases (None in the pair form).
+    scale : float
+        The factor ``c`` in front of the cosines.
+    pair : bool
+        Return ``[cos U, sin U]`` (2 * n_frequencies columns) instead of ``cos(U + b)``.
+
+    Returns
+    -------
+    Z : ndarray of shape (n_samples, n_frequencies) or (n_samples, 2 * n_frequencies)
+        The features in X's dtype. ``X @ W`` is scipy's sparse-times-dense product (a row block
+        at a time, so the only temporary is one block of U); X is never densified.
+    """
+    n, s = X.shape[0], W.shape[1]
+    dtype = X.dtype
+    Z = np.empty((n, 2 * s if pair else s), dtype)
+    step = max(1, _SPARSE_BLOCK_ENTRIES // s)
+    c = dtype.type(scale)
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        U = np.asarray(X[start:stop] @ W, dtype=dtype)
+        if pair:
+            np.sin(U, out=Z[start:stop, s:])
+            np.cos(U, out=Z[start:stop, :s])
+            Z[start:stop] *= c
+        else:
+            U += b
+            block = Z[start:stop]
+            np.cos(U, out=block)
+            block *= c
+    return Z

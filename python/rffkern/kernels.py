@@ -33,6 +33,7 @@ from rffkern._validation import (
     check_positive_float,
     check_positive_int,
     check_vector,
+    refuse_sparse,
     resolve_n_threads,
 )
 
@@ -77,7 +78,7 @@ def _cuda_backend():
 def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_rows=1):
     X = check_array_2d(X, X_name, min_rows=min_rows, allow_empty=min_rows == 0)
     dtype = X.dtype
-    W = np.asarray(weights)
+    W = np.asarray(refuse_sparse(weights, "weights"))
     if W.ndim != 2:
         raise ValueError(f"weights must be 2-D (n_features, n_components), got shape {W.shape}")
     if W.shape[0] != X.shape[1]:
@@ -155,7 +156,7 @@ def predict(X, weights, offsets, coef, *, theta=None, scale=None, pair=False, ou
                                        out=out)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     n_out = W.shape[1] * (2 if pair else 1)
-    coef_arr = np.asarray(coef)
+    coef_arr = np.asarray(refuse_sparse(coef, "coef"))
     ravel = coef_arr.ndim == 1
     if ravel:
         coef_arr = coef_arr.reshape(-1, 1)
@@ -202,7 +203,7 @@ def gram(X, weights, offsets=None, Y=None, *, theta=None, scale=None, pair=False
         _core.gram(X, W, b, th, dtype.type(scale), pair, None, G, None, bool(accumulate),
                    resolve_n_threads(n_threads))
         return G
-    Y_arr = np.asarray(Y)
+    Y_arr = np.asarray(refuse_sparse(Y, "Y"))
     ravel = Y_arr.ndim == 1
     if ravel:
         Y_arr = Y_arr.reshape(-1, 1)
@@ -226,7 +227,7 @@ def gram(X, weights, offsets=None, Y=None, *, theta=None, scale=None, pair=False
 
 
 def _check_targets(Y, n, loss, dtype, n_outputs=None):
-    Y_arr = np.asarray(Y)
+    Y_arr = np.asarray(refuse_sparse(Y, "Y"))
     if Y_arr.ndim == 1:
         Y_arr = Y_arr.reshape(-1, 1)
     if Y_arr.ndim != 2 or Y_arr.shape[0] != n:
@@ -265,7 +266,7 @@ def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", s
     _check_loss(loss)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     n_out = W.shape[1] * (2 if pair else 1)
-    coef_arr = np.asarray(coef)
+    coef_arr = np.asarray(refuse_sparse(coef, "coef"))
     ravel = coef_arr.ndim == 1
     C = check_matrix(coef_arr.reshape(-1, 1) if ravel else coef_arr, "coef", (n_out, None), X.dtype)
     Yc = _check_targets(Y, X.shape[0], loss, X.dtype, C.shape[1])
@@ -297,6 +298,7 @@ def _check_step_params(learning_rate, beta1, beta2, eps, l2, l1, l2_name="l2", l
 
 
 def _check_inplace(arr, name, dtype=None, shape=None):
+    refuse_sparse(arr, name)
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray (it is updated in place)")
     if arr.dtype not in (np.float32, np.float64) or (dtype is not None and arr.dtype != dtype):
@@ -321,7 +323,7 @@ def adam_prox_step(param, grad, m, v, step, *, learning_rate=1e-3, beta1=0.9, be
     _check_inplace(param, "param")
     for name, a in (("m", m), ("v", v)):
         _check_inplace(a, name, param.dtype, param.shape)
-    g = check_matrix(np.asarray(grad).reshape(1, -1), "grad", (1, param.size), param.dtype)
+    g = check_matrix(np.asarray(refuse_sparse(grad, "grad")).reshape(1, -1), "grad", (1, param.size), param.dtype)
     if np.shape(grad) != param.shape:
         raise ValueError(f"grad must have param's shape {param.shape}, got {np.shape(grad)}")
     if np.any(v < 0):
@@ -336,7 +338,7 @@ def adam_prox_step(param, grad, m, v, step, *, learning_rate=1e-3, beta1=0.9, be
 def sgd_prox_step(param, grad, *, learning_rate=1e-3, l2=0.0, l1=0.0, n_threads=None):
     """``param -= learning_rate * grad`` in place, then the same proximal maps as Adam."""
     _check_inplace(param, "param")
-    g = check_matrix(np.asarray(grad).reshape(1, -1), "grad", (1, param.size), param.dtype)
+    g = check_matrix(np.asarray(refuse_sparse(grad, "grad")).reshape(1, -1), "grad", (1, param.size), param.dtype)
     if np.shape(grad) != param.shape:
         raise ValueError(f"grad must have param's shape {param.shape}, got {np.shape(grad)}")
     _check_step_params(learning_rate, 0.9, 0.999, 1e-8, l2, l1)
@@ -387,11 +389,12 @@ def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size
     if np.any(state.v_coef < 0) or np.any(state.v_theta < 0):
         raise ValueError("state.v_coef and state.v_theta must be >= 0 (Adam's second moments)")
     for name, a in (("X", X), ("Y", Y)):
+        refuse_sparse(a, name)
         if not (isinstance(a, np.ndarray) and a.dtype == dtype and a.ndim == 2 and a.flags.c_contiguous):
             raise TypeError(f"{name} must be a C-contiguous 2-D {dtype} array (validate it once per fit)")
         if check_finite and not np.isfinite(a).all():
             raise ValueError(f"{name} contains NaN or infinity")
-    order = np.asarray(order)
+    order = np.asarray(refuse_sparse(order, "order"))
     if order.dtype.kind not in "iu":
         raise TypeError(f"order must be an integer array of row indices, got dtype {order.dtype}")
     order = np.ascontiguousarray(order, dtype=np.int64)
@@ -453,7 +456,7 @@ def fwht(x, normalized=False, out=None, *, n_threads=None):
     ValueError
         Length not a power of two, not 1-D/2-D, NaN or infinity.
     """
-    arr = np.asarray(x)
+    arr = np.asarray(refuse_sparse(x, "x"))
     if arr.dtype.kind == "c":
         raise TypeError(f"x is complex ({arr.dtype}); fwht needs real-valued input")
     if arr.dtype.kind not in "biuf":
@@ -552,7 +555,7 @@ def fastfood_features(X, signs, permutation, gaussian, scaling, offsets=None, *,
     -------
     Z : ndarray of shape (n_samples, s) or (n_samples, 2 s), X's dtype
     """
-    sg = np.asarray(signs)
+    sg = np.asarray(refuse_sparse(signs, "signs"))
     if sg.ndim != 2 or not _is_power_of_two(sg.shape[1]):
         raise ValueError(f"signs must have shape (n_blocks, p) with p a power of two, got {sg.shape}")
     n_blocks, p = sg.shape
@@ -561,7 +564,7 @@ def fastfood_features(X, signs, permutation, gaussian, scaling, offsets=None, *,
     sg = check_matrix(sg, "signs", (n_blocks, p), dtype)
     if not np.all(np.abs(sg) == 1):
         raise ValueError("signs must hold only +1 and -1")
-    perm = np.asarray(permutation)
+    perm = np.asarray(refuse_sparse(permutation, "permutation"))
     if perm.dtype.kind not in "iu":
         raise TypeError(f"permutation must be an integer array, got dtype {perm.dtype}")
     if perm.shape != (n_blocks, p):
@@ -601,7 +604,7 @@ def sorf_features(X, diagonals, offsets=None, *, length_scale=1.0, n_frequencies
     -------
     Z : ndarray of shape (n_samples, s) or (n_samples, 2 s), X's dtype
     """
-    D = np.asarray(diagonals)
+    D = np.asarray(refuse_sparse(diagonals, "diagonals"))
     if D.ndim != 3 or D.shape[1] != 3 or not _is_power_of_two(D.shape[2]):
         raise ValueError(
             f"diagonals must have shape (n_blocks, 3, p) with p a power of two, got {D.shape}")
