@@ -1,16 +1,20 @@
-"""``python -m rffkern``: demo and fit commands, and their error messages."""
-import importlib.util
+"""``python -m rffkern``: demo and fit commands, option checks, and their error messages."""
+import gzip
+import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rffkern.cli import main
+import rffkern
+from rffkern.cli import main, read_csv
 from rffkern.datasets import make_jse3
 
 FAST = ["--n-components", "40", "--max-iter", "5", "--n-jobs", "1"]
+DATASETS = Path(os.environ.get("RFFKERN_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
 
 
 def _write_csv(path, header, rows):
@@ -28,10 +32,14 @@ def regression_csv(tmp_path):
                       np.column_stack([X, y]).round(6).tolist())
 
 
+def _run(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "rffkern", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+# ------------------------------------------------------------------------------- happy paths
 def test_demo_runs_as_a_module():
-    out = subprocess.run([sys.executable, "-m", "rffkern", "demo", "--dataset", "jse3", "--n-samples",
-                          "1500", "--max-iter", "30", "--n-jobs", "1"],
-                         capture_output=True, text=True, timeout=120)
+    out = _run("demo", "--dataset", "jse3", "--n-samples", "1500", "--max-iter", "30", "--n-jobs", "1")
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "test MSE" in text and "true support: x1, x2" in text and "fit:" in text
@@ -43,7 +51,8 @@ def test_fit_regression_held_out_and_save(regression_csv, tmp_path, capsys):
     model_path = tmp_path / "model.pkl"
     assert main(["fit", regression_csv, "--target", "target", "--save", str(model_path), *FAST]) == 0
     text = capsys.readouterr().out
-    assert "-> regression" in text and "mse" in text and "r2" in text and "relevance ranking" in text
+    assert "-> regression (real values)" in text and "mse" in text and "r2" in text
+    assert "relevance ranking" in text
     with open(model_path, "rb") as fh:
         model = pickle.load(fh)
     assert model.n_features_in_ == 10
@@ -57,52 +66,43 @@ def test_fit_classification_with_text_labels_and_cv(tmp_path, capsys):
     path = _write_csv(tmp_path / "clf.csv", ["a", "b", "c", "label"], rows)
     assert main(["fit", path, "--target", "label", "--cv", "2", *FAST]) == 0
     text = capsys.readouterr().out
-    assert "-> classification" in text and "2-fold cross-validation" in text
+    assert "-> classification (text labels)" in text and "2-fold cross-validation" in text
     assert "accuracy" in text and "roc_auc" in text
 
 
-def test_plot(regression_csv, tmp_path, capsys):
-    out = tmp_path / "rel.png"
-    code = main(["fit", regression_csv, "--target", "target", "--plot", str(out), *FAST])
-    if importlib.util.find_spec("matplotlib") is None:
-        assert code == 2 and "matplotlib" in capsys.readouterr().err
-    else:
-        assert code == 0 and out.stat().st_size > 0
-
-
-@pytest.mark.parametrize("content, target, message", [
-    (None, "y", "no such file"),
-    ("a,b,y\n1,2,3\n4,5,6\n", "z", "column 'z' not found"),
-    ("a,b,y\n1,x,3\n4,5,6\n", "y", "non-numeric values in feature column(s): 'b'"),
-    ("a,b,y\n1,2\n4,5,6\n", "y", "number of columns changed from 3 to 2"),
-    ("a,b,y\n", "y", "at least one data row"),
-    ("a,b,y\n1,nan,3\n4,5,6\n", "y", "NaN"),
-    ("y\n1\n2\n", "y", "no feature columns"),
+@pytest.mark.parametrize("values, task, reason", [
+    ([0, 1, 1, 0, 2, 1, 0, 2, 2, 1] * 3, "classification", "integer values, 3 distinct (<= 20)"),
+    (list(range(30)), "regression", "integer values, 30 distinct (> 20)"),
+    ([0.5, 1.25, 3.0] * 10, "regression", "real values"),
 ])
-def test_clear_errors(tmp_path, capsys, content, target, message):
-    path = tmp_path / "data.csv"
-    if content is not None:
-        path.write_text(content)
-    assert main(["fit", str(path), "--target", target]) == 2
-    assert message in capsys.readouterr().err
+def test_prints_the_task_and_the_rule(tmp_path, capsys, values, task, reason):
+    rng = np.random.default_rng(0)
+    rows = [[round(float(v), 4), t] for v, t in zip(rng.normal(size=len(values)), values)]
+    path = _write_csv(tmp_path / "d.csv", ["x", "y"], rows)
+    assert main(["fit", path, "--target", "y", "--max-iter", "1", "--n-components", "8", "--top", "1"]) == 0
+    assert f"-> {task} ({reason})" in capsys.readouterr().out
 
 
-def test_regression_task_needs_numeric_target(tmp_path, capsys):
-    path = _write_csv(tmp_path / "d.csv", ["a", "y"], [[1, "u"], [2, "v"], [3, "u"], [4, "v"]])
-    assert main(["fit", path, "--target", "y", "--task", "regression"]) == 2
-    assert "numeric target" in capsys.readouterr().err
+def test_task_override_is_named(regression_csv, capsys):
+    assert main(["fit", regression_csv, "--target", "target", "--task", "regression", *FAST]) == 0
+    assert "-> regression (set by --task)" in capsys.readouterr().out
 
 
-def test_too_few_samples_is_a_clear_error(tmp_path, capsys):
-    path = _write_csv(tmp_path / "d.csv", ["a", "y"], [[1, 0.5], [2, 0.1], [3, 0.7]])
-    assert main(["fit", path, "--target", "y", "--test-size", "0.34"]) == 2
-    assert "too small" in capsys.readouterr().err
+def test_read_csv_values_and_types(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text('\n a , "b" ,y\n\n1, 2.5 ,3\n-4,5e-1,6\n\n')  # blank lines, spaces, quotes
+    X, y, names = read_csv(str(path), "y")
+    assert names == ["a", "b"]
+    np.testing.assert_array_equal(X, [[1.0, 2.5], [-4.0, 0.5]])
+    assert X.dtype == np.float64 and X.flags.c_contiguous
+    assert y.dtype == np.int64 and y.tolist() == [3, 6]
+    path.write_text("y,a\ncat,1\n\"dog, big\",2\ncat,3\n")
+    X, y, names = read_csv(str(path), "y")
+    assert names == ["a"] and y.tolist() == ["cat", "dog, big", "cat"] and X[:, 0].tolist() == [1, 2, 3]
 
 
 def test_reads_gzip_bom_and_quoted_fields(tmp_path, capsys):
     # every data set we ship is gzipped; spreadsheets write a UTF-8 BOM and quote fields
-    import gzip
-
     X, y, _ = make_jse3(200, random_state=2)
     lines = ['"feature, one",b,' + ",".join(f"x{j}" for j in range(2, X.shape[1])) + ",y"]
     lines += [",".join(f"{v:.6g}" for v in row) + f",{t:.6g}" for row, t in zip(X, y)]
@@ -112,6 +112,26 @@ def test_reads_gzip_bom_and_quoted_fields(tmp_path, capsys):
     assert main(["fit", str(path), "--target", "y", "--max-iter", "2", "--n-components", "20"]) == 0
     out = capsys.readouterr().out
     assert "200 samples, 10 features" in out and "feature, one" in out
+    X_read, y_read, _ = read_csv(str(path), "y")
+    np.testing.assert_allclose(X_read, X, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not (DATASETS / "abalone.csv.gz").exists(), reason="shared/datasets not found")
+def test_real_gzipped_dataset_as_a_new_user_would(tmp_path):
+    model = tmp_path / "abalone.pkl"
+    out = _run("fit", str(DATASETS / "abalone.csv.gz"), "--target", "target", "--max-iter", "3",
+               "--n-components", "50", "--n-jobs", "1", "--top", "3", "--save", str(model))
+    assert out.returncode == 0, out.stderr
+    assert "4177 samples, 10 features, target 'target' -> regression (integer values, 28 distinct" in out.stdout
+    assert len([ln for ln in out.stdout.splitlines() if ln.strip()[:2] in ("1.", "2.", "3.", "4.")]) == 3
+    assert "Traceback" not in out.stderr and model.stat().st_size > 0
+
+
+def test_plot(regression_csv, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "rel.png"
+    assert main(["fit", regression_csv, "--target", "target", "--plot", str(out), *FAST]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_module_draws_relevances(tmp_path):
@@ -128,3 +148,188 @@ def test_plot_module_draws_relevances(tmp_path):
     assert len(ax.patches) == 5 and ax.get_title() == "jse3"
     heights = [p.get_height() for p in ax.patches]
     assert heights == sorted(heights, reverse=True) and heights[0] == 1.0
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip().endswith(rffkern.__version__)
+
+
+# ---------------------------------------------------------------- option values, before any work
+BAD_OPTIONS = [
+    ("fit", "--top", "0"), ("fit", "--top", "ten"), ("fit", "--top", "2.5"),
+    ("fit", "--n-jobs", "0"), ("fit", "--n-jobs", "two"),
+    ("fit", "--max-iter", "0"), ("fit", "--max-iter", "-3"),
+    ("fit", "--n-components", "0"), ("fit", "--batch-size", "0"),
+    ("fit", "--alpha", "-1"), ("fit", "--alpha", "nan"), ("fit", "--alpha", "inf"),
+    ("fit", "--learning-rate", "0"), ("fit", "--learning-rate", "1e400"),
+    ("fit", "--random-state", "-1"), ("fit", "--random-state", str(2**32)),
+    ("fit", "--test-size", "0"), ("fit", "--test-size", "1"), ("fit", "--test-size", "1.5"),
+    ("fit", "--cv", "1"), ("fit", "--cv", "-2"),
+    ("demo", "--n-samples", "5"), ("demo", "--n-samples", "1e4"), ("demo", "--n-jobs", "0"),
+    ("demo", "--max-iter", "0"), ("demo", "--n-components", "-5"),
+]
+
+
+@pytest.mark.parametrize("command, option, value", BAD_OPTIONS)
+def test_bad_option_values_are_one_line_usage_errors(regression_csv, capsys, command, option, value):
+    args = [command, option, value]
+    if command == "fit":
+        args = ["fit", regression_csv, "--target", "target", option, value]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing was read or fitted
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert f"argument {option}: expected" in lines[0] and repr(value) in lines[0]
+    assert "--help" in lines[0]
+
+
+def test_good_boundary_values_are_accepted(regression_csv, capsys):
+    assert main(["fit", regression_csv, "--target", "target", "--top", "1", "--n-jobs", "-1", "--alpha", "0",
+                 "--cv", "2", "--random-state", str(2**32 - 1), "--max-iter", "1", "--n-components", "8"]) == 0
+
+
+def test_usage_error_from_a_subprocess_is_one_line_with_status_2(regression_csv):
+    out = _run("fit", regression_csv, "--target", "target", "--n-jobs", "0")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert "argument --n-jobs: expected a non-zero integer, got '0'" in out.stderr
+    out = _run("fit", "/nonexistent/file.csv", "--target", "y")
+    assert out.returncode == 2 and out.stderr == "error: no such file: /nonexistent/file.csv\n"
+
+
+# ------------------------------------------------------------------------- file problems
+@pytest.mark.parametrize("content, target, message", [
+    ("a,b,y\n1,2,3\n4,5,6\n", "z", "column 'z' not found in"),
+    ("a,b,y\n1,x,3\n4,5,6\n", "y", "non-numeric values in feature column(s) of"),
+    ("a,b,y\n1,x,3\n4,5,6\n", "y", "line 2, column 'b': 'x'"),
+    ("a,b,y\n1,2,3\n4,,6\n", "y", "line 3, column 'b': ''; impute or drop the missing values"),
+    ("a,b,y\n1,2,u\n4,NA,v\n", "y", "line 3, column 'b': 'NA'"),
+    ("a,b,y\n1,2\n4,5,6\n", "y", "line 2 of"),
+    ("a,b,y\n1,2,3\n4,5,6,7\n", "y", "has 4 fields but the header has 3 columns"),
+    ("a,b,y\n1,2,u\n4,5,v,7\n", "y", "has 4 fields but the header has 3 columns"),
+    ("a,b\n1,2,3\n4,5,6\n", "b", "have 3 fields but the header has 2 columns"),
+    ("a,b,y\n", "y", "has a header row but no data rows"),
+    ("", "y", "is empty"),
+    ("\n\n", "y", "is empty"),
+    ("a,b,y\n1,nan,3\n4,5,6\n", "y", "feature column(s) 'b' of"),
+    ("a,b,y\n1,inf,3\n4,5,6\n", "y", "NaN or infinite"),
+    ("a,b,y\n1,2,nan\n4,5,6\n", "y", "target column 'y' contains NaN"),
+    ("a,b,y\n1,2,u\n4,5,\n", "y", "target column 'y' has empty cells"),
+    ("y\n1\n2\n", "y", "no feature columns"),
+    ("a,b,a,y\n1,2,3,4\n", "y", "duplicate column names in"),
+    ("a,b,a,y\n1,2,3,4\n", "y", "'a' (columns 1 and 3)"),
+    ("a, y ,y\n1,2,3\n", "y", "'y' (columns 2 and 3)"),
+    ("a,,y\n1,2,3\n", "y", "empty column name at position(s) 2"),
+    ("a;b;y\n1;2;3\n", "y", "separated by ';'"),
+    ("1,2,3\n4,5,6\n", "y", "needs a header row naming the columns"),
+])
+def test_clear_errors(tmp_path, capsys, content, target, message):
+    path = tmp_path / "data.csv"
+    path.write_text(content)
+    assert main(["fit", str(path), "--target", target]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err
+    assert captured.err.count("\n") == 1 and captured.out == ""
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: None, "no such file"),
+    (lambda p: p.mkdir(), "is a directory, not a CSV file"),
+    (lambda p: p.write_bytes("a,b,y\n1,2,3\n4,\xe9,6\n".encode("latin-1")), "not UTF-8 text"),
+    (lambda p: p.write_bytes("a,\xe9,y\n1,2,3\n".encode("latin-1")), "not UTF-8 text"),
+])
+def test_unreadable_files(tmp_path, capsys, make, message):
+    path = tmp_path / "data.csv"
+    make(path)
+    assert main(["fit", str(path), "--target", "y"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_not_really_gzipped(tmp_path, capsys):
+    path = tmp_path / "data.csv.gz"
+    path.write_text("a,y\n1,2\n")
+    assert main(["fit", str(path), "--target", "y"]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_regression_task_needs_numeric_target(tmp_path, capsys):
+    path = _write_csv(tmp_path / "d.csv", ["a", "y"], [[1, "u"], [2, "v"], [3, "u"], [4, "v"]])
+    assert main(["fit", path, "--target", "y", "--task", "regression"]) == 2
+    assert "numeric target" in capsys.readouterr().err
+
+
+def test_too_few_samples_is_a_clear_error(tmp_path, capsys):
+    path = _write_csv(tmp_path / "d.csv", ["a", "y"], [[1, 0.5], [2, 0.1], [3, 0.7]])
+    assert main(["fit", path, "--target", "y", "--test-size", "0.34"]) == 2
+    assert "too small" in capsys.readouterr().err
+
+
+def test_more_folds_than_samples(tmp_path, capsys):
+    path = _write_csv(tmp_path / "d.csv", ["a", "y"], [[1, 0.5], [2, 0.1], [3, 0.7]])
+    assert main(["fit", path, "--target", "y", "--cv", "5"]) == 2
+    assert "--cv 5 needs at least 5 samples" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- outputs checked before the fit
+@pytest.mark.parametrize("option", ["--save", "--plot"])
+@pytest.mark.parametrize("where, message", [
+    ("missing_dir/out.png", "does not exist"),
+    ("a_file/out.png", "does not exist"),
+    ("a_dir", "is a directory"),
+])
+def test_output_paths_are_checked_before_reading_or_fitting(regression_csv, tmp_path, capsys, option,
+                                                            where, message):
+    if option == "--plot":
+        pytest.importorskip("matplotlib")
+    (tmp_path / "a_file").write_text("x")
+    (tmp_path / "a_dir").mkdir()
+    assert main(["fit", regression_csv, "--target", "target", option, str(tmp_path / where), *FAST]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # failed before reading the data or fitting
+    assert message in captured.err and option in captured.err
+
+
+def test_output_check_leaves_no_file_behind(regression_csv, tmp_path, capsys):
+    save = tmp_path / "model.pkl"
+    # the fit fails (bad target) after the output check: the probe file must not stay
+    assert main(["fit", regression_csv, "--target", "nope", "--save", str(save)]) == 2
+    assert not save.exists()
+    save.write_bytes(b"keep me")
+    assert main(["fit", regression_csv, "--target", "nope", "--save", str(save)]) == 2
+    assert save.read_bytes() == b"keep me"  # an existing file is not truncated by the check
+
+
+def test_plot_format_is_checked_before_the_fit(regression_csv, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    for name, got in (("rel.xyz", "'.xyz'"), ("rel", "no suffix")):
+        assert main(["fit", regression_csv, "--target", "target", "--plot", str(tmp_path / name)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and "must end in an image format" in captured.err and got in captured.err
+        assert ".png" in captured.err
+
+
+def test_plot_without_matplotlib_fails_early_with_the_install_hint(regression_csv, tmp_path, capsys,
+                                                                   monkeypatch):
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    assert main(["fit", regression_csv, "--target", "target", "--plot", str(tmp_path / "r.png")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert 'pip install "rffkern[plot]"' in captured.err
+
+
+def test_plot_and_save_must_differ(regression_csv, tmp_path, capsys):
+    same = str(tmp_path / "out.png")
+    assert main(["fit", regression_csv, "--target", "target", "--plot", same, "--save", same]) == 2
+    assert "same file" in capsys.readouterr().err
+
+
+def test_warnings_are_one_line(regression_csv, capsys):
+    # 1 epoch stops before RFFNet converges: any warning is printed as one line, without a path
+    assert main(["fit", regression_csv, "--target", "target", "--max-iter", "1", "--n-components", "8"]) == 0
+    err = capsys.readouterr().err
+    assert all(line.startswith("warning: ") for line in err.splitlines())

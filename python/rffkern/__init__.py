@@ -20,7 +20,7 @@ from rffkern.srff import SRFFRegressor  # noqa: E402
 from rffkern.eerf import EERFClassifier, EERFRegressor  # noqa: E402
 from rffkern.adaptive import AdaptiveRFFClassifier, AdaptiveRFFRegressor  # noqa: E402
 
-__version__ = "0.1.0"
+from rffkern._version import __version__  # noqa: E402
 
 __all__ = ["kernels", "RandomFourierFeatures", "__version__", "datasets", "fit", "RFFNetRegressor", "RFFNetClassifier", "TopKSelector", "topk_selection", "fwht", "Fastfood", "StructuredOrthogonalFeatures", "OrthogonalRandomFeatures",
            "RFFRidge", "RFFRidgeClassifier", "SRFFRegressor", "EERFRegressor", "EERFClassifier",

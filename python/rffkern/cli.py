@@ -1,15 +1,26 @@
 """The command line (``python -m rffkern`` or ``rffkern``): ``demo`` and ``fit FILE.csv --target COL``.
 
 ``demo`` fits RFFNet on a built-in synthetic problem and prints the test error, the most relevant
-features against the true support, and the timing. ``fit`` reads a CSV file with a header row,
-learns the column ``--target`` from the others (classification or regression is chosen from the
-target by the rule of :func:`rffkern._api.task_of_target`, printed with the reason), prints held-out (or ``--cv K`` cross-validated)
-metrics and the relevance ranking, and optionally writes a bar chart (``--plot``, needs
-matplotlib) and the pickled model (``--save``).
+features against the true support, and the timing. ``fit`` reads a CSV file with a header row
+(optionally gzip-, bz2- or xz-compressed, with or without a UTF-8 byte-order mark), learns the
+column ``--target`` from the others (classification or regression is chosen from the target by
+the rule of :func:`rffkern._api.explain_task`, printed with the reason), prints held-out (or
+``--cv K`` cross-validated) metrics and the relevance ranking, and optionally writes a bar chart
+(``--plot``, needs matplotlib) and the pickled model (``--save``).
+
+A user's mistake -- a bad option value, a missing file or column, a non-numeric cell, an output
+path that cannot be written -- is reported as one line on stderr with exit status 2, before any
+long computation; never as a traceback.
 """
 from __future__ import annotations
 
 import argparse
+import bz2
+import csv
+import gzip
+import lzma
+import math
+import os
 import pickle
 import sys
 import time
@@ -18,27 +29,145 @@ import warnings
 import numpy as np
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+#: Built-in demo problems: what the target is, and the number of features each generator draws.
+_DEMOS = {
+    "gse1": ("sin((x1 + x3)^2) sin(x7 x8 x9), 18 features", 18),
+    "gse2": ("log((x11 + ... + x15)^2), 100 features", 100),
+    "jse2": ("x1^3 + x2^3, 10 correlated features", 10),
+    "jse3": ("x1 x2, 10 features", 10),
+}
+_DEMO_MIN_SAMPLES = 10
 
 
 class CLIError(Exception):
-    """A user mistake reported as one line on stderr with exit status 2."""
+    """A user mistake, reported as one line on stderr with exit status 2."""
 
 
+# ------------------------------------------------------------------------- option value types
+def _int_option(minimum=None, *, nonzero=False, maximum=None, what="an integer"):
+    """An argparse ``type=`` that parses an int and checks its range.
+
+    Parameters
+    ----------
+    minimum : int or None, default=None
+        Smallest allowed value (None: no lower bound).
+    nonzero : bool, default=False
+        Refuse 0.
+    maximum : int or None, default=None
+        Largest allowed value (None: no upper bound).
+    what : str, default="an integer"
+        How the expected value is described in the message.
+
+    Returns
+    -------
+    parse : callable
+        ``parse(text) -> int``; raises ``argparse.ArgumentTypeError`` (a one-line message that
+        argparse prefixes with the option's name) for anything else.
+    """
+    if minimum is not None and maximum is not None:
+        want = f"{what} from {minimum} to {maximum}"
+    elif minimum is not None:
+        want = f"{what} >= {minimum}"
+    elif nonzero:
+        want = "a non-zero integer"
+    else:
+        want = what
+
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}") from None
+        if ((minimum is not None and value < minimum) or (maximum is not None and value > maximum)
+                or (nonzero and value == 0)):
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _float_option(low=None, high=None, *, closed="neither"):
+    """An argparse ``type=`` that parses a finite float in an interval.
+
+    Parameters
+    ----------
+    low, high : float or None, default=None
+        The interval's ends (None: unbounded on that side).
+    closed : {"neither", "left", "right", "both"}, default="neither"
+        Which ends are allowed values.
+
+    Returns
+    -------
+    parse : callable
+        ``parse(text) -> float``; raises ``argparse.ArgumentTypeError`` for text that is not a
+        number, NaN, infinity, or a value outside the interval.
+    """
+    left = "[" if closed in ("left", "both") else "("
+    right = "]" if closed in ("right", "both") else ")"
+    if low is not None and high is not None:
+        want = f"a number in {left}{low:g}, {high:g}{right}"
+    elif low is not None:
+        want = f"a number {'>=' if left == '[' else '>'} {low:g}"
+    elif high is not None:
+        want = f"a number {'<=' if right == ']' else '<'} {high:g}"
+    else:
+        want = "a finite number"
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}") from None
+        too_low = low is not None and (value < low or (value == low and left == "("))
+        too_high = high is not None and (value > high or (value == high and right == ")"))
+        if not math.isfinite(value) or too_low or too_high:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _cv_option(text):
+    """``--cv``: 0 (a held-out split) or a fold count of at least 2."""
+    value = _int_option(0)(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError("expected 0 (a held-out split) or a fold count >= 2, got '1'")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line: ``PROG: error: MESSAGE (see PROG --help)``."""
+
+    def error(self, message):
+        """Print ``message`` as one line on stderr and exit with status 2.
+
+        Parameters
+        ----------
+        message : str
+            argparse's description of the mistake.
+        """
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# ---------------------------------------------------------------------------------- helpers
 def _estimator_params(args):
-    params = dict(n_components=args.n_components, alpha=args.alpha, max_iter=args.max_iter,
-                  batch_size=args.batch_size, learning_rate=args.learning_rate,
-                  random_state=args.random_state, n_jobs=args.n_jobs, verbose=args.verbose)
-    return params
+    return dict(n_components=args.n_components, alpha=args.alpha, max_iter=args.max_iter,
+                batch_size=args.batch_size, learning_rate=args.learning_rate,
+                random_state=args.random_state, n_jobs=args.n_jobs, verbose=args.verbose)
 
 
 def _add_model_options(p):
-    p.add_argument("--n-components", type=int, default=300, help="random features s (300)")
-    p.add_argument("--alpha", type=float, default=1e-4, help="penalty on the output weights (1e-4)")
-    p.add_argument("--max-iter", type=int, default=100, help="maximum epochs (100)")
-    p.add_argument("--batch-size", type=int, default=32, help="mini-batch size (32)")
-    p.add_argument("--learning-rate", type=float, default=1e-3, help="Adam step size (1e-3)")
-    p.add_argument("--random-state", type=int, default=0, help="seed (0)")
-    p.add_argument("--n-jobs", type=int, default=None, help="threads (default: all cores)")
+    p.add_argument("--n-components", type=_int_option(1), default=300, help="random features s (300)")
+    p.add_argument("--alpha", type=_float_option(0, closed="left"), default=1e-4,
+                   help="penalty on the output weights, >= 0 (1e-4)")
+    p.add_argument("--max-iter", type=_int_option(1), default=100, help="maximum epochs (100)")
+    p.add_argument("--batch-size", type=_int_option(1), default=32, help="mini-batch size (32)")
+    p.add_argument("--learning-rate", type=_float_option(0), default=1e-3, help="Adam step size, > 0 (1e-3)")
+    p.add_argument("--random-state", type=_int_option(0, maximum=2**32 - 1), default=0, help="seed (0)")
+    p.add_argument("--n-jobs", type=_int_option(nonzero=True), default=None,
+                   help="threads: a count, -1 for all cores (default: OpenMP's limit, at most the cores)")
     p.add_argument("--verbose", action="store_true", help="print one line per epoch")
 
 
@@ -54,27 +183,54 @@ def _print_ranking(names, importances, top, support=None, out=None):
         print(f"  {rank:3d}. {str(names[j]):<{width}}  {importances[j]:6.3f}  {bar}{mark}", file=out)
 
 
+def _total_memory():
+    """Physical memory in bytes, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_fits_in_memory(nbytes, what, option):
+    """Refuse a run whose arrays alone would need more than half of the physical memory."""
+    total = _total_memory()
+    if total is not None and nbytes > total / 2:
+        raise CLIError(f"{what} needs about {nbytes / 2**30:.1f} GiB, more than half of this machine's "
+                       f"{total / 2**30:.1f} GiB; lower {option}")
+
+
 # -------------------------------------------------------------------------------------- demo
-_DEMOS = {
-    "gse1": "sin((x1 + x3)^2) sin(x7 x8 x9), 18 features",
-    "gse2": "log((x11 + ... + x15)^2), 100 features",
-    "jse2": "x1^3 + x2^3, 10 correlated features",
-    "jse3": "x1 x2, 10 features",
-}
-
-
 def run_demo(args):
-    from rffkern import datasets
-    from rffkern import RFFNetRegressor
+    """The ``demo`` command: fit RFFNet on a synthetic problem and report it.
 
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``demo``.
+
+    Returns
+    -------
+    status : int
+        0 on success.
+    """
+    from rffkern import RFFNetRegressor, datasets
+
+    description, d = _DEMOS[args.dataset]
+    # X (float64) plus the estimator's standardized float32 copy and the test set
+    _check_fits_in_memory((args.n_samples + 2000) * d * 8 * 3, f"--n-samples {args.n_samples}", "--n-samples")
+    _check_fits_in_memory(args.n_components * d * 8 * 8, f"--n-components {args.n_components}",
+                          "--n-components")
     make = getattr(datasets, f"make_{args.dataset}")
     X, y, support = make(args.n_samples, random_state=args.random_state)
     X_test, y_test, _ = make(2000, random_state=args.random_state + 10_000)
-    print(f"rffkern demo: {args.dataset} = {_DEMOS[args.dataset]}; noise sd 0.1")
+    print(f"rffkern demo: {args.dataset} = {description}; noise sd 0.1")
     print(f"  {X.shape[0]} training samples, {X_test.shape[0]} test samples")
     model = RFFNetRegressor(**_estimator_params(args))
     tic = time.perf_counter()
-    model.fit(X, y)
+    try:
+        model.fit(X, y)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     elapsed = time.perf_counter() - tic
     pred = model.predict(X_test)
     mse = float(np.mean((pred - y_test) ** 2))
@@ -93,58 +249,70 @@ def run_demo(args):
     return 0
 
 
-# -------------------------------------------------------------------------------------- fit
-def read_csv(path, target):
-    """(X, y, feature names) from a CSV file (optionally .gz) with a header row.
+# ------------------------------------------------------------------------------- CSV reading
+_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".lzma": lzma.open}
 
-    NumPy's ``loadtxt`` reads the table (quoted fields, a UTF-8 byte-order mark, gzip); feature
-    columns must be numeric; a target that is not numeric is read as class labels.
-    """
+
+def _open_text(path):
+    """``path`` opened for reading text, decompressed by its suffix as NumPy's loadtxt does."""
+    opener = _OPENERS.get(os.path.splitext(str(path))[1].lower(), open)
+    return opener(path, "rt", encoding="utf-8-sig", newline="")
+
+
+def _read_header(path):
+    """The stripped column names of ``path``'s first non-blank line, and the lines up to it."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # loadtxt's note on skipped blank lines
-            table = np.loadtxt(path, delimiter=",", dtype=str, quotechar='"', encoding="utf-8-sig",
-                               ndmin=2)
+        with _open_text(path) as fh:
+            reader = csv.reader(fh, skipinitialspace=True)
+            for row in reader:
+                if row and any(cell.strip() for cell in row):
+                    return [cell.strip() for cell in row], reader.line_num
     except FileNotFoundError:
         raise CLIError(f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except IsADirectoryError:
+        raise CLIError(f"{path} is a directory, not a CSV file") from None
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
+    except (OSError, EOFError, csv.Error, lzma.LZMAError) as exc:
         raise CLIError(f"cannot read {path}: {exc}") from None
-    if table.shape[0] < 2:
-        raise CLIError(f"{path} needs a header row and at least one data row")
-    header = [h.strip() for h in table[0]]
-    if target not in header:
-        raise CLIError(f"column {target!r} not found in {path}; columns are: {', '.join(header)}")
-    t = header.index(target)
-    names = [h for j, h in enumerate(header) if j != t]
-    if not names:
+    raise CLIError(f"{path} is empty; it needs a header row naming the columns and data rows")
+
+
+def _not_utf8(path, exc):
+    return CLIError(f"cannot read {path}: it is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                    "save it as UTF-8 CSV")
+
+
+def _check_header(path, header, target):
+    """Check the column names and return the target's index."""
+    if len(header) == 1:
+        for sep in (";", "\t", "|"):
+            if sep in header[0]:
+                raise CLIError(f"{path} has a single column {header[0]!r}: it seems to be separated by "
+                               f"{sep!r}; rffkern reads comma-separated files")
+    empty = [j + 1 for j, name in enumerate(header) if not name]
+    if empty:
+        raise CLIError(f"the header of {path} has an empty column name at position(s) "
+                       f"{', '.join(map(str, empty[:5]))}; name every column")
+    seen = {}
+    duplicates = []
+    for j, name in enumerate(header):
+        if name in seen:
+            duplicates.append(f"{name!r} (columns {seen[name] + 1} and {j + 1})")
+        else:
+            seen[name] = j
+    if duplicates:
+        raise CLIError(f"duplicate column names in {path}: {'; '.join(duplicates[:5])}; "
+                       "every column needs its own name")
+    if target not in seen:
+        shown = ", ".join(header[:30]) + (f", ... ({len(header)} columns)" if len(header) > 30 else "")
+        hint = ""
+        if all(_is_number(name) for name in header):
+            hint = " (the first line holds numbers: the file needs a header row naming the columns)"
+        raise CLIError(f"column {target!r} not found in {path}; columns are: {shown}{hint}")
+    if len(header) == 1:
         raise CLIError(f"{path} has no feature columns besides the target {target!r}")
-    cells = np.char.strip(table[1:])
-    features = np.delete(cells, t, axis=1)
-    bad = []
-    for k, name in enumerate(names):
-        try:
-            features[:, k].astype(np.float64)
-        except ValueError:
-            line = next(i for i, v in enumerate(features[:, k]) if not _is_number(v))
-            bad.append(f"{name!r} (line {line + 2}: {features[line, k]!r})")
-    if bad:
-        raise CLIError(f"non-numeric values in feature column(s): {'; '.join(bad[:5])}. "
-                       "Encode or drop them first.")
-    X = features.astype(np.float64)
-    if not np.isfinite(X).all():
-        raise CLIError("the feature columns contain NaN or infinite values; impute or drop them first")
-    raw = cells[:, t]
-    if np.any(raw == ""):
-        raise CLIError(f"the target column {target!r} has empty cells")
-    try:
-        y = raw.astype(np.float64)
-    except ValueError:
-        return X, raw.astype(str), names  # text labels: classification
-    if not np.isfinite(y).all():
-        raise CLIError(f"the target column {target!r} contains NaN or infinite values")
-    if np.all(y == np.round(y)) and np.abs(y).max() < 2**62:
-        y = y.astype(np.int64)
-    return X, y, names
+    return seen[target]
 
 
 def _is_number(text):
@@ -155,23 +323,277 @@ def _is_number(text):
     return True
 
 
+def _diagnose(path, header, t, numpy_message):
+    """Find the first malformed rows or non-numeric feature cells and raise a CLIError naming them.
+
+    Only called after NumPy's reader has failed, so its pure-Python pass costs nothing on good files.
+    """
+    width = len(header)
+    bad_cells = []
+    with _open_text(path) as fh:
+        reader = csv.reader(fh, skipinitialspace=True)
+        header_seen = False
+        for row in reader:
+            if not row or not any(cell.strip() for cell in row):
+                continue  # blank lines are skipped, as NumPy's reader skips them
+            if not header_seen:
+                header_seen = True
+                continue
+            line = reader.line_num
+            if len(row) != width:
+                raise CLIError(f"line {line} of {path} has {len(row)} fields but the header has {width} "
+                               "columns; every row needs one value per column")
+            if len(bad_cells) < 5:
+                for j, cell in enumerate(row):
+                    if j != t and not _is_number(cell.strip()):
+                        bad_cells.append(f"line {line}, column {header[j]!r}: {cell.strip()!r}")
+                        if len(bad_cells) == 5:
+                            break
+    if bad_cells:
+        missing = any(c.endswith(": ''") for c in bad_cells)
+        hint = "impute or drop the missing values first" if missing else "encode or drop them first"
+        raise CLIError(f"non-numeric values in feature column(s) of {path}: {'; '.join(bad_cells)}; "
+                       f"{hint} (feature columns must be numeric)")
+    raise CLIError(f"cannot read {path}: {numpy_message}")
+
+
+def read_csv(path, target):
+    """(X, y, feature names) from a CSV file with a header row.
+
+    NumPy's ``loadtxt`` reads the values (fields quoted with ``"``, a UTF-8 byte-order mark,
+    gzip/bz2/xz compression by the file's suffix); blank lines are skipped. Feature columns must
+    be numeric; a target that is not numeric is read as class labels.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The CSV file.
+    target : str
+        Name of the column to predict.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+        The other columns, in float64, in file order.
+    y : ndarray of shape (n_samples,)
+        The target: int64 when every value is a whole number, float64 for other numbers, str for
+        text labels.
+    names : list of str
+        The feature columns' names.
+
+    Raises
+    ------
+    CLIError
+        For a missing, unreadable or empty file, duplicate or missing column names, rows of the
+        wrong length, non-numeric feature cells (named by line and column), NaN or infinity.
+    """
+    header, header_lines = _read_header(path)
+    t = _check_header(path, header, target)
+    names = [h for j, h in enumerate(header) if j != t]
+    try:
+        table, labels = _load_table(path, header, t, header_lines)
+    except UnicodeDecodeError as exc:  # a ValueError: caught first
+        raise _not_utf8(path, exc) from None
+    except (OSError, EOFError, lzma.LZMAError, csv.Error) as exc:
+        raise CLIError(f"cannot read {path}: {exc}") from None
+    if table.shape[0] == 0:
+        raise CLIError(f"{path} has a header row but no data rows")
+    if table.shape[1] != len(header):
+        raise CLIError(f"the rows of {path} have {table.shape[1]} fields but the header has {len(header)} "
+                       "columns; every row needs one value per column")
+    X = np.ascontiguousarray(np.delete(table, t, axis=1))
+    finite = np.isfinite(X).all(axis=0)
+    if not finite.all():
+        bad = [names[j] for j in np.flatnonzero(~finite)[:5]]
+        raise CLIError(f"feature column(s) {', '.join(map(repr, bad))} of {path} contain NaN or infinite "
+                       "values; impute or drop them first")
+    if labels is not None:
+        if "" in labels:
+            raise CLIError(f"the target column {target!r} has empty cells")
+        codes = table[:, t].astype(np.intp)
+        return X, np.array(list(labels), dtype=str)[codes], names
+    y = table[:, t]
+    if not np.isfinite(y).all():
+        raise CLIError(f"the target column {target!r} contains NaN or infinite values (missing targets?); "
+                       "drop those rows first")
+    if np.all(y == np.round(y)) and np.abs(y).max() < 2**53:
+        y = y.astype(np.int64)
+    return X, y, names
+
+
+def _load_table(path, header, t, header_lines):
+    """All values of ``path`` after its header as float64, by NumPy's reader.
+
+    A numeric table is read in one pass. If that fails, the target column is read as labels
+    (each distinct text gets an integer code); if that fails too, :func:`_diagnose` names the
+    problem. Returns ``(table, labels)``, ``labels`` the list of label texts by code, or None
+    for a numeric target.
+    """
+    options = dict(delimiter=",", quotechar='"', comments=None, skiprows=header_lines,
+                   encoding="utf-8-sig", ndmin=2)
+    codes = {}
+
+    def label_code(text):
+        return codes.setdefault(text.strip(), len(codes))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # loadtxt's note on a file without data rows
+        try:
+            return np.loadtxt(path, dtype=np.float64, **options), None
+        except UnicodeDecodeError:
+            raise
+        except ValueError as exc:
+            numpy_message = str(exc)
+        try:
+            return np.loadtxt(path, dtype=np.float64, converters={t: label_code}, **options), list(codes)
+        except UnicodeDecodeError:
+            raise
+        except ValueError:
+            _diagnose(path, header, t, numpy_message)
+
+
+# ------------------------------------------------------------------------------ output paths
+def check_output_path(path, option):
+    """Check, before any long computation, that ``path`` can be written.
+
+    The directory must exist and the file must be creatable (it is opened for appending, which
+    changes nothing in an existing file; a file that did not exist is removed again).
+
+    Parameters
+    ----------
+    path : str
+        The file to be written.
+    option : str
+        The option that named it, for the message.
+
+    Raises
+    ------
+    CLIError
+        If the directory does not exist, ``path`` is a directory, or the file cannot be opened.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CLIError(f"{option} {path}: is a directory; give a file name")
+    if not os.path.isdir(directory):
+        raise CLIError(f"{option} {path}: the directory {directory} does not exist")
+    existed = os.path.exists(path)
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        raise CLIError(f"{option} {path}: cannot write there ({exc.strerror or exc})") from None
+    if not existed:
+        os.remove(path)
+
+
+def check_plot_path(path):
+    """Check that ``--plot PATH`` can be drawn and written: matplotlib, a known format, a writable place.
+
+    Parameters
+    ----------
+    path : str
+        The image file; its suffix chooses the format.
+
+    Raises
+    ------
+    CLIError
+        If matplotlib is not installed (with the install command), the suffix is not a format
+        matplotlib writes, or the file cannot be written.
+    """
+    try:
+        import matplotlib
+    except ImportError:
+        raise CLIError('--plot needs matplotlib: pip install "rffkern[plot]" (or pip install matplotlib)') from None
+    check_output_path(path, "--plot")
+    matplotlib.use("Agg")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = os.path.splitext(path)[1].lower().lstrip(".")
+    if suffix not in formats:
+        known = ", ".join(f".{f}" for f in sorted(formats))
+        got = f"'.{suffix}'" if suffix else "no suffix"
+        raise CLIError(f"--plot {path}: the file name must end in an image format ({known}), got {got}")
+
+
+def write_plot(path, names, importances, title):
+    """Draw the relevance bar chart into ``path`` (needs matplotlib).
+
+    Parameters
+    ----------
+    path : str
+        The image file.
+    names : list of str
+        Feature names.
+    importances : ndarray of shape (n_features,)
+        The model's ``feature_importances_``.
+    title : str
+        The chart's title.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise CLIError('--plot needs matplotlib: pip install "rffkern[plot]"') from None
+    from rffkern.plot import relevances
+
+    ax = relevances(importances, names, title=title)
+    try:
+        ax.figure.savefig(path)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"cannot write {path}: {exc}") from None
+    finally:
+        plt.close(ax.figure)
+
+
+# -------------------------------------------------------------------------------------- fit
 def run_fit(args):
+    """The ``fit`` command: read the CSV, fit RFFNet, print metrics and relevances.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``fit``.
+
+    Returns
+    -------
+    status : int
+        0 on success.
+    """
     from sklearn.base import clone
     from sklearn.metrics import accuracy_score, mean_squared_error, r2_score, roc_auc_score
     from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
-    from rffkern._api import explain_task
     from rffkern import RFFNetClassifier, RFFNetRegressor
+    from rffkern._api import explain_task
+
+    # outputs first: a typo in --plot/--save must not cost a long fit
+    if args.plot and args.save and os.path.abspath(args.plot) == os.path.abspath(args.save):
+        raise CLIError("--plot and --save name the same file")
+    if args.plot:
+        check_plot_path(args.plot)
+    if args.save:
+        check_output_path(args.save, "--save")
 
     X, y, names = read_csv(args.file, args.target)
-    try:
-        task, reason = (args.task, "--task") if args.task else explain_task(y)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
+    if args.task:
+        task, reason = args.task, "set by --task"
+    else:
+        try:
+            task, reason = explain_task(y)
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
     if task == "regression" and y.dtype.kind not in "iuf":
         raise CLIError(f"regression needs a numeric target; column {args.target!r} holds text labels")
+    if args.cv > X.shape[0]:
+        raise CLIError(f"--cv {args.cv} needs at least {args.cv} samples; {args.file} has {X.shape[0]}")
+    _check_fits_in_memory(args.n_components * X.shape[1] * 8 * 8, f"--n-components {args.n_components}",
+                          "--n-components")
     est = (RFFNetClassifier if task == "classification" else RFFNetRegressor)(**_estimator_params(args))
-    print(f"{args.file}: {X.shape[0]} samples, {X.shape[1]} features, target {args.target!r} -> {task} ({reason})")
+    print(f"{args.file}: {X.shape[0]} samples, {X.shape[1]} features, target {args.target!r} "
+          f"-> {task} ({reason})")
 
     def metrics(model, Xt, yt):
         if task == "classification":
@@ -221,53 +643,85 @@ def run_fit(args):
     return 0
 
 
-def write_plot(path, names, importances, title):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise CLIError('--plot needs matplotlib (pip install "rffkern[plot]")') from None
-    from rffkern.plot import relevances
-
-    ax = relevances(importances, names, title=title)
-    try:
-        ax.figure.savefig(path)
-    except OSError as exc:
-        raise CLIError(f"cannot write {path}: {exc}") from None
-    finally:
-        plt.close(ax.figure)
+def _prog():
+    """``rffkern`` when run as the installed script, else ``python -m rffkern``."""
+    return "rffkern" if os.path.basename(sys.argv[0] or "") == "rffkern" else "python -m rffkern"
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="python -m rffkern",
-                                     description="RFFNet: interpretable random-Fourier-feature learners")
-    sub = parser.add_subparsers(dest="command", required=True)
+    """The argument parser of both commands.
+
+    Returns
+    -------
+    parser : argparse.ArgumentParser
+        Every numeric option is parsed and range-checked by its ``type=``, so a bad value stops
+        the command line before anything runs (one line on stderr, exit status 2).
+    """
+    parser = _Parser(prog=_prog(), description="RFFNet: interpretable random-Fourier-feature learners")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo = sub.add_parser("demo", help="fit a built-in synthetic problem and show the relevances")
-    demo.add_argument("--dataset", choices=sorted(_DEMOS), default="gse2", help="problem (gse2: 5 relevant of 100 features)")
-    demo.add_argument("--n-samples", type=int, default=10000, help="training samples (10000)")
+    demo.add_argument("--dataset", choices=sorted(_DEMOS), default="gse2",
+                      help="problem (gse2: 5 relevant of 100 features)")
+    demo.add_argument("--n-samples", type=_int_option(_DEMO_MIN_SAMPLES), default=10000,
+                      help=f"training samples, >= {_DEMO_MIN_SAMPLES} (10000)")
     _add_model_options(demo)
     fit = sub.add_parser("fit", help="fit a CSV file and print metrics and relevances")
-    fit.add_argument("file", help="CSV file with a header row")
+    fit.add_argument("file", help="CSV file with a header row (.csv, .csv.gz, .csv.bz2, .csv.xz)")
     fit.add_argument("--target", required=True, help="name of the column to predict")
     fit.add_argument("--task", choices=["regression", "classification"], default=None,
                      help="override the task chosen from the target")
-    fit.add_argument("--cv", type=int, default=0, help="K-fold cross-validation instead of a held-out split")
-    fit.add_argument("--test-size", type=float, default=0.2, help="held-out share (0.2)")
-    fit.add_argument("--top", type=int, default=20, help="features shown in the ranking (20)")
+    fit.add_argument("--cv", type=_cv_option, default=0,
+                     help="K-fold cross-validation (K >= 2) instead of a held-out split")
+    fit.add_argument("--test-size", type=_float_option(0, 1), default=0.2,
+                     help="held-out share, in (0, 1) (0.2)")
+    fit.add_argument("--top", type=_int_option(1), default=20, help="features shown in the ranking (20)")
     fit.add_argument("--plot", metavar="OUT.png", help="write a relevance bar chart (needs matplotlib)")
     fit.add_argument("--save", metavar="MODEL.pkl", help="pickle the model fitted on the training data")
     _add_model_options(fit)
     return parser
 
 
+def _version():
+    from rffkern._version import __version__
+
+    return __version__
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    """Run the command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name; ``sys.argv[1:]`` when None.
+
+    Returns
+    -------
+    status : int
+        0 on success, 2 for a usage error or a user mistake (one line on stderr), 130 when
+        interrupted.
+    """
     try:
-        if args.command == "demo":
-            return run_demo(args)
-        return run_fit(args)
-    except CLIError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed its message (or the help)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning  # restored on exit: main() may be called from Python
+        try:
+            if args.command == "demo":
+                return run_demo(args)
+            return run_fit(args)
+        except CLIError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except MemoryError:
+            print("error: out of memory; lower --n-components or use a smaller data set", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
