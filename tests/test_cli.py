@@ -328,8 +328,38 @@ def test_plot_and_save_must_differ(regression_csv, tmp_path, capsys):
     assert "same file" in capsys.readouterr().err
 
 
-def test_warnings_are_one_line(regression_csv, capsys):
-    # 1 epoch stops before RFFNet converges: any warning is printed as one line, without a path
-    assert main(["fit", regression_csv, "--target", "target", "--max-iter", "1", "--n-components", "8"]) == 0
+def test_warnings_are_one_line(tmp_path, capsys):
+    # a class with one member and 2 folds: scikit-learn's StratifiedKFold warns
+    rng = np.random.default_rng(0)
+    rows = [[round(float(v), 3), lab] for v, lab in zip(rng.normal(size=21), ["a"] * 10 + ["b"] * 10 + ["c"])]
+    path = _write_csv(tmp_path / "w.csv", ["x", "y"], rows)
+    assert main(["fit", path, "--target", "y", "--cv", "2", "--max-iter", "2", "--n-components", "8"]) == 0
     err = capsys.readouterr().err
-    assert all(line.startswith("warning: ") for line in err.splitlines())
+    assert err.startswith("warning: The least populated class") and err.count("\n") == 1, err
+
+
+def _start_demo(n_samples, max_iter):
+    # unbuffered, so that the first line (printed before the fit) arrives at once
+    proc = subprocess.Popen([sys.executable, "-m", "rffkern", "demo", "--dataset", "jse3", "--n-samples",
+                             str(n_samples), "--max-iter", str(max_iter), "--n-jobs", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stdout.readline().startswith("rffkern demo:")
+    return proc
+
+
+def test_ctrl_c_stops_with_one_line_and_status_130():
+    import signal
+
+    proc = _start_demo(200_000, 100)  # long enough to be stopped while it runs
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip() == "interrupted", err
+
+
+def test_closed_output_pipe_is_not_a_traceback():
+    proc = _start_demo(500, 2)
+    proc.stdout.close()  # as `| head -1` does after its first line
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in err, err

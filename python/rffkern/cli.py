@@ -704,7 +704,7 @@ def main(argv=None):
     -------
     status : int
         0 on success, 2 for a usage error or a user mistake (one line on stderr), 130 when
-        interrupted.
+        interrupted, 1 when the output pipe was closed.
     """
     try:
         args = build_parser().parse_args(argv)
@@ -725,3 +725,11 @@ def main(argv=None):
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
+        except BrokenPipeError:
+            # the reader went away (``| head``): stop quietly, as Unix tools do, and keep Python's
+            # final flush of stdout from failing again
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError, AttributeError):
+                pass
+            return 1
