@@ -248,11 +248,24 @@ def test_unreadable_files(tmp_path, capsys, make, message):
     assert message in err and err.count("\n") == 1
 
 
-def test_not_really_gzipped(tmp_path, capsys):
-    path = tmp_path / "data.csv.gz"
-    path.write_text("a,y\n1,2\n")
+def test_compression_is_told_by_content_not_name(tmp_path, capsys):
+    text = "a,y\n" + "".join(f"{i},{i % 3}\n" for i in range(30))
+    plain_named_gz = tmp_path / "plain.csv.gz"
+    plain_named_gz.write_text(text)
+    gzipped_named_csv = tmp_path / "gzipped.csv"
+    gzipped_named_csv.write_bytes(gzip.compress(text.encode()))
+    for path in (plain_named_gz, gzipped_named_csv):
+        X, y, names = read_csv(str(path), "y")
+        assert names == ["a"] and X[:, 0].tolist() == list(range(30)) and y.tolist() == [i % 3 for i in range(30)]
+
+
+def test_truncated_gzip_is_a_clear_error(tmp_path, capsys):
+    data = gzip.compress(("a,y\n" + "".join(f"{i}.5,{i}\n" for i in range(5000))).encode())
+    path = tmp_path / "cut.csv.gz"
+    path.write_bytes(data[: len(data) // 2])
     assert main(["fit", str(path), "--target", "y"]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot read {path}:") and err.count("\n") == 1
 
 
 def test_regression_task_needs_numeric_target(tmp_path, capsys):
@@ -363,3 +376,18 @@ def test_closed_output_pipe_is_not_a_traceback():
     err = proc.stderr.read()
     proc.wait(timeout=120)
     assert proc.returncode == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("args, option", [
+    (["demo", "--n-samples", str(10**13)], "--n-samples"),
+    (["demo", "--n-components", str(10**12)], "--n-components"),
+])
+def test_sizes_beyond_the_memory_are_refused_before_allocating(args, option, capsys):
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "GiB" in captured.err and f"lower {option}" in captured.err
+
+
+def test_fit_n_components_beyond_the_memory(regression_csv, capsys):
+    assert main(["fit", regression_csv, "--target", "target", "--n-components", str(10**12)]) == 2
+    assert "lower --n-components" in capsys.readouterr().err

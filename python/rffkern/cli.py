@@ -250,12 +250,16 @@ def run_demo(args):
 
 
 # ------------------------------------------------------------------------------- CSV reading
-_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".lzma": lzma.open}
+_MAGIC = ((b"\x1f\x8b", gzip.open), (b"BZh", bz2.open), (b"\xfd7zXZ\x00", lzma.open))
 
 
 def _open_text(path):
-    """``path`` opened for reading text, decompressed by its suffix as NumPy's loadtxt does."""
-    opener = _OPENERS.get(os.path.splitext(str(path))[1].lower(), open)
+    """``path`` opened as UTF-8 text (a byte-order mark skipped), decompressed when it is gzip,
+    bz2 or xz data -- told by its first bytes, not its name, so ``data.csv`` that is gzipped and
+    ``data.csv.gz`` that is not are both read."""
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    opener = next((op for magic, op in _MAGIC if head.startswith(magic)), open)
     return opener(path, "rt", encoding="utf-8-sig", newline="")
 
 
@@ -361,7 +365,7 @@ def read_csv(path, target):
     """(X, y, feature names) from a CSV file with a header row.
 
     NumPy's ``loadtxt`` reads the values (fields quoted with ``"``, a UTF-8 byte-order mark,
-    gzip/bz2/xz compression by the file's suffix); blank lines are skipped. Feature columns must
+    gzip/bz2/xz compression told by the file's first bytes); blank lines are skipped. Feature columns must
     be numeric; a target that is not numeric is read as class labels.
 
     Parameters
@@ -429,8 +433,7 @@ def _load_table(path, header, t, header_lines):
     problem. Returns ``(table, labels)``, ``labels`` the list of label texts by code, or None
     for a numeric target.
     """
-    options = dict(delimiter=",", quotechar='"', comments=None, skiprows=header_lines,
-                   encoding="utf-8-sig", ndmin=2)
+    options = dict(delimiter=",", quotechar='"', comments=None, skiprows=header_lines, ndmin=2)
     codes = {}
 
     def label_code(text):
@@ -439,13 +442,15 @@ def _load_table(path, header, t, header_lines):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # loadtxt's note on a file without data rows
         try:
-            return np.loadtxt(path, dtype=np.float64, **options), None
+            with _open_text(path) as fh:
+                return np.loadtxt(fh, dtype=np.float64, **options), None
         except UnicodeDecodeError:
             raise
         except ValueError as exc:
             numpy_message = str(exc)
         try:
-            return np.loadtxt(path, dtype=np.float64, converters={t: label_code}, **options), list(codes)
+            with _open_text(path) as fh:
+                return np.loadtxt(fh, dtype=np.float64, converters={t: label_code}, **options), list(codes)
         except UnicodeDecodeError:
             raise
         except ValueError:
