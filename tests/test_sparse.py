@@ -68,6 +68,18 @@ def test_rff_sparse_row_blocks_give_the_same_result(monkeypatch):
     np.testing.assert_allclose(rff_pair.transform(sp.csr_matrix(X)), rff_pair.transform(X), rtol=0, atol=1e-12)
 
 
+def test_rff_sparse_same_bits_whatever_the_thread_count(monkeypatch):
+    from rffkern import feature_maps
+
+    monkeypatch.setattr(feature_maps, "_SPARSE_BLOCK_ENTRIES", 7 * 32)  # 18 blocks of 7 rows (and 1)
+    X = sp.csr_matrix(_sparse_X(n=120))
+    for pair in (False, True):
+        results = [RandomFourierFeatures(32, pair=pair, random_state=5, n_jobs=n_jobs).fit(X).transform(X)
+                   for n_jobs in (1, 2, 3)]
+        for Z in results[1:]:
+            np.testing.assert_array_equal(Z, results[0])
+
+
 def test_rff_sparse_is_never_densified():
     # X would take 40 MB dense; Z takes 0.25 MB: the peak must stay far below X's dense size
     rng = np.random.default_rng(0)
