@@ -38,13 +38,24 @@ def refuse_sparse(a, name):
 
     Returns
     -------
-    a : object
+    object
         ``a`` itself, when it is not sparse.
 
     Raises
     ------
     TypeError
         If ``a`` is a scipy.sparse matrix or array.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from rffkern._validation import refuse_sparse
+    >>> refuse_sparse([1.0, 2.0], "X")
+    [1.0, 2.0]
+    >>> refuse_sparse(sp.eye(3, format="csr"), "X")
+    Traceback (most recent call last):
+    ...
+    TypeError: X is a scipy.sparse csr_matrix; this function needs a dense array. Pass X.toarray() if it fits in memory; only RandomFourierFeatures takes sparse input.
     """
     if sp.issparse(a):
         raise TypeError(

@@ -25,6 +25,7 @@ import pickle
 import sys
 import time
 import warnings
+from typing import Sequence
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def _int_option(minimum=None, *, nonzero=False, maximum=None, what="an integer")
 
     Returns
     -------
-    parse : callable
+    callable
         ``parse(text) -> int``; raises ``argparse.ArgumentTypeError`` (a one-line message that
         argparse prefixes with the option's name) for anything else.
     """
@@ -100,7 +101,7 @@ def _float_option(low=None, high=None, *, closed="neither"):
 
     Returns
     -------
-    parse : callable
+    callable
         ``parse(text) -> float``; raises ``argparse.ArgumentTypeError`` for text that is not a
         number, NaN, infinity, or a value outside the interval.
     """
@@ -210,8 +211,8 @@ def run_demo(args):
 
     Returns
     -------
-    status : int
-        0 on success.
+    int
+        The exit status: 0 on success.
     """
     from rffkern import RFFNetRegressor, datasets
 
@@ -390,6 +391,17 @@ def read_csv(path, target):
     CLIError
         For a missing, unreadable or empty file, duplicate or missing column names, rows of the
         wrong length, non-numeric feature cells (named by line and column), NaN or infinity.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from rffkern.cli import read_csv
+    >>> path = os.path.join(tempfile.mkdtemp(), "pets.csv")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write('weight,"height, cm",kind\\n4.1,25,cat\\n30,60,dog\\n')
+    >>> X, y, names = read_csv(path, "kind")
+    >>> X.tolist(), y.tolist(), names
+    ([[4.1, 25.0], [30.0, 60.0]], ['cat', 'dog'], ['weight', 'height, cm'])
     """
     header, header_lines = _read_header(path)
     t = _check_header(path, header, target)
@@ -564,8 +576,8 @@ def run_fit(args):
 
     Returns
     -------
-    status : int
-        0 on success.
+    int
+        The exit status: 0 on success.
     """
     from sklearn.base import clone
     from sklearn.metrics import accuracy_score, mean_squared_error, r2_score, roc_auc_score
@@ -658,7 +670,7 @@ def build_parser():
 
     Returns
     -------
-    parser : argparse.ArgumentParser
+    argparse.ArgumentParser
         Every numeric option is parsed and range-checked by its ``type=``, so a bad value stops
         the command line before anything runs (one line on stderr, exit status 2).
     """
@@ -697,19 +709,27 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     print(f"warning: {message}", file=sys.stderr if file is None else file)
 
 
-def main(argv=None):
-    """Run the command line.
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; the ``rffkern`` console script and ``python -m rffkern`` call it.
 
     Parameters
     ----------
-    argv : list of str, optional
-        The arguments after the program name; ``sys.argv[1:]`` when None.
+    argv : sequence of str, optional
+        The arguments after the program name; None reads ``sys.argv``.
 
     Returns
     -------
-    status : int
-        0 on success, 2 for a usage error or a user mistake (one line on stderr), 130 when
-        interrupted, 1 when the output pipe was closed.
+    int
+        The exit status: 0 on success; 2 for a usage error or a user mistake (a bad option
+        value, a missing file or column, a non-numeric cell, an output path that cannot be
+        written), reported as one line on stderr; 130 when interrupted (Ctrl-C); 1 when the
+        output pipe was closed.
+
+    Examples
+    --------
+    >>> from rffkern.cli import main
+    >>> main(["fit", "no-such-file.csv", "--target", "y"])  # a usage error: the file is missing
+    2
     """
     try:
         args = build_parser().parse_args(argv)

@@ -68,12 +68,12 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.n_jobs = n_jobs
 
     def fit(self, X, y=None):
-        """Draw the frequencies and phases for X's number of features (X's values are not used).
+        """Draw the frequencies and phases for X's number of features.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data; only its number of features and its dtype are used (float32 gives
+            Training rows; only their number of features and dtype are used (float32 gives
             float32 frequencies, everything else float64). A scipy.sparse matrix or array is
             accepted as is (never densified).
         y : None
@@ -81,8 +81,17 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
         Returns
         -------
-        self : RandomFourierFeatures
+        self
             The fitted transformer.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import RandomFourierFeatures
+        >>> X = np.random.default_rng(0).standard_normal((5, 3))
+        >>> rff = RandomFourierFeatures(n_components=16, random_state=0).fit(X)
+        >>> rff.weights_.shape, rff.offsets_.shape
+        ((3, 16), (16,))
         """
         self._validate_params()
         n_freq = frequency_count(self.n_components, self.pair)
@@ -96,22 +105,39 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         return self
 
     def transform(self, X):
-        """Map X (n_samples, n_features) to (n_samples, n_components); float32 stays float32.
+        """Map X to its random features; float32 input stays float32.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense input runs the fused compiled kernel. A scipy.sparse matrix or array (CSR, CSC
-            or any format scipy converts to CSR) is multiplied by ``weights_`` with scipy's
-            sparse product and turned into features a block of rows at a time (``n_jobs``
-            blocks at once), never densified. The result equals that for ``X.toarray()`` to
-            rounding (1e-12 in float64), with the same bits whatever ``n_jobs``. A Dask array
-            is mapped block by block.
+            The rows to map. Dense input runs the fused compiled kernel. A scipy.sparse matrix
+            or array (CSR, CSC or any format scipy converts to CSR) is multiplied by
+            ``weights_`` with scipy's sparse product and turned into features a block of rows
+            at a time (``n_jobs`` blocks at once), never densified; the result equals that for
+            ``X.toarray()`` to rounding (1e-12 in float64), with the same bits whatever
+            ``n_jobs``. A Dask array is mapped lazily, block by block.
 
         Returns
         -------
-        Z : ndarray of shape (n_samples, n_components)
-            The random features, in X's dtype (float32 or float64); dense whatever the input.
+        ndarray of shape (n_samples, n_components)
+            The features, in X's floating dtype; dense whatever the input.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import RandomFourierFeatures
+        >>> X = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+        >>> Z = RandomFourierFeatures(n_components=16, random_state=0).fit(X).transform(X)
+        >>> Z.shape, Z.dtype
+        ((5, 16), dtype('float32'))
+
+        Sparse input gives the same features as its dense copy:
+
+        >>> import scipy.sparse as sp
+        >>> X = sp.random(100, 50, density=0.05, format="csr", random_state=0)
+        >>> rff = RandomFourierFeatures(n_components=64, random_state=0).fit(X)
+        >>> bool(np.allclose(rff.transform(X), rff.transform(X.toarray()), rtol=0, atol=1e-12))
+        True
         """
         if is_dask_array(X):
             return map_rows(self.transform, X)
@@ -158,7 +184,7 @@ def _sparse_features(X, W, b, scale, pair, n_threads=1):
 
     Returns
     -------
-    Z : ndarray of shape (n_samples, n_frequencies) or (n_samples, 2 * n_frequencies)
+    ndarray of shape (n_samples, n_frequencies) or (n_samples, 2 * n_frequencies)
         The features in X's dtype; X is never densified. ``X @ W`` is scipy's
         sparse-times-dense product. In the phase form it is made once, as the output itself, and
         turned into features in place, a block of rows per task (the fastest way: no second
