@@ -207,6 +207,8 @@ def test_usage_error_from_a_subprocess_is_one_line_with_status_2(regression_csv)
     ("a,b,y\n1,2,3\n4,,6\n", "y", "line 3, column 'b': ''; impute or drop the missing values"),
     ("a,b,y\n1,2,u\n4,NA,v\n", "y", "line 3, column 'b': 'NA'"),
     ("a,b,y\n1,2\n4,5,6\n", "y", "line 2 of"),
+    ("a,b,y\n1,2,3\n   \n4,5,6\n", "y", "line 3 of"),
+    ("a,b,y\n1,2,3\n   \n4,5,6\n", "y", "(a line of spaces)"),
     ("a,b,y\n1,2,3\n4,5,6,7\n", "y", "has 4 fields but the header has 3 columns"),
     ("a,b,y\n1,2,u\n4,5,v,7\n", "y", "has 4 fields but the header has 3 columns"),
     ("a,b\n1,2,3\n4,5,6\n", "b", "have 3 fields but the header has 2 columns"),

@@ -160,14 +160,17 @@ def _estimator_params(args):
 
 
 def _add_model_options(p):
-    p.add_argument("--n-components", type=_int_option(1), default=300, help="random features s (300)")
-    p.add_argument("--alpha", type=_float_option(0, closed="left"), default=1e-4,
+    p.add_argument("--n-components", type=_int_option(1), default=300, metavar="S",
+                   help="random features s (300)")
+    p.add_argument("--alpha", type=_float_option(0, closed="left"), default=1e-4, metavar="A",
                    help="penalty on the output weights, >= 0 (1e-4)")
-    p.add_argument("--max-iter", type=_int_option(1), default=100, help="maximum epochs (100)")
-    p.add_argument("--batch-size", type=_int_option(1), default=32, help="mini-batch size (32)")
-    p.add_argument("--learning-rate", type=_float_option(0), default=1e-3, help="Adam step size, > 0 (1e-3)")
-    p.add_argument("--random-state", type=_int_option(0, maximum=2**32 - 1), default=0, help="seed (0)")
-    p.add_argument("--n-jobs", type=_int_option(nonzero=True), default=None,
+    p.add_argument("--max-iter", type=_int_option(1), default=100, metavar="N", help="maximum epochs (100)")
+    p.add_argument("--batch-size", type=_int_option(1), default=32, metavar="N", help="mini-batch size (32)")
+    p.add_argument("--learning-rate", type=_float_option(0), default=1e-3, metavar="LR",
+                   help="Adam step size, > 0 (1e-3)")
+    p.add_argument("--random-state", type=_int_option(0, maximum=2**32 - 1), default=0, metavar="SEED",
+                   help="seed (0)")
+    p.add_argument("--n-jobs", type=_int_option(nonzero=True), default=None, metavar="N",
                    help="threads: a count, -1 for all cores (default: OpenMP's limit, at most the cores)")
     p.add_argument("--verbose", action="store_true", help="print one line per epoch")
 
@@ -321,6 +324,8 @@ def _check_header(path, header, target):
 
 
 def _is_number(text):
+    if "_" in text:  # Python's float() takes 1_000, NumPy's reader does not
+        return False
     try:
         float(text)
     except ValueError:
@@ -339,15 +344,17 @@ def _diagnose(path, header, t, numpy_message):
         reader = csv.reader(fh, skipinitialspace=True)
         header_seen = False
         for row in reader:
-            if not row or not any(cell.strip() for cell in row):
-                continue  # blank lines are skipped, as NumPy's reader skips them
             if not header_seen:
-                header_seen = True
+                header_seen = bool(row) and any(cell.strip() for cell in row)
                 continue
+            if not row:
+                continue  # empty lines are skipped, as NumPy's reader skips them
             line = reader.line_num
             if len(row) != width:
-                raise CLIError(f"line {line} of {path} has {len(row)} fields but the header has {width} "
-                               "columns; every row needs one value per column")
+                blank = " (a line of spaces)" if not any(cell.strip() for cell in row) else ""
+                fields = f"{len(row)} field{'s' if len(row) != 1 else ''}"
+                raise CLIError(f"line {line} of {path} has {fields}{blank} but the header has "
+                               f"{width} columns; every row needs one value per column")
             if len(bad_cells) < 5:
                 for j, cell in enumerate(row):
                     if j != t and not _is_number(cell.strip()):
@@ -359,15 +366,16 @@ def _diagnose(path, header, t, numpy_message):
         hint = "impute or drop the missing values first" if missing else "encode or drop them first"
         raise CLIError(f"non-numeric values in feature column(s) of {path}: {'; '.join(bad_cells)}; "
                        f"{hint} (feature columns must be numeric)")
-    raise CLIError(f"cannot read {path}: {numpy_message}")
+    # NumPy's advice on its own ``usecols`` argument means nothing on the command line
+    raise CLIError(f"cannot read {path}: {numpy_message.split('; use `usecols`')[0]}")
 
 
 def read_csv(path, target):
     """(X, y, feature names) from a CSV file with a header row.
 
     NumPy's ``loadtxt`` reads the values (fields quoted with ``"``, a UTF-8 byte-order mark,
-    gzip/bz2/xz compression told by the file's first bytes); blank lines are skipped. Feature columns must
-    be numeric; a target that is not numeric is read as class labels.
+    gzip/bz2/xz compression told by the file's first bytes); empty lines are skipped. Feature
+    columns must be numeric; a target that is not numeric is read as class labels.
 
     Parameters
     ----------
@@ -520,7 +528,7 @@ def check_plot_path(path):
     try:
         import matplotlib
     except ImportError:
-        raise CLIError('--plot needs matplotlib: pip install "rffkern[plot]" (or pip install matplotlib)') from None
+        raise CLIError('--plot needs matplotlib: pip install "rffkern[plot]"') from None
     check_output_path(path, "--plot")
     matplotlib.use("Agg")
     from matplotlib.backend_bases import FigureCanvasBase
@@ -680,19 +688,20 @@ def build_parser():
     demo = sub.add_parser("demo", help="fit a built-in synthetic problem and show the relevances")
     demo.add_argument("--dataset", choices=sorted(_DEMOS), default="gse2",
                       help="problem (gse2: 5 relevant of 100 features)")
-    demo.add_argument("--n-samples", type=_int_option(_DEMO_MIN_SAMPLES), default=10000,
+    demo.add_argument("--n-samples", type=_int_option(_DEMO_MIN_SAMPLES), default=10000, metavar="N",
                       help=f"training samples, >= {_DEMO_MIN_SAMPLES} (10000)")
     _add_model_options(demo)
     fit = sub.add_parser("fit", help="fit a CSV file and print metrics and relevances")
     fit.add_argument("file", help="CSV file with a header row (.csv, .csv.gz, .csv.bz2, .csv.xz)")
-    fit.add_argument("--target", required=True, help="name of the column to predict")
+    fit.add_argument("--target", required=True, metavar="COLUMN", help="name of the column to predict")
     fit.add_argument("--task", choices=["regression", "classification"], default=None,
                      help="override the task chosen from the target")
-    fit.add_argument("--cv", type=_cv_option, default=0,
+    fit.add_argument("--cv", type=_cv_option, default=0, metavar="K",
                      help="K-fold cross-validation (K >= 2) instead of a held-out split")
-    fit.add_argument("--test-size", type=_float_option(0, 1), default=0.2,
+    fit.add_argument("--test-size", type=_float_option(0, 1), default=0.2, metavar="FRACTION",
                      help="held-out share, in (0, 1) (0.2)")
-    fit.add_argument("--top", type=_int_option(1), default=20, help="features shown in the ranking (20)")
+    fit.add_argument("--top", type=_int_option(1), default=20, metavar="N",
+                     help="features shown in the ranking (20)")
     fit.add_argument("--plot", metavar="OUT.png", help="write a relevance bar chart (needs matplotlib)")
     fit.add_argument("--save", metavar="MODEL.pkl", help="pickle the model fitted on the training data")
     _add_model_options(fit)
