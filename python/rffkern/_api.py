@@ -115,11 +115,15 @@ def fit(X, y, *, task=None, random_state=None, n_jobs=None, verbose=0, validatio
     >>> sorted(model.feature_importances_.argsort()[::-1][:2].tolist())
     [0, 1]
     """
+    from rffkern._validation import refuse_sparse
+
+    refuse_sparse(X, "X")  # before np.asarray, which would make a 0-d object array of it
+    refuse_sparse(y, "y")
     import time
 
     from sklearn.model_selection import train_test_split
 
-    from rffkern._validation import as_generator, refuse_sparse
+    from rffkern._validation import as_generator
     from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 
     if task is None:
@@ -132,8 +136,8 @@ def fit(X, y, *, task=None, random_state=None, n_jobs=None, verbose=0, validatio
         raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction!r}")
     rng = as_generator(random_state)
     seeds = [int(v) for v in rng.integers(2**31 - 1, size=3)]
-    X = np.asarray(refuse_sparse(X, "X"))
-    y = np.asarray(refuse_sparse(y, "y"))
+    X = np.asarray(X)
+    y = np.asarray(y)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
     if y.shape[0] != X.shape[0]:
