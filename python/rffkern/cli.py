@@ -668,6 +668,16 @@ def run_fit(args):
     return 0
 
 
+def _version():
+    from rffkern._version import __version__
+
+    return __version__
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
+
+
 def _prog():
     """``rffkern`` when run as the installed script, else ``python -m rffkern``."""
     return "rffkern" if os.path.basename(sys.argv[0] or "") == "rffkern" else "python -m rffkern"
@@ -706,16 +716,6 @@ def build_parser():
     fit.add_argument("--save", metavar="MODEL.pkl", help="pickle the model fitted on the training data")
     _add_model_options(fit)
     return parser
-
-
-def _version():
-    from rffkern._version import __version__
-
-    return __version__
-
-
-def _one_line_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"warning: {message}", file=sys.stderr if file is None else file)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
