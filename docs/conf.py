@@ -1,5 +1,6 @@
 """Sphinx configuration of the rffkern documentation (build: ``bash .ci/docs.sh``)."""
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -85,5 +86,21 @@ def _skip_foreign_members(app, what, name, obj, skip, options):
     return None
 
 
+_TYPE_LINE = re.compile(r"^(\s*[\w*]+(?:\s*,\s*[\w*]+)*) : (.+)$")
+_TRAILING_UNDERSCORE = re.compile(r"(?<![`\\])\b([A-Za-z]\w*)_(?![\w`])")
+
+
+def _escape_types(app, what, name, obj, options, lines):
+    """Escape ``name_`` words in numpydoc type specifications (``ndarray of shape
+    (n_features_in_,)``): numpydoc passes the type to reST as is, where ``word_`` is a reference
+    to an undefined target."""
+    for i, line in enumerate(lines):
+        match = _TYPE_LINE.match(line)
+        if match and "`" not in match.group(2):
+            escaped = _TRAILING_UNDERSCORE.sub(r"\1\\_", match.group(2))
+            lines[i] = match.group(1) + " : " + escaped
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_members)
+    app.connect("autodoc-process-docstring", _escape_types, priority=100)  # before numpydoc (500)

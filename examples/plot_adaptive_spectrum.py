@@ -46,7 +46,7 @@ print(f"mean acceptance rate {model.acceptance_rate_:.2f}; test RMSE "
       f"{np.sqrt(np.mean((model.predict(x_test) - target(x_test[:, 0])) ** 2)):.4f} (sd of y {y.std():.2f})")
 
 # %%
-# The target's spectrum by FFT on a fine grid (it is real and even, so use |omega|), and the
+# The target's spectrum by FFT on a fine grid (it is real and even, so only ``|omega|`` matters), and the
 # sampled frequencies converted from standardised to raw units of x.
 grid = np.linspace(-12, 12, 2 ** 16)
 f_hat = np.abs(np.fft.rfft(target(grid)))
