@@ -44,6 +44,14 @@ numpydoc_xref_param_type = False
 
 intersphinx_mapping = {}  # no network in CI: keep the build self-contained
 
+# Formulas are typeset in the browser by MathJax (from its CDN by default). For reading the site
+# offline, point RFFKERN_DOCS_MATHJAX2 at a local MathJax 2 (e.g. Debian's libjs-mathjax:
+# /usr/share/javascript/mathjax/MathJax.js); the build copies nothing, the page links the file.
+if os.environ.get("RFFKERN_DOCS_MATHJAX2"):
+    mathjax_path = "file://" + os.environ["RFFKERN_DOCS_MATHJAX2"] + "?config=TeX-AMS-MML_HTMLorMML"
+    mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]],
+                                   "processEscapes": True}}
+
 html_theme = "pydata_sphinx_theme"
 html_title = f"rffkern {release}"
 html_theme_options = {

@@ -40,6 +40,9 @@ print(f"trained {model.n_iter_} epochs; most relevant:",
 selector = rffkern.TopKSelector(rffkern.RFFNetRegressor(random_state=0), random_state=0).fit(X, y)
 print("selected features:", (selector.ranking_[:selector.n_features_selected_] + 1).tolist())
 
+# %%
+# Left: the relevances of the single fit, true support in orange. Right: the held-out score of
+# the ``k`` most relevant features of the selector's model, and the ``k`` it selected.
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
 relevances(model, top=20, support=support, ax=ax1, title="RFFNet relevances on gse2 (top 20 of 100)")
 topk_path(selector, ax=ax2, title="TopK path (held-out -MSE)")
