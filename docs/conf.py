@@ -36,6 +36,7 @@ default_role = "literal"
 # API reference: autosummary writes one page per object into generated/ from the docstrings.
 autosummary_generate = True
 autosummary_imported_members = True
+autodoc_preserve_defaults = True  # signatures show `alpha=DEFAULT_ALPHAS`, not the 23 numbers
 autodoc_default_options = {"members": True, "inherited-members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False

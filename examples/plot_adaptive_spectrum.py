@@ -10,7 +10,7 @@ The theory behind it says the best density to sample frequencies from is proport
 function :math:`f(x) = \\mathrm{Si}(x/a)\\,e^{-x^2/2}` (here :math:`a = 0.1`) has a spectrum
 that decays slowly up to :math:`|\\omega| \\approx 1/a`, far beyond what a Gaussian kernel of the
 data's width samples. We fit it, compute :math:`|\\hat f|` numerically by FFT, and compare the
-histogram of the sampled frequencies with it (frequencies in the units of the raw ``x``).
+histogram of the sampled frequencies with it.
 """
 import os
 
@@ -46,26 +46,30 @@ print(f"mean acceptance rate {model.acceptance_rate_:.2f}; test RMSE "
       f"{np.sqrt(np.mean((model.predict(x_test) - target(x_test[:, 0])) ** 2)):.4f} (sd of y {y.std():.2f})")
 
 # %%
-# The target's spectrum by FFT on a fine grid (it is real and even, so only ``|omega|`` matters), and the
-# sampled frequencies converted from standardised to raw units of x.
+# The target's spectrum by FFT on a fine grid (it is real and even, so only ``|omega|`` matters).
+# The model's frequencies act on the standardised ``x``; the spectrum is rescaled to match.
 grid = np.linspace(-12, 12, 2 ** 16)
 f_hat = np.abs(np.fft.rfft(target(grid)))
 omega_grid = 2 * np.pi * np.fft.rfftfreq(grid.size, d=grid[1] - grid[0])
-frequencies = np.abs(model.frequencies_ / model.x_scale_[:, None])
 
 
-def spectrum(omega):
-    return np.interp(omega, omega_grid, f_hat)
+def spectrum(omega_standardised):
+    return np.interp(np.abs(omega_standardised) / model.x_scale_[0], omega_grid, f_hat)
 
 
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-frequency_histogram(frequencies, spectrum=spectrum, bins=40, ax=ax1,
-                    title=r"$|\omega_k|$ after Metropolis vs $|\hat f(\omega)|$")
+# %%
+# Left: where the frequencies ended up. Middle: the same, each weighted by its amplitude
+# :math:`|\beta_k|` -- the frequencies that carry the fit. Right: the fitted function.
+fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(15, 4))
+frequency_histogram(model, spectrum=spectrum, bins=40, ax=ax1,
+                    title=r"frequencies $\omega_k$ vs $|\hat f(\omega)|$")
+frequency_histogram(model, spectrum=spectrum, bins=40, weighted=True, ax=ax2,
+                    title=r"$|\beta_k|$-weighted frequencies")
 xs = np.linspace(-3, 3, 600)[:, None]
-ax2.plot(xs, target(xs[:, 0]), "k", lw=1, label="target")
-ax2.plot(xs, model.predict(xs), "tab:orange", lw=1, label="adaptive RFF")
-ax2.set_xlabel("x")
-ax2.legend()
-ax2.set_title(r"$\mathrm{Si}(x/a)\,e^{-x^2/2}$ and the fit")
+ax3.plot(xs, target(xs[:, 0]), "k", lw=1, label="target")
+ax3.plot(xs, model.predict(xs), "tab:orange", lw=1, label="adaptive RFF")
+ax3.set_xlabel("x")
+ax3.legend()
+ax3.set_title(r"$\mathrm{Si}(x/a)\,e^{-x^2/2}$ and the fit")
 fig.tight_layout()
 plt.show()
