@@ -9,9 +9,9 @@ PYTHON=${PYTHON:-python3}
 start=$(date +%s)
 if "$PYTHON" -c "import rffkern" 2>/dev/null; then
     mapfile -t reqs < <("$PYTHON" - <<'PY'
-import tomllib
-with open("pyproject.toml", "rb") as f:
-    print("\n".join(tomllib.load(f)["project"]["optional-dependencies"]["docs"]))
+import ast, re  # the docs extra of pyproject.toml (no tomllib before Python 3.11)
+text = open("pyproject.toml", encoding="utf-8").read()
+print("\n".join(ast.literal_eval(re.search(r"(?m)^docs = (\[.*\])$", text).group(1))))
 PY
 )
     "$PYTHON" -m pip install --quiet "${reqs[@]}"
