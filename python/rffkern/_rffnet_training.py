@@ -8,14 +8,13 @@ learning-rate schedule.
 """
 from __future__ import annotations
 
-import sys
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from rffkern import kernels
 from rffkern._losses import mean_loss
+from rffkern._progress import ProgressLog
 
 # learning_rate_schedule="adaptive": on each plateau of n_iter_no_change epochs the learning rate
 # is divided by LR_DECAY, at most MAX_LR_DECAYS times; the next plateau stops the training.
@@ -164,8 +163,9 @@ def train_epochs(est, runner, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor)
     lr = est.learning_rate
     n_decays = 0
     diverged = False
+    log = ProgressLog(est, est.verbose)
+    epoch_total = est.n_iter_ + max_epochs  # epochs are numbered over the model's life
     for _ in range(max_epochs):
-        tic = time.perf_counter()
         train_loss = runner.run(Xs, Y, theta, coef, est._state, rng, lr)
         est.n_iter_ += 1
         est.t_ += Xs.shape[0]
@@ -178,9 +178,7 @@ def train_epochs(est, runner, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor)
             est.validation_loss_curve_.append(val_loss)
             est.validation_scores_.append(est._score_outputs(F, Y_val))
         if diverged:
-            if est.verbose:
-                print(f"Epoch {est.n_iter_}: training diverged (non-finite loss or parameters)",
-                      file=sys.stdout)
+            log.event(f"training diverged at epoch {est.n_iter_}: non-finite loss or parameters")
             break
         if monitor:
             value = val_loss if val_loss is not None else train_loss
@@ -192,24 +190,21 @@ def train_epochs(est, runner, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor)
                     best = (theta.copy(), coef.copy())
             else:
                 no_improve += 1
-        if est.verbose:
-            line = f"Epoch {est.n_iter_:4d}: train loss {train_loss:.6g}"
+        if log.enabled():
+            details = f"train loss {train_loss:.6g}"
             if val_loss is not None:
-                line += f", validation loss {val_loss:.6g}"
-            line += f" ({time.perf_counter() - tic:.3f} s)"
-            print(line, file=sys.stdout, flush=True)
+                details += f", validation loss {val_loss:.6g}"
+            log.step("epoch", est.n_iter_, epoch_total, details)
         if (monitor and no_improve >= est.n_iter_no_change
                 and est.learning_rate_schedule == "adaptive" and n_decays < MAX_LR_DECAYS):
             lr /= LR_DECAY
             n_decays += 1
             no_improve = 0
-            if est.verbose:
-                print(f"Learning rate lowered to {lr:.3g} (no improvement for "
-                      f"{est.n_iter_no_change} epochs)", file=sys.stdout, flush=True)
+            log.event(f"learning rate lowered to {lr:.3g} after {est.n_iter_no_change} epochs "
+                      "without improvement")
         elif monitor and est.early_stopping and no_improve >= est.n_iter_no_change:
-            if est.verbose:
-                print(f"Early stopping: no improvement for {no_improve} epochs; best epoch "
-                      f"{est.best_epoch_}", file=sys.stdout, flush=True)
+            log.event(f"early stopping: no improvement for {no_improve} epochs; best epoch "
+                      f"{est.best_epoch_}")
             break
     if diverged and best is None:
         raise ValueError(
