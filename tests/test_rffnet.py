@@ -182,11 +182,18 @@ def test_regressor_init_uses_lasso_coefficients():
 
 
 # ------------------------------------------------------------------ scikit-learn compatibility
+def _expected_failed_checks(estimator):
+    # sample_weight is honoured in expectation (rows drawn in proportion to their weights), not
+    # bit for bit: integer weights and repeated rows give different random draws.
+    return {"check_sample_weight_equivalence_on_dense_data":
+            "stochastic training: weights are matched in expectation, not bit for bit"}
+
+
 @parametrize_with_checks([
     RFFNetRegressor(random_state=0),
     RFFNetClassifier(random_state=0),
     TopKSelector(RFFNetRegressor(n_components=30, max_iter=5, random_state=0), random_state=0),
-])
+], expected_failed_checks=_expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 

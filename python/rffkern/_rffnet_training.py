@@ -37,7 +37,7 @@ def constant_init(X):
     return ((X.max(axis=0) - X.min(axis=0)) / X.shape[1]).astype(X.dtype, copy=False)
 
 
-def lasso_init(X, Y):
+def lasso_init(X, Y, sample_weight=None):
     """The paper's "Regressor" initial relevances: Lasso coefficients of Y on X.
 
     The Lasso penalty is chosen by 3-fold cross-validation on a short path (LassoCV); with several
@@ -49,11 +49,27 @@ def lasso_init(X, Y):
     coefs = []
     for k in range(Y.shape[1]):
         model = LassoCV(cv=3, alphas=20)
-        model.fit(X.astype(np.float64), Y[:, k].astype(np.float64))
+        model.fit(X.astype(np.float64), Y[:, k].astype(np.float64), sample_weight=sample_weight)
         coefs.append(model.coef_)
     C = np.asarray(coefs)
     theta = C[0] if C.shape[0] == 1 else np.sqrt((C**2).sum(axis=0))
     return theta.astype(X.dtype)
+
+
+def epoch_order(rng, n, sample_weight=None):
+    """The rows one pass visits, in order: a permutation of ``range(n)``, or, with sample weights,
+    ``n`` rows drawn independently with probability ``w_i / sum(w)``.
+
+    Weighted draws rather than weights inside the compiled mini-batch gradient: the expected
+    gradient of a batch is then exactly that of the weighted mean loss, whatever the batch (a
+    weighted batch mean would be biased, an unnormalised one would change the step size with the
+    scale of the weights); rows of weight 0 cost nothing; and the unweighted path is untouched (the
+    same permutations, the same bits). Rows of integer weight ``k`` are visited as often as ``k``
+    copies of the row, in expectation.
+    """
+    if sample_weight is None:
+        return rng.permutation(n)
+    return rng.choice(n, size=n, p=sample_weight / sample_weight.sum())
 
 
 class TrainingState:
@@ -81,8 +97,13 @@ class EpochRunner:
     def palm(self):
         return self.solver.startswith("palm")
 
-    def run(self, Xs, Y, theta, coef, state, rng, learning_rate):
+    def run(self, Xs, Y, theta, coef, state, rng, learning_rate, sample_weight=None):
         """One epoch on (Xs, Y): adam/sgd = one joint pass; palm-* = a pass on B, then one on theta.
+
+        A pass visits the rows in a random permutation; with ``sample_weight`` it instead visits
+        ``n`` rows drawn with replacement with probability ``w_i / sum(w)``, so that every mini-batch
+        gradient is an unbiased estimate of the gradient of the weighted mean loss
+        ``sum_i w_i loss_i / sum_i w_i`` (see :func:`epoch_order`).
 
         Returns the mean mini-batch loss of the (last) pass.
         """
@@ -91,20 +112,24 @@ class EpochRunner:
                       solver="sgd" if self.solver.endswith("sgd") else "adam", check_finite=False)
         n = Xs.shape[0]
         if self.palm:
-            kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights, self.offsets, theta, coef,
-                                state.joint, update_theta=False, **common)
-            return kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights, self.offsets, theta,
-                                       coef, state.theta_block, update_coef=False, **common)
-        return kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights, self.offsets, theta, coef,
-                                   state.joint, **common)
+            kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights, self.offsets,
+                                theta, coef, state.joint, update_theta=False, **common)
+            return kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights,
+                                       self.offsets, theta, coef, state.theta_block, update_coef=False,
+                                       **common)
+        return kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights, self.offsets,
+                                   theta, coef, state.joint, **common)
 
     def outputs(self, Xs, theta, coef):
         """f = Z @ B on standardized Xs, without the intercept."""
         return kernels.predict(Xs, self.weights, self.offsets, coef, theta=theta, scale=self.scale,
                                n_threads=self.n_threads)
 
-    def mean_loss(self, Xs, Y, theta, coef):
-        """Mean per-sample loss (no penalty) of (theta, coef), one fused pass."""
+    def mean_loss(self, Xs, Y, theta, coef, sample_weight=None):
+        """Mean per-sample loss (no penalty) of (theta, coef), one fused pass (weighted mean with
+        ``sample_weight``, from the outputs)."""
+        if sample_weight is not None:
+            return mean_loss(self.outputs(Xs, theta, coef), Y, self.loss, sample_weight)
         value, _, _ = kernels.loss_and_grad(Xs, Y, self.weights, self.offsets, coef, theta=theta,
                                             loss=self.loss, scale=self.scale, want_theta=False,
                                             n_threads=self.n_threads)
@@ -112,7 +137,7 @@ class EpochRunner:
 
 
 def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, restart_iter,
-                       learning_rate):
+                       learning_rate, sample_weight=None):
     """theta to start from, and the (coef, state) to continue with (``init="restarter"`` replaces them).
 
     An array is used as the initial theta. "constant", "regressor" and an array leave ``coef`` and
@@ -122,9 +147,10 @@ def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, res
     """
     if not isinstance(init, str):  # the caller's initial relevances
         return np.ascontiguousarray(np.asarray(init, dtype=Xs.dtype)), coef
-    theta = constant_init(Xs)
+    theta = constant_init(Xs if sample_weight is None else Xs[sample_weight > 0])
     if init == "regressor":
-        theta = lasso_init(Xs, Y - Y.mean(axis=0))
+        Yc = Y - np.average(Y, axis=0, weights=sample_weight).astype(Y.dtype)
+        theta = lasso_init(Xs, Yc, sample_weight)
     elif init == "restarter":
         d = Xs.shape[1]
         best = None
@@ -133,12 +159,12 @@ def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, res
             cand_coef = coef.copy()
             cand_state = TrainingState(coef.shape, d, theta.dtype, runner.palm)
             for _ in range(restart_iter):
-                runner.run(Xs, Y, cand, cand_coef, cand_state, rng, learning_rate)
+                runner.run(Xs, Y, cand, cand_coef, cand_state, rng, learning_rate, sample_weight)
                 if not (np.isfinite(cand).all() and np.isfinite(cand_coef).all()):
                     break  # a diverged restart is discarded (the kernels refuse non-finite input)
             if not (np.isfinite(cand).all() and np.isfinite(cand_coef).all()):
                 continue
-            value = runner.mean_loss(Xs, Y, cand, cand_coef)
+            value = runner.mean_loss(Xs, Y, cand, cand_coef, sample_weight)
             if np.isfinite(value) and (best is None or value < best[0]):
                 best = (value, cand, cand_coef, cand_state)
         if best is None:
@@ -148,13 +174,15 @@ def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, res
     return np.ascontiguousarray(theta), coef
 
 
-def train_epochs(est, runner, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor):
+def train_epochs(est, runner, Xs, Y, w, Xs_val, Y_val, w_val, rng, *, max_epochs, monitor):
     """Run up to ``max_epochs`` epochs on ``est.relevances_`` / ``est.coef_`` (updated in place).
 
     Appends to the estimator's curves (``loss_curve_``, ``validation_loss_curve_``,
     ``validation_scores_``) and counters (``n_iter_``, ``t_``); with ``monitor``, tracks the best
     epoch (validation loss, else training loss), applies the learning-rate schedule and early
     stopping, sets ``best_epoch_`` / ``learning_rate_`` and restores the best checkpoint.
+    ``w`` and ``w_val`` are the sample weights of the training and validation rows (or None): the
+    epochs draw rows in proportion to ``w`` and the validation loss and score are ``w_val``-weighted.
     """
     theta, coef = est.relevances_, est.coef_
     best_value = np.inf
@@ -166,7 +194,7 @@ def train_epochs(est, runner, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor)
     log = ProgressLog(est, est.verbose)
     epoch_total = est.n_iter_ + max_epochs  # epochs are numbered over the model's life
     for _ in range(max_epochs):
-        train_loss = runner.run(Xs, Y, theta, coef, est._state, rng, lr)
+        train_loss = runner.run(Xs, Y, theta, coef, est._state, rng, lr, w)
         est.n_iter_ += 1
         est.t_ += Xs.shape[0]
         est.loss_curve_.append(train_loss)
@@ -174,9 +202,9 @@ def train_epochs(est, runner, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor)
         val_loss = None
         if Xs_val is not None and not diverged:
             F = runner.outputs(Xs_val, theta, coef)
-            val_loss = mean_loss(F, Y_val, runner.loss)
+            val_loss = mean_loss(F, Y_val, runner.loss, w_val)
             est.validation_loss_curve_.append(val_loss)
-            est.validation_scores_.append(est._score_outputs(F, Y_val))
+            est.validation_scores_.append(est._score_outputs(F, Y_val, w_val))
         if diverged:
             log.event(f"training diverged at epoch {est.n_iter_}: non-finite loss or parameters")
             break
