@@ -15,6 +15,7 @@ import numpy as np
 from rffkern import kernels
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
+from rffkern._sampling import median_distance
 
 # learning_rate_schedule="adaptive": on each plateau of n_iter_no_change epochs the learning rate
 # is divided by LR_DECAY, at most MAX_LR_DECAYS times; the next plateau stops the training.
@@ -35,6 +36,27 @@ def constant_init(X):
     """
     X = np.asarray(X)
     return ((X.max(axis=0) - X.min(axis=0)) / X.shape[1]).astype(X.dtype, copy=False)
+
+
+# init="median": theta_j = MEDIAN_INIT_FACTOR / (median distance between rows), the same for every j.
+MEDIAN_INIT_FACTOR = 3.0
+
+
+def median_init(X):
+    """Isotropic initial relevances ``3 / l`` with ``l`` the median distance between rows of X
+    (a fixed subsample of at most 2000 rows; the estimator's random stream is not used).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Standardized training rows.
+
+    Returns
+    -------
+    theta : ndarray of shape (n_features,), X's dtype
+    """
+    X = np.asarray(X)
+    return np.full(X.shape[1], MEDIAN_INIT_FACTOR / median_distance(X), dtype=X.dtype)
 
 
 def lasso_init(X, Y, sample_weight=None):
@@ -91,6 +113,7 @@ class EpochRunner:
     solver: str
     batch_size: int
     alpha: float
+    relevance_penalty: float
     n_threads: int
 
     @property
@@ -108,7 +131,8 @@ class EpochRunner:
         Returns the mean mini-batch loss of the (last) pass.
         """
         common = dict(batch_size=self.batch_size, loss=self.loss, learning_rate=learning_rate,
-                      l2_coef=self.alpha, scale=self.scale, n_threads=self.n_threads,
+                      l2_coef=self.alpha, l1_theta=self.relevance_penalty, scale=self.scale,
+                      n_threads=self.n_threads,
                       solver="sgd" if self.solver.endswith("sgd") else "adam", check_finite=False)
         n = Xs.shape[0]
         if self.palm:
@@ -148,7 +172,9 @@ def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, res
     if not isinstance(init, str):  # the caller's initial relevances
         return np.ascontiguousarray(np.asarray(init, dtype=Xs.dtype)), coef
     theta = constant_init(Xs if sample_weight is None else Xs[sample_weight > 0])
-    if init == "regressor":
+    if init == "median":
+        theta = median_init(Xs if sample_weight is None else Xs[sample_weight > 0])
+    elif init == "regressor":
         Yc = Y - np.average(Y, axis=0, weights=sample_weight).astype(Y.dtype)
         theta = lasso_init(Xs, Yc, sample_weight)
     elif init == "restarter":

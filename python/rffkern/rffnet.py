@@ -43,7 +43,7 @@ from rffkern._validation import as_generator, resolve_n_threads
 __all__ = ["RFFNetRegressor", "RFFNetClassifier", "constant_init"]
 
 SOLVERS = ("adam", "palm-adam", "sgd", "palm-sgd")
-INITS = ("constant", "regressor", "restarter")
+INITS = ("constant", "median", "regressor", "restarter")
 
 
 class _BaseRFFNet(BaseEstimator):
@@ -73,6 +73,7 @@ class _BaseRFFNet(BaseEstimator):
         "n_jobs": [numbers.Integral, None],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
+        "relevance_penalty": [Interval(numbers.Real, 0, None, closed="left")],
     }
 
     # Subclasses set these.
@@ -83,7 +84,7 @@ class _BaseRFFNet(BaseEstimator):
                  learning_rate_schedule="adaptive", batch_size=32, max_iter=100, early_stopping=True,
                  validation_fraction=0.1, n_iter_no_change=10, tol=0.0, checkpoint=True,
                  standardize=True, feature_scale=1.0, dtype="float32", random_state=None, n_jobs=None,
-                 verbose=0, warm_start=False):
+                 verbose=0, warm_start=False, relevance_penalty=0.0):
         self.n_components = n_components
         self.alpha = alpha
         self.kernel = kernel
@@ -107,6 +108,7 @@ class _BaseRFFNet(BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.warm_start = warm_start
+        self.relevance_penalty = relevance_penalty
 
     # ------------------------------------------------------------------ hooks for the subclasses
     def _encode_targets(self, y, first_call, classes=None):
@@ -135,7 +137,8 @@ class _BaseRFFNet(BaseEstimator):
         """The compiled epoch with the fitted map and the current optimiser settings."""
         return EpochRunner(weights=self.weights_, offsets=self.offsets_, scale=self.scale_,
                            loss=self._loss, solver=self.solver, batch_size=self.batch_size,
-                           alpha=self.alpha, n_threads=resolve_n_threads(self.n_jobs))
+                           alpha=self.alpha, relevance_penalty=self.relevance_penalty,
+                           n_threads=resolve_n_threads(self.n_jobs))
 
     def _raw_outputs(self, Xs, theta=None):
         """f = Z @ B for standardized Xs (n, n_outputs), plus the intercept."""
@@ -318,9 +321,14 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Penalty ``lambda`` on ``||B||^2``, applied as a proximal step after each update.
     kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
         Spectral density the frequencies ``W`` are drawn from (for unit relevances).
-    init : {"constant", "regressor", "restarter"} or array-like of shape (n_features,), default="constant"
+    init : {"constant", "median", "regressor", "restarter"} or array-like of shape (n_features,), default="constant"
         Initial relevances: an array of them (e.g. ``1 / length_scale`` of a tuned isotropic kernel,
         as :func:`rffkern.fit` does); ``(max - min) / d`` per feature of the (standardized) training data;
+        "median": ``3 / l`` for every feature, ``l`` the median distance between (standardized)
+        training rows, so that the initial kernel argument ``theta * (x - x')`` has about the same
+        spread whatever d (``(max - min) / d`` shrinks like 1/d, ``3 / l`` like 1/sqrt(d): in high
+        dimension the paper's constant starts from an almost flat kernel on which even functions
+        and interactions of a feature give its relevance a gradient of second order only);
         Lasso coefficients (LassoCV, 3 folds); or the best of ``n_restarts`` draws
         ``N(constant, I/d)`` each trained ``restart_iter`` epochs (training continues from the
         winner).
@@ -384,6 +392,14 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         ``kernel``, ``init``, ``standardize``, ``fit_intercept``, ``normalize_y`` and
         ``feature_scale`` keep their fitted effect. The data must have the same features (and,
         for the classifier, only known classes).
+    relevance_penalty : float, default=0.0
+        ``mu``: an l1 penalty ``mu * ||theta||_1`` on the relevances, applied like the penalty on
+        B as a proximal step after each update (soft-thresholding by ``learning_rate * mu``). 0,
+        the paper's objective, leaves theta unpenalised. With Adam, whose steps have length about
+        ``learning_rate`` whatever the gradient's size, ``mu`` acts as a threshold on how
+        consistently a relevance's gradient keeps its sign across mini-batches (about ``mu`` in
+        units of Adam's normalised step): relevances of irrelevant features, whose gradients are
+        noise, are held at 0 instead of drifting, which matters in high dimension.
     normalize_y : bool, default=True
         Train on targets divided by their training standard deviation (per output, stored in
         ``y_scale_``; the root mean square without ``fit_intercept``), so that ``alpha``,
@@ -438,7 +454,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
                  learning_rate_schedule="adaptive", batch_size=32, max_iter=100, early_stopping=True,
                  validation_fraction=0.1, n_iter_no_change=10, tol=0.0, checkpoint=True,
                  standardize=True, feature_scale=1.0, dtype="float32", random_state=None, n_jobs=None,
-                 verbose=0, warm_start=False, fit_intercept=True, normalize_y=True):
+                 verbose=0, warm_start=False, relevance_penalty=0.0, fit_intercept=True,
+                 normalize_y=True):
         super().__init__(
             n_components, alpha=alpha, kernel=kernel, init=init, n_restarts=n_restarts,
             restart_iter=restart_iter, solver=solver, learning_rate=learning_rate,
@@ -446,7 +463,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
             early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change, tol=tol,
             checkpoint=checkpoint, standardize=standardize, feature_scale=feature_scale, dtype=dtype,
-            random_state=random_state, n_jobs=n_jobs, verbose=verbose, warm_start=warm_start)
+            random_state=random_state, n_jobs=n_jobs, verbose=verbose, warm_start=warm_start,
+            relevance_penalty=relevance_penalty)
         self.fit_intercept = fit_intercept
         self.normalize_y = normalize_y
 
@@ -556,7 +574,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     n_components : int, default=300
     alpha : float, default=1e-4
     kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
-    init : {"constant", "regressor", "restarter"}, default="constant"
+    init : {"constant", "median", "regressor", "restarter"}, default="constant"
         "regressor" fits the Lasso on the 0/1 class indicators.
     n_restarts : int, default=10
     restart_iter : int, default=10
@@ -578,6 +596,8 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     verbose : int, default=0
     warm_start : bool, default=False
         Continue from the fitted model on :meth:`fit`, as in :class:`RFFNetRegressor`.
+    relevance_penalty : float, default=0.0
+        l1 penalty on the relevances, as in :class:`RFFNetRegressor`.
 
     Attributes
     ----------
