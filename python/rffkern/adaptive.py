@@ -19,7 +19,6 @@ targets are standardised first (the paper's Algorithm 3).
 from __future__ import annotations
 
 import numbers
-import time
 
 import numpy as np
 from scipy.linalg import cholesky
