@@ -182,11 +182,18 @@ def test_regressor_init_uses_lasso_coefficients():
 
 
 # ------------------------------------------------------------------ scikit-learn compatibility
+def _expected_failed_checks(estimator):
+    # sample_weight is honoured in expectation (rows drawn in proportion to their weights), not
+    # bit for bit: integer weights and repeated rows give different random draws.
+    return {"check_sample_weight_equivalence_on_dense_data":
+            "stochastic training: weights are matched in expectation, not bit for bit"}
+
+
 @parametrize_with_checks([
     RFFNetRegressor(random_state=0),
     RFFNetClassifier(random_state=0),
     TopKSelector(RFFNetRegressor(n_components=30, max_iter=5, random_state=0), random_state=0),
-])
+], expected_failed_checks=_expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -462,7 +469,8 @@ def test_adaptive_schedule_lowers_the_rate_on_plateaus(capsys):
               dtype="float64")
     const = RFFNetRegressor(**kw, learning_rate_schedule="constant").fit(X, y)
     adapt = RFFNetRegressor(**kw, verbose=1).fit(X, y)  # "adaptive" is the default
-    lowered = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Learning rate")]
+    lowered = [ln for ln in capsys.readouterr().out.splitlines()
+               if ln.startswith("[RFFNetRegressor] learning rate lowered")]
     assert len(lowered) == 3 and adapt.learning_rate_ == pytest.approx(0.05 / 125)
     # Identical up to the first plateau, then the adaptive run keeps training at smaller steps
     # (stopping at the plateau after its third decrease) and ends with a lower validation loss.
@@ -478,8 +486,9 @@ def test_adaptive_schedule_lowers_the_rate_on_plateaus(capsys):
 def test_verbose_prints_one_line_per_epoch(capsys):
     X, y, _ = make_jse3(200, random_state=0)
     RFFNetRegressor(n_components=20, max_iter=3, verbose=1, random_state=0).fit(X, y)
-    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Epoch")]
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[RFFNetRegressor] epoch")]
     assert len(lines) == 3 and "train loss" in lines[0] and "validation loss" in lines[0]
+    assert lines[0].startswith("[RFFNetRegressor] epoch 1/3: ")
 
 
 def test_attributes_and_options():

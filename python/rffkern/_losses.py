@@ -6,11 +6,12 @@ import numpy as np
 from scipy.special import expit, log_softmax, softmax
 
 
-def mean_loss(F, Y, loss) -> float:
+def mean_loss(F, Y, loss, sample_weight=None) -> float:
     """Mean per-sample loss of outputs ``F`` against targets ``Y`` (both n x m), in float64.
 
     squared: ``1/2 sum_o (f_o - y_o)^2``; logistic: ``sum_o log(1 + e^f_o) - y_o f_o``;
     softmax: ``-sum_o y_o log softmax(f)_o`` -- the per-sample losses of the compiled kernels.
+    With ``sample_weight`` (n,), their weighted mean ``sum_i w_i loss_i / sum_i w_i``.
     """
     F = np.asarray(F, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
@@ -22,6 +23,8 @@ def mean_loss(F, Y, loss) -> float:
         per_sample = -(Y * log_softmax(F, axis=1)).sum(axis=1)
     else:
         raise ValueError(f"unknown loss {loss!r}")
+    if sample_weight is not None:
+        return float(np.average(per_sample, weights=sample_weight))
     return float(per_sample.mean())
 
 

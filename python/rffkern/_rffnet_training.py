@@ -8,14 +8,14 @@ learning-rate schedule.
 """
 from __future__ import annotations
 
-import sys
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from rffkern import kernels
 from rffkern._losses import mean_loss
+from rffkern._progress import ProgressLog
+from rffkern._sampling import median_distance
 
 # learning_rate_schedule="adaptive": on each plateau of n_iter_no_change epochs the learning rate
 # is divided by LR_DECAY, at most MAX_LR_DECAYS times; the next plateau stops the training.
@@ -38,7 +38,28 @@ def constant_init(X):
     return ((X.max(axis=0) - X.min(axis=0)) / X.shape[1]).astype(X.dtype, copy=False)
 
 
-def lasso_init(X, Y):
+# init="median": theta_j = MEDIAN_INIT_FACTOR / (median distance between rows), the same for every j.
+MEDIAN_INIT_FACTOR = 3.0
+
+
+def median_init(X):
+    """Isotropic initial relevances ``3 / l`` with ``l`` the median distance between rows of X
+    (a fixed subsample of at most 2000 rows; the estimator's random stream is not used).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Standardized training rows.
+
+    Returns
+    -------
+    theta : ndarray of shape (n_features,), X's dtype
+    """
+    X = np.asarray(X)
+    return np.full(X.shape[1], MEDIAN_INIT_FACTOR / median_distance(X), dtype=X.dtype)
+
+
+def lasso_init(X, Y, sample_weight=None):
     """The paper's "Regressor" initial relevances: Lasso coefficients of Y on X.
 
     The Lasso penalty is chosen by 3-fold cross-validation on a short path (LassoCV); with several
@@ -50,11 +71,27 @@ def lasso_init(X, Y):
     coefs = []
     for k in range(Y.shape[1]):
         model = LassoCV(cv=3, alphas=20)
-        model.fit(X.astype(np.float64), Y[:, k].astype(np.float64))
+        model.fit(X.astype(np.float64), Y[:, k].astype(np.float64), sample_weight=sample_weight)
         coefs.append(model.coef_)
     C = np.asarray(coefs)
     theta = C[0] if C.shape[0] == 1 else np.sqrt((C**2).sum(axis=0))
     return theta.astype(X.dtype)
+
+
+def epoch_order(rng, n, sample_weight=None):
+    """The rows one pass visits, in order: a permutation of ``range(n)``, or, with sample weights,
+    ``n`` rows drawn independently with probability ``w_i / sum(w)``.
+
+    Weighted draws rather than weights inside the compiled mini-batch gradient: the expected
+    gradient of a batch is then exactly that of the weighted mean loss, whatever the batch (a
+    weighted batch mean would be biased, an unnormalised one would change the step size with the
+    scale of the weights); rows of weight 0 cost nothing; and the unweighted path is untouched (the
+    same permutations, the same bits). Rows of integer weight ``k`` are visited as often as ``k``
+    copies of the row, in expectation.
+    """
+    if sample_weight is None:
+        return rng.permutation(n)
+    return rng.choice(n, size=n, p=sample_weight / sample_weight.sum())
 
 
 class TrainingState:
@@ -76,36 +113,47 @@ class EpochRunner:
     solver: str
     batch_size: int
     alpha: float
+    relevance_penalty: float
     n_threads: int
 
     @property
     def palm(self):
         return self.solver.startswith("palm")
 
-    def run(self, Xs, Y, theta, coef, state, rng, learning_rate):
+    def run(self, Xs, Y, theta, coef, state, rng, learning_rate, sample_weight=None):
         """One epoch on (Xs, Y): adam/sgd = one joint pass; palm-* = a pass on B, then one on theta.
+
+        A pass visits the rows in a random permutation; with ``sample_weight`` it instead visits
+        ``n`` rows drawn with replacement with probability ``w_i / sum(w)``, so that every mini-batch
+        gradient is an unbiased estimate of the gradient of the weighted mean loss
+        ``sum_i w_i loss_i / sum_i w_i`` (see :func:`epoch_order`).
 
         Returns the mean mini-batch loss of the (last) pass.
         """
         common = dict(batch_size=self.batch_size, loss=self.loss, learning_rate=learning_rate,
-                      l2_coef=self.alpha, scale=self.scale, n_threads=self.n_threads,
+                      l2_coef=self.alpha, l1_theta=self.relevance_penalty, scale=self.scale,
+                      n_threads=self.n_threads,
                       solver="sgd" if self.solver.endswith("sgd") else "adam", check_finite=False)
         n = Xs.shape[0]
         if self.palm:
-            kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights, self.offsets, theta, coef,
-                                state.joint, update_theta=False, **common)
-            return kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights, self.offsets, theta,
-                                       coef, state.theta_block, update_coef=False, **common)
-        return kernels.train_epoch(Xs, Y, rng.permutation(n), self.weights, self.offsets, theta, coef,
-                                   state.joint, **common)
+            kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights, self.offsets,
+                                theta, coef, state.joint, update_theta=False, **common)
+            return kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights,
+                                       self.offsets, theta, coef, state.theta_block, update_coef=False,
+                                       **common)
+        return kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights, self.offsets,
+                                   theta, coef, state.joint, **common)
 
     def outputs(self, Xs, theta, coef):
         """f = Z @ B on standardized Xs, without the intercept."""
         return kernels.predict(Xs, self.weights, self.offsets, coef, theta=theta, scale=self.scale,
                                n_threads=self.n_threads)
 
-    def mean_loss(self, Xs, Y, theta, coef):
-        """Mean per-sample loss (no penalty) of (theta, coef), one fused pass."""
+    def mean_loss(self, Xs, Y, theta, coef, sample_weight=None):
+        """Mean per-sample loss (no penalty) of (theta, coef), one fused pass (weighted mean with
+        ``sample_weight``, from the outputs)."""
+        if sample_weight is not None:
+            return mean_loss(self.outputs(Xs, theta, coef), Y, self.loss, sample_weight)
         value, _, _ = kernels.loss_and_grad(Xs, Y, self.weights, self.offsets, coef, theta=theta,
                                             loss=self.loss, scale=self.scale, want_theta=False,
                                             n_threads=self.n_threads)
@@ -113,7 +161,7 @@ class EpochRunner:
 
 
 def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, restart_iter,
-                       learning_rate):
+                       learning_rate, sample_weight=None):
     """theta to start from, and the (coef, state) to continue with (``init="restarter"`` replaces them).
 
     An array is used as the initial theta. "constant", "regressor" and an array leave ``coef`` and
@@ -123,9 +171,12 @@ def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, res
     """
     if not isinstance(init, str):  # the caller's initial relevances
         return np.ascontiguousarray(np.asarray(init, dtype=Xs.dtype)), coef
-    theta = constant_init(Xs)
-    if init == "regressor":
-        theta = lasso_init(Xs, Y - Y.mean(axis=0))
+    theta = constant_init(Xs if sample_weight is None else Xs[sample_weight > 0])
+    if init == "median":
+        theta = median_init(Xs if sample_weight is None else Xs[sample_weight > 0])
+    elif init == "regressor":
+        Yc = Y - np.average(Y, axis=0, weights=sample_weight).astype(Y.dtype)
+        theta = lasso_init(Xs, Yc, sample_weight)
     elif init == "restarter":
         d = Xs.shape[1]
         best = None
@@ -134,12 +185,12 @@ def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, res
             cand_coef = coef.copy()
             cand_state = TrainingState(coef.shape, d, theta.dtype, runner.palm)
             for _ in range(restart_iter):
-                runner.run(Xs, Y, cand, cand_coef, cand_state, rng, learning_rate)
+                runner.run(Xs, Y, cand, cand_coef, cand_state, rng, learning_rate, sample_weight)
                 if not (np.isfinite(cand).all() and np.isfinite(cand_coef).all()):
                     break  # a diverged restart is discarded (the kernels refuse non-finite input)
             if not (np.isfinite(cand).all() and np.isfinite(cand_coef).all()):
                 continue
-            value = runner.mean_loss(Xs, Y, cand, cand_coef)
+            value = runner.mean_loss(Xs, Y, cand, cand_coef, sample_weight)
             if np.isfinite(value) and (best is None or value < best[0]):
                 best = (value, cand, cand_coef, cand_state)
         if best is None:
@@ -149,13 +200,15 @@ def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, res
     return np.ascontiguousarray(theta), coef
 
 
-def train_epochs(est, runner, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor):
+def train_epochs(est, runner, Xs, Y, w, Xs_val, Y_val, w_val, rng, *, max_epochs, monitor):
     """Run up to ``max_epochs`` epochs on ``est.relevances_`` / ``est.coef_`` (updated in place).
 
     Appends to the estimator's curves (``loss_curve_``, ``validation_loss_curve_``,
     ``validation_scores_``) and counters (``n_iter_``, ``t_``); with ``monitor``, tracks the best
     epoch (validation loss, else training loss), applies the learning-rate schedule and early
     stopping, sets ``best_epoch_`` / ``learning_rate_`` and restores the best checkpoint.
+    ``w`` and ``w_val`` are the sample weights of the training and validation rows (or None): the
+    epochs draw rows in proportion to ``w`` and the validation loss and score are ``w_val``-weighted.
     """
     theta, coef = est.relevances_, est.coef_
     best_value = np.inf
@@ -164,9 +217,10 @@ def train_epochs(est, runner, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor)
     lr = est.learning_rate
     n_decays = 0
     diverged = False
+    log = ProgressLog(est, est.verbose)
+    epoch_total = est.n_iter_ + max_epochs  # epochs are numbered over the model's life
     for _ in range(max_epochs):
-        tic = time.perf_counter()
-        train_loss = runner.run(Xs, Y, theta, coef, est._state, rng, lr)
+        train_loss = runner.run(Xs, Y, theta, coef, est._state, rng, lr, w)
         est.n_iter_ += 1
         est.t_ += Xs.shape[0]
         est.loss_curve_.append(train_loss)
@@ -174,13 +228,11 @@ def train_epochs(est, runner, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor)
         val_loss = None
         if Xs_val is not None and not diverged:
             F = runner.outputs(Xs_val, theta, coef)
-            val_loss = mean_loss(F, Y_val, runner.loss)
+            val_loss = mean_loss(F, Y_val, runner.loss, w_val)
             est.validation_loss_curve_.append(val_loss)
-            est.validation_scores_.append(est._score_outputs(F, Y_val))
+            est.validation_scores_.append(est._score_outputs(F, Y_val, w_val))
         if diverged:
-            if est.verbose:
-                print(f"Epoch {est.n_iter_}: training diverged (non-finite loss or parameters)",
-                      file=sys.stdout)
+            log.event(f"training diverged at epoch {est.n_iter_}: non-finite loss or parameters")
             break
         if monitor:
             value = val_loss if val_loss is not None else train_loss
@@ -192,24 +244,21 @@ def train_epochs(est, runner, Xs, Y, Xs_val, Y_val, rng, *, max_epochs, monitor)
                     best = (theta.copy(), coef.copy())
             else:
                 no_improve += 1
-        if est.verbose:
-            line = f"Epoch {est.n_iter_:4d}: train loss {train_loss:.6g}"
+        if log.enabled():
+            details = f"train loss {train_loss:.6g}"
             if val_loss is not None:
-                line += f", validation loss {val_loss:.6g}"
-            line += f" ({time.perf_counter() - tic:.3f} s)"
-            print(line, file=sys.stdout, flush=True)
+                details += f", validation loss {val_loss:.6g}"
+            log.step("epoch", est.n_iter_, epoch_total, details)
         if (monitor and no_improve >= est.n_iter_no_change
                 and est.learning_rate_schedule == "adaptive" and n_decays < MAX_LR_DECAYS):
             lr /= LR_DECAY
             n_decays += 1
             no_improve = 0
-            if est.verbose:
-                print(f"Learning rate lowered to {lr:.3g} (no improvement for "
-                      f"{est.n_iter_no_change} epochs)", file=sys.stdout, flush=True)
+            log.event(f"learning rate lowered to {lr:.3g} after {est.n_iter_no_change} epochs "
+                      "without improvement")
         elif monitor and est.early_stopping and no_improve >= est.n_iter_no_change:
-            if est.verbose:
-                print(f"Early stopping: no improvement for {no_improve} epochs; best epoch "
-                      f"{est.best_epoch_}", file=sys.stdout, flush=True)
+            log.event(f"early stopping: no improvement for {no_improve} epochs; best epoch "
+                      f"{est.best_epoch_}")
             break
     if diverged and best is None:
         raise ValueError(

@@ -19,7 +19,6 @@ targets are standardised first (the paper's Algorithm 3).
 from __future__ import annotations
 
 import numbers
-import time
 
 import numpy as np
 from scipy.linalg import cholesky
@@ -34,6 +33,7 @@ from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
 from rffkern._linalg import RidgeEigen, ridge_solve
+from rffkern._progress import ProgressLog
 from rffkern._sampling import median_distance
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -180,7 +180,7 @@ class _AdaptiveRFFBase(BaseEstimator):
         hist_acc, hist_mse, snapshots, resamples = [], [], [], 0
         if self.keep_frequency_history:
             snapshots.append(W.copy())
-        start = time.perf_counter()
+        log = ProgressLog(self, self.verbose)
         for it in range(self.n_iter):
             zeta = rng.standard_normal((K, d)) @ chol.T
             u = rng.random(K)
@@ -209,9 +209,9 @@ class _AdaptiveRFFBase(BaseEstimator):
                     resamples += 1
             if self.keep_frequency_history and (it + 1) % self.keep_frequency_history == 0:
                 snapshots.append(W.copy())
-            if self.verbose and (it + 1) % max(1, self.n_iter // 10) == 0:
-                print(f"[{type(self).__name__}] iteration {it + 1}/{self.n_iter}: acceptance {hist_acc[-1]:.3f}, "
-                      f"proposal training MSE {mse:.4g} (elapsed {time.perf_counter() - start:.2f} s)", flush=True)
+            if (it + 1) % max(1, self.n_iter // 10) == 0:
+                log.step("iteration", it + 1, self.n_iter,
+                         f"acceptance {hist_acc[-1]:.3f}, proposal training MSE {mse:.4g}")
         if lambdas.size > 1:  # the final frequencies may want another penalty than the initial ones
             lam, self.gcv_errors_ = gcv_lambda(Xs, Y, W, lambdas, n_threads)
         else:

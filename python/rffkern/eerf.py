@@ -38,6 +38,7 @@ from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
 from rffkern._losses import class_probabilities
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
+from rffkern._progress import ProgressLog
 from rffkern._sampling import knn_distances
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.ridge import DEFAULT_ALPHAS
@@ -179,12 +180,12 @@ class _EERFBase(BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _log(self, stage, i, n, text, t0):
-        if self.verbose:
-            print(f"[{type(self).__name__}] {stage} {i}/{n}: {text} (elapsed {time.perf_counter() - t0:.2f} s)",
-                  flush=True)
+    def _log(self, stage, i, n, text):
+        """One progress line (rffkern._progress format), timed from the start of the fit."""
+        self._progress.step(stage, i, n, text)
 
     def _prepare(self, X):
+        self._progress = ProgressLog(self, self.verbose)  # the first step of every fit
         if self.standardize:
             self.x_mean_, self.x_scale_ = mean_and_scale(X)
         else:
@@ -238,7 +239,7 @@ class _EERFBase(BaseEstimator):
             self.scale_ = float(np.sqrt(2.0 / M))
         self.preprocessing_time_ = time.perf_counter() - t0
         self._log("select", 1, 2, f"candidates {self.n_candidates_}, kept {M}, scoring rows {self.n_subsample_}, "
-                  f"length_scale {self.length_scale_}", t0)
+                  f"length_scale {self.length_scale_}")
 
     def _map(self):
         if self.kernel == "gaussian":
@@ -260,7 +261,7 @@ class _EERFBase(BaseEstimator):
         self.alpha_ = float(alpha)
         self.selection_errors_ = None if errors is None else errors * np.mean(np.square(y_scale))
         self.training_time_ = time.perf_counter() - t0
-        self._log("ridge", 2, 2, f"alpha {self.alpha_:.3g}, alphas searched {len(as_alpha_list(self.alpha))}", t0)
+        self._log("ridge", 2, 2, f"alpha {self.alpha_:.3g}, alphas searched {len(as_alpha_list(self.alpha))}")
 
     def _decision(self, X):
         check_is_fitted(self)

@@ -21,7 +21,6 @@ stops when the held-out error has not improved for ``n_iter_no_change`` lambdas.
 from __future__ import annotations
 
 import numbers
-import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -32,6 +31,7 @@ from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, holdout_split, mean_and_scale
+from rffkern._progress import ProgressLog
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._sampling import knn_distances
 from rffkern._validation import as_generator, resolve_n_threads
@@ -126,13 +126,11 @@ def srff_fit_path(X, y, directions, b, lam, gamma0, *, max_iter=1000, max_inner_
     gamma = (gamma0 if gamma_start is None else gamma_start).copy()
     hist = []
     a = None
-    start = time.perf_counter()
+    log = verbose if isinstance(verbose, ProgressLog) else ProgressLog("SRFFRegressor", verbose)
     for it in range(max_iter):
         a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads)
         hist.append(J)
-        if verbose > 1:
-            print(f"[SRFFRegressor] outer iteration {it + 1}/{max_iter}: lambda {lam:.4g}, objective {J:.6g} "
-                  f"(elapsed {time.perf_counter() - start:.2f} s)", flush=True)
+        log.step("outer iteration", it + 1, max_iter, f"lambda {lam:.4g}, objective {J:.6g}", level=2)
         if stall(hist, window, tol):
             return a, gamma, hist
         gamma, _ = fista_gamma(X, y, directions, b, a, gamma, radius, step_init=step_init,
@@ -303,7 +301,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         return srff_fit_path(X, y, self.weights_, self.offsets_, lam, self._gamma0(X.shape[1]),
                              max_iter=self.max_iter, max_inner_iter=self.max_inner_iter, tol=self.tol,
                              window=self.stall_window, step_init=self.step_init, n_threads=n_threads,
-                             verbose=self.verbose, gamma_start=gamma_start)
+                             verbose=getattr(self, "_log", self.verbose), gamma_start=gamma_start)
 
     def _scale_targets(self, y):
         """Fit the target scaler on y; returns the scaled (centred) targets."""
@@ -322,6 +320,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     def fit(self, X, y):
         """Fit on X (n_samples, n_features) and y (n_samples,)."""
         self._validate_params()
+        self._log = ProgressLog(self, self.verbose)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         n, d = X.shape
         rng = as_generator(self.random_state)
@@ -370,7 +369,6 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
 
     def _fit_path(self, Xtr, ytr, Xva, yva, alphas, n_threads):
         """The warm-started lambda path on the training split; returns the best (a, gamma, hist, lambda)."""
-        t0 = time.perf_counter()
         gamma0 = self._gamma0(Xtr.shape[1])
         start = path_start(Xtr, ytr, Xva, yva, self.weights_, self.offsets_, gamma0, alphas, n_threads)
         errors = np.full(alphas.size, np.nan)
@@ -383,10 +381,9 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
             pred = kernels.predict(Xva, self.weights_, self.offsets_, a, theta=gamma, scale=1.0,
                                    n_threads=n_threads)
             errors[k] = float(np.mean((pred - yva) ** 2))
-            if self.verbose:
-                print(f"[SRFFRegressor] lambda {k + 1}/{alphas.size}: lambda {lam:.4g}, outer iterations "
-                      f"{len(hist)}, validation MSE {errors[k] * np.float64(self.y_scale_) ** 2:.5g} "
-                      f"(elapsed {time.perf_counter() - t0:.2f} s)", flush=True)
+            self._log.step("lambda", k + 1, alphas.size,
+                           f"lambda {lam:.4g}, outer iterations {len(hist)}, "
+                           f"validation MSE {errors[k] * np.float64(self.y_scale_) ** 2:.5g}")
             if errors[k] < best_err:
                 best_err, best_fit, since_best = errors[k], (a, gamma, hist, lam), 0
             else:

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern._api import task_of_target
 from rffkern._losses import class_probabilities
 from rffkern._validation import as_generator
-from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, _BaseRFFNet
+from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, _BaseRFFNet, validated_weights
 
 __all__ = ["TopKResult", "topk_selection", "TopKSelector"]
 
@@ -54,20 +54,20 @@ class TopKResult:
     estimator: object
 
 
-def _topk_score(estimator, F, y):
+def _topk_score(estimator, F, y, sample_weight=None):
     if isinstance(estimator, RFFNetClassifier):
         idx = np.searchsorted(estimator.classes_, y)
         if np.unique(y).size < 2:
             raise ValueError("the selection set holds a single class; ROC AUC is undefined")
         if F.shape[1] == 1:
-            return float(roc_auc_score(idx, F[:, 0]))
+            return float(roc_auc_score(idx, F[:, 0], sample_weight=sample_weight))
         return float(roc_auc_score(idx, class_probabilities(F), multi_class="ovr",
-                                   labels=np.arange(estimator.classes_.size)))
+                                   labels=np.arange(estimator.classes_.size), sample_weight=sample_weight))
     Y = np.asarray(y, dtype=np.float64).reshape(F.shape[0], -1)
-    return -float(mean_squared_error(Y, F))
+    return -float(mean_squared_error(Y, F, sample_weight=sample_weight))
 
 
-def topk_selection(estimator, X, y):
+def topk_selection(estimator, X, y, sample_weight=None):
     """TopK (Algorithm 3 of the RFFNet paper): score the nested sets of most relevant features.
 
     For ``i = 1..d`` the model keeps its ``i`` largest ``|theta_j|`` (the other relevances set to
@@ -80,6 +80,8 @@ def topk_selection(estimator, X, y):
     X : array-like of shape (n_samples, n_features)
         Held-out selection data (not used for fitting the estimator).
     y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weights of the selection rows: the scores are the weighted MSE / ROC AUC.
 
     Returns
     -------
@@ -97,6 +99,8 @@ def topk_selection(estimator, X, y):
         y = np.asarray(y, dtype=np.float64)
         if not np.isfinite(y).all():
             raise ValueError("y contains NaN or infinity")
+    if sample_weight is not None:
+        sample_weight = validated_weights(sample_weight, X)
     Xs = estimator._standardized(X)
     theta = estimator.relevances_
     d = theta.size
@@ -105,7 +109,8 @@ def topk_selection(estimator, X, y):
     masked = np.zeros_like(theta)
     for i, j in enumerate(order):
         masked[j] = theta[j]
-        scores[i] = _topk_score(estimator, estimator._raw_outputs(Xs, masked).astype(np.float64), y)
+        scores[i] = _topk_score(estimator, estimator._raw_outputs(Xs, masked).astype(np.float64), y,
+                                sample_weight)
     k = int(np.argmax(scores)) + 1
     relevances = np.zeros_like(theta)
     relevances[order[:k]] = theta[order[:k]]
@@ -156,11 +161,26 @@ class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         self.selection_fraction = selection_fraction
         self.random_state = random_state
 
-    def fit(self, X, y):
-        """Fit the estimator on part of (X, y) and select features on the rest."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit the estimator on part of (X, y) and select features on the rest.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights, passed to the estimator's ``fit`` for the fitting rows and to
+            :func:`topk_selection` (weighted scores) for the selection rows.
+
+        Returns
+        -------
+        self : TopKSelector
+        """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True,
                              ensure_all_finite=True)
+        if sample_weight is not None:
+            sample_weight = validated_weights(sample_weight, X)
         rng = as_generator(self.random_state)
         if self.estimator is None:
             seed = int(rng.integers(2**31 - 1))
@@ -176,8 +196,12 @@ class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"n_samples={n} is too small for selection_fraction={self.selection_fraction}")
         perm = rng.permutation(n)
         sel, fit_idx = np.sort(perm[:n_sel]), np.sort(perm[n_sel:])
-        est.fit(X[fit_idx], y[fit_idx])
-        result = topk_selection(est, X[sel], y[sel])
+        if sample_weight is None:
+            est.fit(X[fit_idx], y[fit_idx])
+            result = topk_selection(est, X[sel], y[sel])
+        else:
+            est.fit(X[fit_idx], y[fit_idx], sample_weight=sample_weight[fit_idx])
+            result = topk_selection(est, X[sel], y[sel], sample_weight=sample_weight[sel])
         self.estimator_ = result.estimator
         self.scores_ = result.scores
         self.ranking_ = result.order
