@@ -20,11 +20,11 @@ STUB = Path(_core.__file__).with_name("_core.pyi")
 # pybind11's rendering of a C++ scalar argument -> the annotation the stub uses for it.
 PYBIND_SCALARS = {
     "typing.SupportsInt | typing.SupportsIndex": "int",
-    "typing.SupportsFloat | typing.SupportsIndex": "float",
+    "typing.SupportsFloat | typing.SupportsIndex": "SupportsFloat",
     "typing.SupportsInt": "int",
-    "typing.SupportsFloat": "float",
+    "typing.SupportsFloat": "SupportsFloat",
     "int": "int",
-    "float": "float",
+    "float": "SupportsFloat",
     "bool": "bool",
     "str": "str",
 }

@@ -7,13 +7,13 @@ refuse anything that would need a copy (``TypeError``) and any output
 overlapping an input (``ValueError``). Arguments typed ``... | None`` accept
 ``None``. Kept in sync with the bindings by ``tests/test_stub.py``.
 """
-from typing import Any, Optional
+from typing import Any, Optional, SupportsFloat
 
-import numpy as np
 from numpy.typing import NDArray
 
-_Float = NDArray[np.floating[Any]]
-_Index = NDArray[np.int64]
+# dtypes are checked at run time by the bindings (a TypeError naming the argument)
+_Float = NDArray[Any]  # float32 or float64
+_Index = NDArray[Any]  # int64
 
 # bind_cos_kernels.cpp
 def features(
@@ -21,7 +21,7 @@ def features(
     weights: _Float,
     offsets: Optional[_Float],
     theta: Optional[_Float],
-    scale: float,
+    scale: SupportsFloat,
     pair: bool,
     out: _Float,
     n_threads: int,
@@ -31,7 +31,7 @@ def predict(
     weights: _Float,
     offsets: Optional[_Float],
     theta: Optional[_Float],
-    scale: float,
+    scale: SupportsFloat,
     pair: bool,
     coef: _Float,
     out: _Float,
@@ -42,7 +42,7 @@ def gram(
     weights: _Float,
     offsets: Optional[_Float],
     theta: Optional[_Float],
-    scale: float,
+    scale: SupportsFloat,
     pair: bool,
     Y: Optional[_Float],
     out: _Float,
@@ -56,7 +56,7 @@ def loss_and_grad(
     weights: _Float,
     offsets: Optional[_Float],
     theta: Optional[_Float],
-    scale: float,
+    scale: SupportsFloat,
     pair: bool,
     coef: _Float,
     loss: str,
@@ -72,16 +72,16 @@ def train_epoch(
     weights: _Float,
     offsets: Optional[_Float],
     theta: _Float,
-    scale: float,
+    scale: SupportsFloat,
     coef: _Float,
     loss: str,
     adam: bool,
-    learning_rate: float,
-    beta1: float,
-    beta2: float,
-    eps: float,
-    l2_coef: float,
-    l1_theta: float,
+    learning_rate: SupportsFloat,
+    beta1: SupportsFloat,
+    beta2: SupportsFloat,
+    eps: SupportsFloat,
+    l2_coef: SupportsFloat,
+    l1_theta: SupportsFloat,
     update_coef: bool,
     update_theta: bool,
     m_coef: _Float,
@@ -99,20 +99,20 @@ def adam_prox_step(
     m: _Float,
     v: _Float,
     step: int,
-    learning_rate: float,
-    beta1: float,
-    beta2: float,
-    eps: float,
-    l2: float,
-    l1: float,
+    learning_rate: SupportsFloat,
+    beta1: SupportsFloat,
+    beta2: SupportsFloat,
+    eps: SupportsFloat,
+    l2: SupportsFloat,
+    l1: SupportsFloat,
     n_threads: int,
 ) -> None: ...
 def sgd_prox_step(
     param: _Float,
     grad: _Float,
-    learning_rate: float,
-    l2: float,
-    l1: float,
+    learning_rate: SupportsFloat,
+    l2: SupportsFloat,
+    l1: SupportsFloat,
     n_threads: int,
 ) -> None: ...
 
@@ -135,7 +135,7 @@ def fastfood_features(
     offsets: Optional[_Float],
     theta: Optional[_Float],
     n_frequencies: int,
-    scale: float,
+    scale: SupportsFloat,
     pair: bool,
     out: _Float,
     n_threads: int,
@@ -146,8 +146,8 @@ def sorf_features(
     offsets: Optional[_Float],
     theta: Optional[_Float],
     n_frequencies: int,
-    freq_scale: float,
-    scale: float,
+    freq_scale: SupportsFloat,
+    scale: SupportsFloat,
     pair: bool,
     out: _Float,
     n_threads: int,

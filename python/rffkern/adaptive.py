@@ -1,4 +1,7 @@
-"""Adaptive random Fourier features with Metropolis sampling (Kammonen et al. 2020), ALGORITHMS.md §6.
+"""Adaptive random Fourier features with Metropolis sampling (Kammonen et al. 2020).
+
+Kammonen, Kiessling, Plecháč, Sandberg & Szepessy 2020, "Adaptive random Fourier features with
+Metropolis sampling"; see docs/user_guide/adaptive.rst.
 
 The model is ``f(x) = sum_k a_k cos(omega_k . x) + b_k sin(omega_k . x)`` (the real form of
 ``sum_k beta_k exp(i omega_k . x)``), with amplitude ``|beta_k| = ||(a_k, b_k)||`` (and the norm over

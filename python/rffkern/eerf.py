@@ -1,6 +1,7 @@
 """Energy-based exploration of random features (EERF, Shahrampour, Beirami & Tarokh 2018).
 
-ALGORITHMS.md section 5. Draw ``M0`` candidate features from the kernel's data-independent
+Shahrampour, Beirami & Tarokh 2018, "On data-dependent random features for improved generalization
+in supervised learning"; see docs/user_guide/eerf.rst. Draw ``M0`` candidate features from the kernel's data-independent
 distribution, score each on a subsample of ``N0`` points by
 
     S(omega, b) = (1/N0) sum_n y_n phi(x_n; omega, b)

@@ -1,4 +1,5 @@
-"""Sparse random Fourier features (SRFF, Gregorová et al. 2018), ALGORITHMS.md section 4.
+"""Sparse random Fourier features (SRFF): Gregorová, Ramapuram, Kalousis & Marchand-Maillet 2018,
+"Large-scale nonlinear variable selection via kernel random features"; see docs/user_guide/srff.rst.
 
 The frequencies are ``omega_j = gamma * w_j``, with the directions ``w_j ~ N(0, I)`` drawn once and the
 relevance vector ``gamma >= 0`` kept on the simplex ``{sum(gamma) = d / sigma}``. The model

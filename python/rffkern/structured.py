@@ -1,4 +1,4 @@
-"""Structured random feature maps as estimators: Fastfood, SORF and ORF (ALGORITHMS.md section 1).
+"""Structured random feature maps as estimators: Fastfood, SORF and ORF (docs/user_guide/feature_maps.rst).
 
 The compiled transforms they run on (:func:`rffkern.kernels.fwht`,
 :func:`rffkern.kernels.fastfood_features`, :func:`rffkern.kernels.sorf_features`) live with the
