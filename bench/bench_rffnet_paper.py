@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-# Table 1 (held-out MSE, RFFNet and the best baseline) and Table 2 (AUC) as restated in
+# Table 1 (held-out MSE, RFFNet and the best baseline) and Table 2 (AUC) of
 # Otto & Izbicki, "RFFNet: Large-Scale Interpretable Kernel Methods via Random Fourier Features"
 # (docs/user_guide/rffnet.rst).
 PAPER = {
