@@ -13,6 +13,7 @@ from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, frequency_count
+from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["RandomFourierFeatures"]
@@ -83,7 +84,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     }
 
     def __init__(self, n_components: int = 100, *, kernel: str = "gaussian", length_scale: float = 1.0,
-                 pair: bool = False, random_state: int | np.random.Generator | np.random.RandomState | None = None,
+                 pair: bool = False, random_state: RandomStateLike = None,
                  n_jobs: int | None = None) -> None:
         self.n_components = n_components
         self.kernel = kernel

@@ -1,6 +1,8 @@
 """Plots of fitted models (needs the optional matplotlib extra: ``pip install "rffkern[plot]"``)."""
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import numpy as np
 
 __all__ = ["relevances"]
@@ -14,23 +16,36 @@ def _pyplot():
     return plt
 
 
-def relevances(model, feature_names=None, *, top=None, ax=None, title=None):
+def relevances(model: Any, feature_names: Sequence[str] | None = None, *, top: int | None = None,
+               ax: Any = None, title: str | None = None) -> Any:
     """Bar chart of a model's ``feature_importances_``, most relevant first.
 
     Parameters
     ----------
-    model : fitted estimator with ``feature_importances_``, or an array of importances
+    model : fitted estimator with ``feature_importances_``, or array-like of shape (n_features,)
+        The model whose relevances are drawn, or the relevances themselves.
     feature_names : sequence of str, optional
-        Defaults to the model's ``feature_names_in_`` or ``x1, x2, ...``.
+        Bar labels; defaults to the model's ``feature_names_in_`` or ``x1, x2, ...``.
     top : int, optional
         Show only the ``top`` most relevant features.
     ax : matplotlib Axes, optional
         Draw into it; a new figure otherwise.
     title : str, optional
+        Title of the axes.
 
     Returns
     -------
-    ax : matplotlib Axes
+    matplotlib Axes
+        The axes drawn into.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from rffkern.plot import relevances
+    >>> ax = relevances([0.1, 0.9, 0.4], ["a", "b", "c"], top=2)
+    >>> [label.get_text() for label in ax.get_xticklabels()]
+    ['b', 'c']
     """
     importances = np.asarray(getattr(model, "feature_importances_", model), dtype=np.float64)
     if importances.ndim != 1 or importances.size == 0:

@@ -26,6 +26,7 @@ from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._sampling import draw_offsets, frequency_count, orf_weights
+from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.kernels import block_size, fastfood_features, fwht, sorf_features
 
@@ -51,7 +52,7 @@ class _StructuredBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     }
 
     def __init__(self, n_components: int = 100, *, length_scale: float = 1.0, pair: bool = False,
-                 random_state: int | np.random.Generator | np.random.RandomState | None = None, n_jobs: int | None = None) -> None:
+                 random_state: RandomStateLike = None, n_jobs: int | None = None) -> None:
         self.n_components = n_components
         self.length_scale = length_scale
         self.pair = pair
