@@ -210,7 +210,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
                       n_jobs=n_jobs)
     net_params.update(params)
     tic = time.perf_counter()
-    net = net_cls(**net_params).fit(X[idx_tr], y[idx_tr])
+    net = net_cls(**net_params).fit(X[idx_tr], y[idx_tr])  # type: ignore[arg-type]  # validated by the estimator
     t_net = time.perf_counter() - tic
     s_net = float(net.score(X[idx_val], y[idx_val]))
     log(f"RFFNet: {net.n_iter_} epochs, validation score {s_net:.4f} ({t_net:.2f} s)")
