@@ -14,6 +14,7 @@ import pickle
 import sys
 import time
 import warnings
+from typing import Sequence
 
 import numpy as np
 
@@ -262,7 +263,25 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; the ``rffkern`` console script and ``python -m rffkern`` call it.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name; None reads ``sys.argv``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 for a usage error (reported on stderr).
+
+    Examples
+    --------
+    >>> from rffkern.cli import main
+    >>> main(["fit", "no-such-file.csv", "--target", "y"])  # a usage error: the file is missing
+    2
+    """
     args = build_parser().parse_args(argv)
     try:
         if args.command == "demo":
