@@ -95,8 +95,10 @@ def test_stub_signature_matches_pybind11(name):
     args, returns = pybind_signature(func)
     stub_args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
     assert [arg.arg for arg in stub_args] == [arg[0] for arg in args], name
-    n_defaults = len(node.args.defaults) + sum(d is not None for d in node.args.kw_defaults)
-    assert n_defaults == sum(arg[2] for arg in args), f"{name}: defaults differ"
+    positional = node.args.posonlyargs + node.args.args
+    stub_has_default = ([False] * (len(positional) - len(node.args.defaults)) + [True] * len(node.args.defaults)
+                        + [d is not None for d in node.args.kw_defaults])
+    assert stub_has_default == [arg[2] for arg in args], f"{name}: arguments with defaults differ"
     for stub_arg, (arg_name, pybind_type, _) in zip(stub_args, args):
         stub_type = ast.unparse(stub_arg.annotation)
         if pybind_type == "object":  # an array (or None) the bindings convert themselves
