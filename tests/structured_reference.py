@@ -1,4 +1,4 @@
-"""Pure-NumPy reference of the structured maps (ALGORITHMS.md section 1), written for clarity.
+"""Pure-NumPy reference of the structured maps (docs/user_guide/feature_maps.rst), written for clarity.
 
 Test oracle, never imported by the package. Every function here follows the maths step by step and is the yardstick the compiled kernels of
 :mod:`rffkern.structured` are tested against:

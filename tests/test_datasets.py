@@ -1,4 +1,4 @@
-"""The synthetic generators of ALGORITHMS.md section 3 against their formulas."""
+"""The synthetic generators of the RFFNet paper (Otto & Izbicki; docs/user_guide/rffnet.rst) against their formulas."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-// The fused cosine-feature kernels: the contract of ALGORITHMS.md section 2.
+// The fused cosine-feature kernels: the contract documented in docs/kernels.rst.
 //
 // With U = (X o theta) W + b and Z = scale * cos(U) (or the pair form [cos U, sin U]), every kernel
 // computes U tile by tile in registers and never stores an n x s temporary.

@@ -1,5 +1,6 @@
 // Structured random feature maps: the fast Walsh-Hadamard transform (FWHT), Fastfood and SORF
-// (ALGORITHMS.md section 1).
+// (docs/user_guide/feature_maps.rst; Le, Sarlos & Smola 2013, "Fastfood: approximating kernel
+// expansions in loglinear time"; Yu et al. 2016, "Orthogonal random features").
 //
 // All arrays are C-contiguous (row-major); every kernel takes an explicit thread count and works
 // on rows in parallel with a static split, so results are bitwise identical for any thread count.

@@ -1,9 +1,16 @@
 """``rffkern.fit``: one call that picks the right RFFNet estimator for the target."""
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rffkern._typing import RandomStateLike
 from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor
+
+if TYPE_CHECKING:  # for the annotations only; fit imports them when it runs
+    from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 
 __all__ = ["fit", "task_of_target", "explain_task"]
 
@@ -12,8 +19,8 @@ __all__ = ["fit", "task_of_target", "explain_task"]
 MAX_INTEGER_CLASSES = 20
 
 
-def task_of_target(y) -> str:
-    """"classification" or "regression": what a user most likely means by ``y``.
+def task_of_target(y: ArrayLike) -> str:
+    """Tell "classification" or "regression": what a user most likely means by ``y``.
 
     - strings, booleans and other non-numeric labels: classification;
     - floats with a fractional part anywhere, or several output columns: regression;
@@ -21,12 +28,47 @@ def task_of_target(y) -> str:
       ``MAX_INTEGER_CLASSES`` (20) distinct values, regression otherwise.
 
     Pass ``task=`` to :func:`fit` to override the rule.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        The targets.
+
+    Returns
+    -------
+    str
+        "classification" or "regression".
+
+    Examples
+    --------
+    >>> from rffkern._api import task_of_target
+    >>> task_of_target(["a", "b", "a"]), task_of_target([0.5, 1.5, 2.0])
+    ('classification', 'regression')
     """
     return explain_task(y)[0]
 
 
-def explain_task(y):
-    """``(task, reason)``: :func:`task_of_target`'s decision and the rule that made it, in words."""
+def explain_task(y: ArrayLike) -> tuple[str, str]:
+    """Return ``(task, reason)``: :func:`task_of_target`'s decision and the rule that made it.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        The targets.
+
+    Returns
+    -------
+    task : str
+        "classification" or "regression".
+    reason : str
+        The rule that decided, in words.
+
+    Examples
+    --------
+    >>> from rffkern._api import explain_task
+    >>> explain_task([0, 1, 1, 2])
+    ('classification', 'integer values, 3 distinct (<= 20)')
+    """
     arr = np.asarray(y)
     if arr.size == 0:
         raise ValueError("y is empty")
@@ -62,8 +104,9 @@ def explain_task(y):
     return "regression", f"integer values, {n_values} distinct (> {MAX_INTEGER_CLASSES})"
 
 
-def fit(X, y, *, task=None, random_state=None, n_jobs=None, verbose=0, validation_fraction=0.2,
-        **params):
+def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: RandomStateLike = None,
+        n_jobs: int | None = None, verbose: int = 0, validation_fraction: float = 0.2,
+        **params: Any) -> RFFRidge | RFFRidgeClassifier | RFFNetRegressor | RFFNetClassifier:
     """Fit the model a careful practitioner would end with, from raw X and y, in one call.
 
     1. The task comes from ``y`` (:func:`explain_task`) unless ``task`` is given.
@@ -87,12 +130,14 @@ def fit(X, y, *, task=None, random_state=None, n_jobs=None, verbose=0, validatio
     X : array-like of shape (n_samples, n_features)
         Raw, unscaled features.
     y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        Targets: class labels or real values (see ``task``).
     task : {"regression", "classification"} or None, default=None
         Force the task; None decides with :func:`task_of_target`: text, booleans and integers
         with at most 20 distinct values are class labels, every other numeric target is regressed.
     random_state : int, Generator, RandomState or None, default=None
+        Seed or generator of the split and of both models' draws.
     n_jobs : int or None, default=None
-        Threads of the compiled kernels.
+        Threads of the compiled kernels (the result does not depend on it).
     verbose : int, default=0
         Print one line per stage.
     validation_fraction : float, default=0.2
@@ -103,17 +148,19 @@ def fit(X, y, *, task=None, random_state=None, n_jobs=None, verbose=0, validatio
 
     Returns
     -------
-    estimator : RFFRidge, RFFRidgeClassifier, RFFNetRegressor or RFFNetClassifier
+    RFFRidge, RFFRidgeClassifier, RFFNetRegressor or RFFNetClassifier
         The fitted model, with ``selection_report_``.
 
     Examples
     --------
     >>> import rffkern
     >>> from rffkern.datasets import make_jse3
-    >>> X, y, support = make_jse3(2000, random_state=0)
-    >>> model = rffkern.fit(X, y, random_state=0)
+    >>> X, y, support = make_jse3(300, random_state=0)
+    >>> model = rffkern.fit(X, y, random_state=0, max_iter=20)
     >>> sorted(model.feature_importances_.argsort()[::-1][:2].tolist())
     [0, 1]
+    >>> model.selection_report_["task"]
+    'regression'
     """
     from rffkern._validation import refuse_sparse
 
@@ -167,7 +214,7 @@ def fit(X, y, *, task=None, random_state=None, n_jobs=None, verbose=0, validatio
                       n_jobs=n_jobs)
     net_params.update(params)
     tic = time.perf_counter()
-    net = net_cls(**net_params).fit(X[idx_tr], y[idx_tr])
+    net = net_cls(**net_params).fit(X[idx_tr], y[idx_tr])  # type: ignore[arg-type]  # validated by the estimator
     t_net = time.perf_counter() - tic
     s_net = float(net.score(X[idx_val], y[idx_val]))
     log(f"RFFNet: {net.n_iter_} epochs, validation score {s_net:.4f} ({t_net:.2f} s)")
@@ -180,7 +227,7 @@ def fit(X, y, *, task=None, random_state=None, n_jobs=None, verbose=0, validatio
         tic = time.perf_counter()
         model = ridge_cls(length_scale=ridge.length_scale_, alpha=ridge.alpha_, random_state=seeds[1],
                           n_jobs=n_jobs).fit(X, y)
-        report["fit_times"]["ridge_refit"] = time.perf_counter() - tic
+        report["fit_times"]["ridge_refit"] = time.perf_counter() - tic  # type: ignore[index]  # a dict
         report["chosen"] = "ridge"
     log(f"chose {report['chosen']}")
     model.selection_report_ = report

@@ -59,7 +59,7 @@ def check_same_side(**arrays):
 def load_cuda_module():
     """rffkern._cuda, or a RuntimeError saying why the CUDA kernels cannot run."""
     try:
-        from rffkern import _cuda
+        from rffkern import _cuda  # type: ignore[attr-defined]  # built only with RFFKERN_CUDA=ON (no stub)
     except ImportError as exc:
         raise RuntimeError(
             "rffkern was built without CUDA (the module rffkern._cuda is missing), so device arrays "
@@ -274,4 +274,4 @@ def gram(X, weights, offsets=None, Y=None, *, theta=None, scale=None, pair=False
         return G
     if out_zty is not None:
         return G, out_zty
-    return G, (ZtY[:, 0] if ravel else ZtY)
+    return G, (ZtY[:, 0] if ravel else ZtY)  # type: ignore[index]  # ZtY is set whenever Y is given

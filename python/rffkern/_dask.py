@@ -290,7 +290,7 @@ def fit_ridge(est, X, y):
         est.width_errors_.append(error)
         if best is None or error < best[0]:
             best = (error, width, (*solve_ridge(s, alpha, est.fit_intercept), alpha, errors, s))
-    _, est.length_scale_, out = best
+    _, est.length_scale_, out = best  # type: ignore[misc]  # set: there is at least one width
     est.weights_ = unit / est.length_scale_
     est._store(*out, ravel=ravel)
     est._store_derivative_norms(Xs_sample, rng)

@@ -1,4 +1,7 @@
-"""RFFNet's training loop (ALGORITHMS.md section 3): initial relevances, epochs, early stopping.
+"""RFFNet's training loop: initial relevances, epochs, early stopping.
+
+Algorithm 1 of Otto & Izbicki, "RFFNet: Large-Scale Interpretable Kernel Methods via Random Fourier
+Features"; see docs/user_guide/rffnet.rst.
 
 The estimators in :mod:`rffkern.rffnet` own the parameters and the fitted attributes; this module
 owns how they are trained. Every epoch of mini-batch Adam/SGD + prox steps is one call of the

@@ -1,4 +1,6 @@
-"""Spectral samplers: frequencies for shift-invariant kernels (ALGORITHMS.md section 1).
+"""Spectral samplers: frequencies for shift-invariant kernels (docs/user_guide/feature_maps.rst;
+Rahimi & Recht 2007, "Random features for large-scale kernel machines"; Yu et al. 2016,
+"Orthogonal random features").
 
 ω is drawn for unit length-scale and divided by ``length_scale``; offsets are U[0, 2π).
 """

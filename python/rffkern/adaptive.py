@@ -1,4 +1,7 @@
-"""Adaptive random Fourier features with Metropolis sampling (Kammonen et al. 2020), ALGORITHMS.md §6.
+"""Adaptive random Fourier features with Metropolis sampling (Kammonen et al. 2020).
+
+Kammonen, Kiessling, Plecháč, Sandberg & Szepessy 2020, "Adaptive random Fourier features with
+Metropolis sampling"; see docs/user_guide/adaptive.rst.
 
 The model is ``f(x) = sum_k a_k cos(omega_k . x) + b_k sin(omega_k . x)`` (the real form of
 ``sum_k beta_k exp(i omega_k . x)``), with amplitude ``|beta_k| = ||(a_k, b_k)||`` (and the norm over
@@ -19,8 +22,10 @@ targets are standardised first (the paper's Algorithm 3).
 from __future__ import annotations
 
 import numbers
+from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import cholesky
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelBinarizer
@@ -35,6 +40,7 @@ from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
 from rffkern._linalg import RidgeEigen, ridge_solve
 from rffkern._progress import ProgressLog
 from rffkern._sampling import median_distance
+from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda"]
@@ -128,10 +134,12 @@ class _AdaptiveRFFBase(BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components=256, *, n_iter=100, step="auto", gamma=None, alpha=1e-3,
-                 adaptive_covariance=True, burn_in=0.1, omega_max=None, resample=False,
-                 resample_threshold=0.5, init_scale="auto", keep_frequency_history=0, random_state=None,
-                 n_jobs=None, verbose=0):
+    def __init__(self, n_components: int = 256, *, n_iter: int = 100, step: float | str = "auto",
+                 gamma: float | None = None, alpha: float | Sequence[float] = 1e-3,
+                 adaptive_covariance: bool = True, burn_in: float = 0.1, omega_max: float | None = None,
+                 resample: bool = False, resample_threshold: float = 0.5, init_scale: float | str = "auto",
+                 keep_frequency_history: int = 0, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         self.n_components = n_components
         self.n_iter = n_iter
         self.step = step
@@ -245,12 +253,12 @@ _DOC = """
     n_iter : int, default=100
         M, the Metropolis iterations.
     step : float or "auto", default="auto"
-        delta, the random-walk step; "auto" is Roberts & Rosenthal's ``2.4^2 / d``. Tune it on
+        The random-walk step delta; "auto" is Roberts & Rosenthal's ``2.4^2 / d``. Tune it on
         validation data as the paper does.
     gamma : float or None, default=None
         Exponent of the acceptance ratio; None gives ``3 d - 2``.
     alpha : float or sequence of float, default=1e-3
-        lambda in ``(S.T S + lambda N I) beta = S.T y``. A sequence (e.g. ``DEFAULT_ALPHAS``, 1e-8
+        The penalty lambda in ``(S.T S + lambda N I) beta = S.T y``. A sequence (e.g. ``DEFAULT_ALPHAS``, 1e-8
         to 1) is searched by generalised cross-validation from the least-squares Gram (one
         eigendecomposition for all of them): once at the initial frequencies, for the Metropolis
         iterations, and once at the final frequencies, for the returned amplitudes. Not the
@@ -267,6 +275,7 @@ _DOC = """
         Multinomial resampling of the frequencies with ``p_k ~ |beta_k|`` whenever the effective
         sample size ``(sum |beta|)^2 / sum |beta|^2`` drops below ``resample_threshold * K``.
     resample_threshold : float, default=0.5
+        Share of ``K`` the effective sample size must stay above (with ``resample=True``).
     init_scale : float or "auto", default="auto"
         Initial frequencies ``N(0, init_scale^2 I)`` (0 starts them all at the origin). "auto" is
         the median heuristic: ``1 / median pairwise distance`` of the standardised X (subsample of
@@ -275,7 +284,11 @@ _DOC = """
         Keep a copy of the frequencies every this many iterations in ``frequency_history_``
         (0 keeps none; memory ``d K n_iter / keep_frequency_history``).
     random_state : int, Generator, RandomState or None, default=None
+        Seed or generator of every random draw; the same value gives the same model whatever
+        ``n_jobs``.
     n_jobs : int or None, default=None
+        Threads of the compiled kernels (None: OpenMP's current limit, -1: all usable cores).
+        The fitted model does not depend on it.
     verbose : int, default=0
         Print the acceptance rate ten times during the run.
 
@@ -286,18 +299,22 @@ _DOC = """
     coef_ : ndarray of shape (2 * n_components, n_outputs)
         Amplitudes: cos coefficients then sin coefficients.
     amplitudes_ : ndarray of shape (n_components,)
+        ``|beta_k|``, the norm of frequency k's coefficients (over all outputs).
     acceptance_rate_ : float
         Mean acceptance rate over the iterations.
     history_ : dict
         ``"acceptance"``: the acceptance rate of every iteration; ``"proposal_mse"``: the training
         MSE (standardised targets) of each iteration's proposed frequencies; ``"n_resamples"``.
     frequency_history_ : ndarray of shape (n_snapshots, n_features_in_, n_components) or None
+        Snapshots of the frequencies (see ``keep_frequency_history``).
     proposal_covariance_ : ndarray of shape (n_features_in_, n_features_in_)
+        The covariance of the last proposals.
     gamma_, step_, init_scale_, alpha_ : float
         The values used.
     gcv_errors_ : ndarray or None
         GCV error of every ``alpha`` at the final frequencies (None for a single alpha).
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
+        The standardisation of X.
 """
 
 
@@ -311,14 +328,26 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
         Centre and scale each output (:class:`rffkern._data.TargetScaler`); False only centres it
         (lambda then acts on y in its own units).
     random_state""", 1) + """    y_mean_, y_scale_ : ndarray of shape (n_outputs,)
+        The scaling of y.
+
+    Examples
+    --------
+    >>> from rffkern import AdaptiveRFFRegressor
+    >>> from rffkern.datasets import make_jse3
+    >>> X, y, support = make_jse3(100, random_state=0)
+    >>> model = AdaptiveRFFRegressor(n_components=16, n_iter=10, random_state=0).fit(X, y)
+    >>> model.frequencies_.shape, model.coef_.shape
+    ((10, 16), (32, 1))
 """
 
     _parameter_constraints = {**_AdaptiveRFFBase._parameter_constraints, "normalize_y": ["boolean"]}
 
-    def __init__(self, n_components=256, *, n_iter=100, step="auto", gamma=None, alpha=1e-3,
-                 adaptive_covariance=True, burn_in=0.1, omega_max=None, resample=False,
-                 resample_threshold=0.5, init_scale="auto", keep_frequency_history=0, normalize_y=True,
-                 random_state=None, n_jobs=None, verbose=0):
+    def __init__(self, n_components: int = 256, *, n_iter: int = 100, step: float | str = "auto",
+                 gamma: float | None = None, alpha: float | Sequence[float] = 1e-3,
+                 adaptive_covariance: bool = True, burn_in: float = 0.1, omega_max: float | None = None,
+                 resample: bool = False, resample_threshold: float = 0.5, init_scale: float | str = "auto",
+                 keep_frequency_history: int = 0, normalize_y: bool = True,
+                 random_state: RandomStateLike = None, n_jobs: int | None = None, verbose: int = 0) -> None:
         super().__init__(n_components, n_iter=n_iter, step=step, gamma=gamma, alpha=alpha,
                          adaptive_covariance=adaptive_covariance, burn_in=burn_in, omega_max=omega_max,
                          resample=resample, resample_threshold=resample_threshold, init_scale=init_scale,
@@ -326,8 +355,30 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
                          n_jobs=n_jobs, verbose=verbose)
         self.normalize_y = normalize_y
 
-    def fit(self, X, y):
-        """Run the Metropolis sampler on (X, y) and solve the final amplitudes."""
+    def fit(self, X: ArrayLike, y: ArrayLike) -> AdaptiveRFFRegressor:
+        """Run the Metropolis sampler on (X, y) and solve the final amplitudes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Real-valued targets.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import AdaptiveRFFRegressor
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(100, random_state=0)
+        >>> model = AdaptiveRFFRegressor(n_components=16, n_iter=10, random_state=0)
+        >>> bool(0 < model.fit(X, y).acceptance_rate_ < 1)
+        True
+        """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         Y = y.reshape(X.shape[0], -1)
         scaler = TargetScaler(self.normalize_y).fit(Y)
@@ -337,7 +388,28 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
         self._ravel = y.ndim == 1
         return self._run(X, scaler.transform(Y))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Predict from the sampled frequencies and amplitudes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            The predictions, in y's units.
+
+        Examples
+        --------
+        >>> from rffkern import AdaptiveRFFRegressor
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(100, random_state=0)
+        >>> model = AdaptiveRFFRegressor(n_components=16, n_iter=10, random_state=0)
+        >>> model.fit(X, y).predict(X[:3]).shape
+        (3,)
+        """
         if is_dask_array(X):
             return map_rows(self.predict, X)
         F = self._raw_predict(X) * self.y_scale_ + self.y_mean_
@@ -356,10 +428,46 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
     Metropolis test uses the norm of frequency k's coefficients over all classes. ``predict``
     returns the class with the largest output.
 """ + _DOC + """    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    y_mean_ : ndarray of shape (n_classes,)
+        Means of the one-hot targets.
+
+    Examples
+    --------
+    >>> from rffkern import AdaptiveRFFClassifier
+    >>> from rffkern.datasets import make_jse3
+    >>> X, _, _ = make_jse3(100, random_state=0)
+    >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    >>> clf = AdaptiveRFFClassifier(n_components=16, n_iter=10, random_state=0).fit(X, y)
+    >>> clf.predict(X[:3])
+    array([0, 1, 0])
 """
 
-    def fit(self, X, y):
-        """Run the Metropolis sampler on (X, one-hot y) and solve the final amplitudes."""
+    def fit(self, X: ArrayLike, y: ArrayLike) -> AdaptiveRFFClassifier:
+        """Run the Metropolis sampler on (X, one-hot y) and solve the final amplitudes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import AdaptiveRFFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = AdaptiveRFFClassifier(n_components=16, n_iter=10, random_state=0)
+        >>> clf.fit(X, y).classes_
+        array([0, 1])
+        """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
         self.classes_ = np.unique(y)
@@ -372,15 +480,57 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         self.y_mean_ = Y.mean(0)
         return self._run(X, Y - self.y_mean_)
 
-    def decision_function(self, X):
-        """Outputs per class, shape (n_samples, n_classes); for two classes the difference
-        ``output[1] - output[0]``, shape (n_samples,)."""
+    def decision_function(self, X: ArrayLike) -> NDArray[np.floating]:
+        """Compute the outputs per class, or their difference for two classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            For two classes ``output[1] - output[0]`` (positive: ``classes_[1]``), else one output per class.
+
+        Examples
+        --------
+        >>> from rffkern import AdaptiveRFFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = AdaptiveRFFClassifier(n_components=16, n_iter=10, random_state=0)
+        >>> clf.fit(X, y).decision_function(X[:3]).shape
+        (3,)
+        """
         if is_dask_array(X):
             return map_rows(self.decision_function, X)
         F = self._raw_predict(X) + self.y_mean_
         return F[:, 1] - F[:, 0] if len(self.classes_) == 2 else F
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Predict the class with the largest output.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+
+        Examples
+        --------
+        >>> from rffkern import AdaptiveRFFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = AdaptiveRFFClassifier(n_components=16, n_iter=10, random_state=0)
+        >>> clf.fit(X, y).predict(X[:3])
+        array([0, 1, 0])
+        """
         if is_dask_array(X):
             return map_rows(self.predict, X)
         D = self.decision_function(X)  # first: it raises NotFittedError before classes_ exists

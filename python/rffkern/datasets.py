@@ -1,4 +1,9 @@
-"""Synthetic regression problems of the RFFNet and SRFF papers (ALGORITHMS.md section 3).
+"""Synthetic regression problems of the RFFNet and SRFF papers.
+
+Otto & Izbicki, "RFFNet: Large-Scale Interpretable Kernel Methods via Random Fourier Features"
+(gse1, gse2, jse2, jse3; docs/user_guide/rffnet.rst) and Gregorová, Ramapuram, Kalousis &
+Marchand-Maillet 2018, "Large-scale nonlinear variable selection via kernel random features" (se3;
+docs/user_guide/srff.rst).
 
 Every generator draws the design ``X`` and then independent Gaussian noise ``noise * N(0, 1)`` from
 one :class:`numpy.random.Generator` seeded by ``random_state``, and returns ``(X, y, support)``
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rffkern._typing import Dataset, RandomStateLike
 from rffkern._validation import as_generator, check_positive_float, check_positive_int
 
 __all__ = ["make_gse1", "make_gse2", "make_jse2", "make_jse3", "make_hd5", "make_se3", "SUPPORTS"]
@@ -54,22 +60,36 @@ def _finish(name, X, f, noise, rng):
     return X, y, SUPPORTS[name].copy()
 
 
-def make_gse1(n_samples=1000, *, noise=0.1, random_state=None):
-    """gse1: ``y = sin((x1 + x3)^2) * sin(x7 * x8 * x9) + noise * eps`` with 18 N(0, 1) features.
+def make_gse1(n_samples: int = 1000, *,
+              noise: float = 0.1, random_state: RandomStateLike = None) -> Dataset:
+    """Make gse1: ``y = sin((x1 + x3)^2) * sin(x7 * x8 * x9) + noise * eps`` with 18 N(0, 1) features.
 
     Parameters
     ----------
     n_samples : int, default=1000
+        Number of samples.
     noise : float, default=0.1
         Standard deviation of the additive Gaussian noise.
     random_state : None, int, numpy.random.Generator or RandomState, default=None
+        Seed or generator of the draws (design first, then noise).
 
     Returns
     -------
     X : ndarray of shape (n_samples, 18)
+        The design.
     y : ndarray of shape (n_samples,)
+        The noisy target.
     support : ndarray of shape (5,)
         ``[0, 2, 6, 7, 8]``, the 0-based indices of x1, x3, x7, x8, x9.
+
+    Examples
+    --------
+    >>> from rffkern.datasets import make_gse1
+    >>> X, y, support = make_gse1(50, random_state=0)
+    >>> X.shape, y.shape
+    ((50, 18), (50,))
+    >>> print(support)
+    [0 2 6 7 8]
     """
     n, noise, rng = _setup(n_samples, noise, random_state)
     X = rng.standard_normal((n, 18))
@@ -77,21 +97,36 @@ def make_gse1(n_samples=1000, *, noise=0.1, random_state=None):
     return _finish("gse1", X, f, noise, rng)
 
 
-def make_gse2(n_samples=1000, *, noise=0.1, random_state=None):
-    """gse2: ``y = log((x11 + ... + x15)^2) + noise * eps`` with 100 N(0, 1) features.
+def make_gse2(n_samples: int = 1000, *,
+              noise: float = 0.1, random_state: RandomStateLike = None) -> Dataset:
+    """Make gse2: ``y = log((x11 + ... + x15)^2) + noise * eps`` with 100 N(0, 1) features.
 
     Parameters
     ----------
     n_samples : int, default=1000
+        Number of samples.
     noise : float, default=0.1
+        Standard deviation of the additive Gaussian noise.
     random_state : None, int, numpy.random.Generator or RandomState, default=None
+        Seed or generator of the draws (design first, then noise).
 
     Returns
     -------
     X : ndarray of shape (n_samples, 100)
+        The design.
     y : ndarray of shape (n_samples,)
+        The noisy target.
     support : ndarray of shape (5,)
         ``[10, 11, 12, 13, 14]``.
+
+    Examples
+    --------
+    >>> from rffkern.datasets import make_gse2
+    >>> X, y, support = make_gse2(50, random_state=0)
+    >>> X.shape, y.shape
+    ((50, 100), (50,))
+    >>> print(support)
+    [10 11 12 13 14]
     """
     n, noise, rng = _setup(n_samples, noise, random_state)
     X = rng.standard_normal((n, 100))
@@ -99,23 +134,38 @@ def make_gse2(n_samples=1000, *, noise=0.1, random_state=None):
     return _finish("gse2", X, f, noise, rng)
 
 
-def make_jse2(n_samples=1000, *, noise=0.1, random_state=None):
-    """jse2: ``y = x1^3 + x2^3 + noise * eps`` with 10 AR(1)-correlated features.
+def make_jse2(n_samples: int = 1000, *,
+              noise: float = 0.1, random_state: RandomStateLike = None) -> Dataset:
+    """Make jse2: ``y = x1^3 + x2^3 + noise * eps`` with 10 AR(1)-correlated features.
 
     ``x ~ N(0, S)`` with ``S_ij = 0.5^|i-j|``.
 
     Parameters
     ----------
     n_samples : int, default=1000
+        Number of samples.
     noise : float, default=0.1
+        Standard deviation of the additive Gaussian noise.
     random_state : None, int, numpy.random.Generator or RandomState, default=None
+        Seed or generator of the draws (design first, then noise).
 
     Returns
     -------
     X : ndarray of shape (n_samples, 10)
+        The design.
     y : ndarray of shape (n_samples,)
+        The noisy target.
     support : ndarray of shape (2,)
         ``[0, 1]``.
+
+    Examples
+    --------
+    >>> from rffkern.datasets import make_jse2
+    >>> X, y, support = make_jse2(50, random_state=0)
+    >>> X.shape, y.shape
+    ((50, 10), (50,))
+    >>> print(support)
+    [0 1]
     """
     n, noise, rng = _setup(n_samples, noise, random_state)
     d = 10
@@ -126,21 +176,36 @@ def make_jse2(n_samples=1000, *, noise=0.1, random_state=None):
     return _finish("jse2", X, f, noise, rng)
 
 
-def make_jse3(n_samples=1000, *, noise=0.1, random_state=None):
-    """jse3: ``y = x1 * x2 + noise * eps`` with 10 N(0, 1) features.
+def make_jse3(n_samples: int = 1000, *,
+              noise: float = 0.1, random_state: RandomStateLike = None) -> Dataset:
+    """Make jse3: ``y = x1 * x2 + noise * eps`` with 10 N(0, 1) features.
 
     Parameters
     ----------
     n_samples : int, default=1000
+        Number of samples.
     noise : float, default=0.1
+        Standard deviation of the additive Gaussian noise.
     random_state : None, int, numpy.random.Generator or RandomState, default=None
+        Seed or generator of the draws (design first, then noise).
 
     Returns
     -------
     X : ndarray of shape (n_samples, 10)
+        The design.
     y : ndarray of shape (n_samples,)
+        The noisy target.
     support : ndarray of shape (2,)
         ``[0, 1]``.
+
+    Examples
+    --------
+    >>> from rffkern.datasets import make_jse3
+    >>> X, y, support = make_jse3(50, random_state=0)
+    >>> X.shape, y.shape
+    ((50, 10), (50,))
+    >>> print(support)
+    [0 1]
     """
     n, noise, rng = _setup(n_samples, noise, random_state)
     X = rng.standard_normal((n, 10))
@@ -148,8 +213,9 @@ def make_jse3(n_samples=1000, *, noise=0.1, random_state=None):
     return _finish("jse3", X, f, noise, rng)
 
 
-def make_hd5(n_samples=5000, *, n_features=1000, noise=0.5, random_state=None):
-    """hd5: ``y = sin(x1) + sin(x2) + x3 x4 + x5^2 + noise * eps`` among ``n_features`` N(0, 1) features.
+def make_hd5(n_samples: int = 5000, *, n_features: int = 1000,
+             noise: float = 0.5, random_state: RandomStateLike = None) -> Dataset:
+    """Make hd5: ``y = sin(x1) + sin(x2) + x3 x4 + x5^2 + noise * eps``, 5 of ``n_features`` relevant.
 
     Five relevant features (two additive, one interaction, one even function) hidden among many
     irrelevant ones: a kernel with one shared width over all features sees an almost flat signal,
@@ -158,17 +224,31 @@ def make_hd5(n_samples=5000, *, n_features=1000, noise=0.5, random_state=None):
     Parameters
     ----------
     n_samples : int, default=5000
+        Number of samples.
     n_features : int, default=1000
-        At least 5.
+        Number of features, at least 5.
     noise : float, default=0.5
+        Standard deviation of the additive Gaussian noise.
     random_state : None, int, numpy.random.Generator or RandomState, default=None
+        Seed or generator of the draws (design first, then noise).
 
     Returns
     -------
     X : ndarray of shape (n_samples, n_features)
+        The design.
     y : ndarray of shape (n_samples,)
+        The noisy target.
     support : ndarray of shape (5,)
         ``[0, 1, 2, 3, 4]``.
+
+    Examples
+    --------
+    >>> from rffkern.datasets import make_hd5
+    >>> X, y, support = make_hd5(50, n_features=20, random_state=0)
+    >>> X.shape, y.shape
+    ((50, 20), (50,))
+    >>> print(support)
+    [0 1 2 3 4]
     """
     n, noise, rng = _setup(n_samples, noise, random_state)
     d = check_positive_int(n_features, "n_features", minimum=5)
@@ -177,8 +257,9 @@ def make_hd5(n_samples=5000, *, n_features=1000, noise=0.5, random_state=None):
     return _finish("hd5", X, f, noise, rng)
 
 
-def make_se3(n_samples=5000, *, noise=0.01, random_state=None):
-    """SE3 of the SRFF paper: ``y = 10 (z1^2 + z2^2) exp(-2 (z1^2 + z2^2)) + noise * eps``.
+def make_se3(n_samples: int = 5000, *,
+             noise: float = 0.01, random_state: RandomStateLike = None) -> Dataset:
+    """Make SE3 of the SRFF paper: ``y = 10 (z1^2 + z2^2) exp(-2 (z1^2 + z2^2)) + noise * eps``.
 
     1000 features in 200 groups of five: group ``g`` holds five copies of a latent ``z_g ~ N(0, 1)``
     each perturbed by independent ``N(0, 0.1^2)`` noise; only the first two groups (columns 0-9)
@@ -188,15 +269,29 @@ def make_se3(n_samples=5000, *, noise=0.01, random_state=None):
     Parameters
     ----------
     n_samples : int, default=5000
+        Number of samples.
     noise : float, default=0.01
+        Standard deviation of the additive Gaussian noise.
     random_state : None, int, numpy.random.Generator or RandomState, default=None
+        Seed or generator of the draws (design first, then noise).
 
     Returns
     -------
     X : ndarray of shape (n_samples, 1000)
+        The design.
     y : ndarray of shape (n_samples,)
+        The noisy target.
     support : ndarray of shape (10,)
         ``[0, ..., 9]``.
+
+    Examples
+    --------
+    >>> from rffkern.datasets import make_se3
+    >>> X, y, support = make_se3(50, random_state=0)
+    >>> X.shape, y.shape
+    ((50, 1000), (50,))
+    >>> print(support)
+    [0 1 2 3 4 5 6 7 8 9]
     """
     n, noise, rng = _setup(n_samples, noise, random_state)
     Z = rng.standard_normal((n, 200))

@@ -1,6 +1,7 @@
 """Energy-based exploration of random features (EERF, Shahrampour, Beirami & Tarokh 2018).
 
-ALGORITHMS.md section 5. Draw ``M0`` candidate features from the kernel's data-independent
+Shahrampour, Beirami & Tarokh 2018, "On data-dependent random features for improved generalization
+in supervised learning"; see docs/user_guide/eerf.rst. Draw ``M0`` candidate features from the kernel's data-independent
 distribution, score each on a subsample of ``N0`` points by
 
     S(omega, b) = (1/N0) sum_n y_n phi(x_n; omega, b)
@@ -22,8 +23,10 @@ from __future__ import annotations
 
 import numbers
 import time
+from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.preprocessing import LabelBinarizer
@@ -40,6 +43,7 @@ from rffkern._losses import class_probabilities
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
 from rffkern._sampling import knn_distances
+from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.ridge import DEFAULT_ALPHAS
 
@@ -165,9 +169,11 @@ class _EERFBase(BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components=100, *, n_candidates=None, n_subsample=None, kernel="gaussian",
-                 length_scale="auto", alpha=DEFAULT_ALPHAS, alpha_selection="loo", standardize=True,
-                 random_state=None, n_jobs=None, verbose=0):
+    def __init__(self, n_components: int = 100, *, n_candidates: int | None = None,
+                 n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
+                 alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
+                 standardize: bool = True, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         self.n_components = n_components
         self.n_candidates = n_candidates
         self.n_subsample = n_subsample
@@ -205,6 +211,7 @@ class _EERFBase(BaseEstimator):
         Xsub = Xs if rows is None else np.ascontiguousarray(Xs[rows])
         Tsub = T if rows is None else T[rows]
         n_threads = resolve_n_threads(self.n_jobs)
+        b0: NDArray[np.float64] | None  # the candidates' phases (Gaussian kernel only)
         if self.kernel == "linear":
             if M > d:
                 raise ValueError(f"the linear kernel selects input coordinates: n_components={M} > "
@@ -234,7 +241,7 @@ class _EERFBase(BaseEstimator):
             self.weights_ = self.offsets_ = None
             self.scale_ = 1.0
         else:
-            self.weights_ = np.ascontiguousarray(W0[:, keep])
+            self.weights_ = np.ascontiguousarray(W0[:, keep])  # type: ignore[index]  # W0 is drawn unless linear
             self.offsets_ = None if b0 is None else b0[keep]
             self.scale_ = float(np.sqrt(2.0 / M))
         self.preprocessing_time_ = time.perf_counter() - t0
@@ -286,17 +293,23 @@ _DOC_PARAMS = """
         Gaussian ``cos(omega . x + b)`` with ``omega ~ N(0, I / sigma^2)``; arc-cosine of order q
         ``max(omega . x, 0)^q`` with ``omega ~ N(0, I)``; linear: input coordinates.
     length_scale : float or "auto", default="auto"
-        sigma of the Gaussian kernel; "auto" is the paper's rule: the mean distance to the 50th
+        The length scale sigma of the Gaussian kernel; "auto" is the paper's rule: the mean distance to the 50th
         nearest neighbour, on a subsample of at most 2000 scoring rows.
     alpha : float or sequence of float, default=rffkern.ridge.DEFAULT_ALPHAS
         Ridge penalty of the final fit (``||y - Z c||^2 + alpha ||c||^2``); a sequence is searched
         as in :class:`rffkern.RFFRidge`. The default is RFFRidge's: 19 values from 1e-8 to 10
         (regression: in units of the scaled targets), chosen by exact leave-one-out.
     alpha_selection : {"loo", "gcv", "validation"}, default="loo"
+        How a sequence of alphas is searched: exact leave-one-out, generalised cross-validation or
+        a held-out split, as in :class:`rffkern.RFFRidge`.
     standardize : bool, default=True
         Standardise X (mean 0, std 1 per feature) first; sigma is then in standardised units.
     random_state : int, Generator, RandomState or None, default=None
+        Seed or generator of every random draw; the same value gives the same model whatever
+        ``n_jobs``.
     n_jobs : int or None, default=None
+        Threads of the compiled kernels (None: OpenMP's current limit, -1: all usable cores).
+        The fitted model does not depend on it.
     verbose : int, default=0
         1 prints a line after the selection and after the final fit.
 """
@@ -314,12 +327,16 @@ _DOC_ATTRS = """
         ``|S|`` of the kept candidates (root of the summed squared scores for several outputs).
     scale_ : float
         ``sqrt(2 / M)``.
-    coef_, intercept_, alpha_, selection_errors_ : the final ridge fit
+    coef_, intercept_, alpha_, selection_errors_ : ndarray, float or None
+        The final ridge fit: coefficients, intercept, chosen alpha and the alpha search's errors.
     length_scale_ : float or None
+        The sigma used (None for the arc-cosine and linear kernels).
     n_candidates_, n_subsample_ : int
+        M0 and N0 as used.
     preprocessing_time_, training_time_ : float
         Seconds spent scoring and selecting candidates, and fitting the final model.
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
+        The standardisation of X.
 """
 
 
@@ -333,20 +350,53 @@ class EERFRegressor(RegressorMixin, _EERFBase):
         Centre and scale each output (:class:`rffkern._data.TargetScaler`) before the ridge fit, so
         ``alpha`` is in units of the scaled targets; ``coef_``, ``intercept_`` and the predictions
         are in y's units. False fits y as it is (the paper).
-    random_state""", 1) + _DOC_ATTRS)
+    random_state""", 1) + _DOC_ATTRS + """
+    Examples
+    --------
+    >>> from rffkern import EERFRegressor
+    >>> from rffkern.datasets import make_jse3
+    >>> X, y, support = make_jse3(100, random_state=0)
+    >>> model = EERFRegressor(n_components=20, random_state=0).fit(X, y)
+    >>> model.weights_.shape, model.predict(X[:3]).shape
+    ((10, 20), (3,))
+""")
 
     _parameter_constraints = {**_EERFBase._parameter_constraints, "normalize_y": ["boolean"]}
 
-    def __init__(self, n_components=100, *, n_candidates=None, n_subsample=None, kernel="gaussian",
-                 length_scale="auto", alpha=DEFAULT_ALPHAS, alpha_selection="loo", standardize=True,
-                 normalize_y=True, random_state=None, n_jobs=None, verbose=0):
+    def __init__(self, n_components: int = 100, *, n_candidates: int | None = None,
+                 n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
+                 alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
+                 standardize: bool = True, normalize_y: bool = True,
+                 random_state: RandomStateLike = None,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         super().__init__(n_components, n_candidates=n_candidates, n_subsample=n_subsample, kernel=kernel,
                          length_scale=length_scale, alpha=alpha, alpha_selection=alpha_selection,
                          standardize=standardize, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.normalize_y = normalize_y
 
-    def fit(self, X, y):
-        """Select the features on a subsample of (X, y), then fit ridge on all of it."""
+    def fit(self, X: ArrayLike, y: ArrayLike) -> EERFRegressor:
+        """Select the features on a subsample of (X, y), then fit ridge on all of it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Real-valued targets.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import EERFRegressor
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(100, random_state=0)
+        >>> EERFRegressor(n_components=20, random_state=0).fit(X, y).scores_.shape
+        (20,)
+        """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         scaler = TargetScaler(self.normalize_y).fit(y.reshape(X.shape[0], -1))
@@ -364,7 +414,27 @@ class EERFRegressor(RegressorMixin, _EERFBase):
             del self._target_scale
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Predict from the selected features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            The predictions, in y's units.
+
+        Examples
+        --------
+        >>> from rffkern import EERFRegressor
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(100, random_state=0)
+        >>> EERFRegressor(n_components=20, random_state=0).fit(X, y).predict(X[:3]).shape
+        (3,)
+        """
         if is_dask_array(X):
             return map_rows(self.predict, X)
         return self._decision(X)
@@ -384,23 +454,59 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
     or scikit-learn's ``LogisticRegression`` with ``C = 1 / alpha`` on the M selected features
     (``solver="logistic"``; this materialises the n x M feature matrix; a sequence of alphas is
     searched by ``LogisticRegressionCV``, 3 folds, log-loss).
-""" + _DOC_PARAMS.replace("    random_state", """    solver : {"ridge", "logistic"}, default="ridge"
-    random_state""") + _DOC_ATTRS + """    classes_ : ndarray of shape (n_classes,)
+""" + _DOC_PARAMS.replace("    standardize", """    solver : {"ridge", "logistic"}, default="ridge"
+        The final model: a ridge classifier on the streamed Gram matrix, or logistic regression.
+    standardize""") + _DOC_ATTRS + """    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+
+    Examples
+    --------
+    >>> from rffkern import EERFClassifier
+    >>> from rffkern.datasets import make_jse3
+    >>> X, _, _ = make_jse3(100, random_state=0)
+    >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    >>> clf = EERFClassifier(n_components=20, random_state=0).fit(X, y)
+    >>> clf.predict(X[:3])
+    array([0, 1, 0])
 """)
 
     _parameter_constraints = {**_EERFBase._parameter_constraints,
                               "solver": [StrOptions({"ridge", "logistic"})]}
 
-    def __init__(self, n_components=100, *, n_candidates=None, n_subsample=None, kernel="gaussian",
-                 length_scale="auto", alpha=DEFAULT_ALPHAS, alpha_selection="loo", solver="ridge",
-                 standardize=True, random_state=None, n_jobs=None, verbose=0):
+    def __init__(self, n_components: int = 100, *, n_candidates: int | None = None,
+                 n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
+                 alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
+                 solver: str = "ridge", standardize: bool = True, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         super().__init__(n_components, n_candidates=n_candidates, n_subsample=n_subsample, kernel=kernel,
                          length_scale=length_scale, alpha=alpha, alpha_selection=alpha_selection,
                          standardize=standardize, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.solver = solver
 
-    def fit(self, X, y):
-        """Select the features on a subsample of (X, y), then fit the classifier on all of it."""
+    def fit(self, X: ArrayLike, y: ArrayLike) -> EERFClassifier:
+        """Select the features on a subsample of (X, y), then fit the classifier on all of it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import EERFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> EERFClassifier(n_components=20, random_state=0).fit(X, y).classes_
+        array([0, 1])
+        """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
@@ -435,21 +541,84 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             self.training_time_ = time.perf_counter() - t0
         return self
 
-    def decision_function(self, X):
-        """Decision values: (n_samples,) for two classes, else (n_samples, n_classes)."""
+    def decision_function(self, X: ArrayLike) -> NDArray[np.floating]:
+        """Decision values of the final linear model on the selected features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One value per sample for two classes (positive: ``classes_[1]``), else one per class.
+
+        Examples
+        --------
+        >>> from rffkern import EERFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> EERFClassifier(n_components=20, random_state=0).fit(X, y).decision_function(X[:3]).shape
+        (3,)
+        """
         if is_dask_array(X):
             return map_rows(self.decision_function, X)
         return self._decision(X)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Predict class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+
+        Examples
+        --------
+        >>> from rffkern import EERFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> EERFClassifier(n_components=20, random_state=0).fit(X, y).predict(X[:3])
+        array([0, 1, 0])
+        """
         if is_dask_array(X):
             return map_rows(self.predict, X)
         D = self.decision_function(X)  # first: it raises NotFittedError before classes_ exists
         return labels_from_decision(self.classes_, D)
 
     @available_if(lambda self: self.solver == "logistic")
-    def predict_proba(self, X):
-        """Class probabilities (``solver="logistic"`` only)."""
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.floating]:
+        """Class probabilities (``solver="logistic"`` only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Probabilities of ``classes_``; every row sums to 1.
+
+        Examples
+        --------
+        >>> from rffkern import EERFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = EERFClassifier(n_components=20, solver="logistic", alpha=1.0, random_state=0).fit(X, y)
+        >>> clf.predict_proba(X[:2]).round(2)
+        array([[0.66, 0.34],
+               [0.43, 0.57]])
+        """
         if is_dask_array(X):
             return map_rows(self.predict_proba, X)
         D = self.decision_function(X)

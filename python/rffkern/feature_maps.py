@@ -5,6 +5,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -13,15 +14,16 @@ from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, frequency_count
+from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["RandomFourierFeatures"]
 
 
 class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    """Random Fourier features of a shift-invariant kernel (Rahimi & Recht), computed by the fused
-    compiled kernel.
+    """Random Fourier features of a shift-invariant kernel (Rahimi & Recht 2007).
 
+    The features are computed by the fused compiled kernel (:func:`rffkern.kernels.features`):
     ``transform(X) == sqrt(2/s) * cos(X @ weights_ + offsets_)`` with ``s = n_components``, so that
     ``transform(X) @ transform(Y).T`` approximates the kernel matrix with error O(1/sqrt(s)).
 
@@ -33,12 +35,16 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         gaussian ``exp(-|x-y|^2 / (2 length_scale^2))``, laplace ``exp(-|x-y|_1 / length_scale)``,
         cauchy ``prod_j 1 / (1 + (x_j-y_j)^2 / length_scale^2)``.
     length_scale : float, default=1.0
+        The kernel's length scale (frequencies are drawn for scale 1 and divided by it).
     pair : bool, default=False
         Use ``n_components // 2`` frequencies, each giving ``[cos, sin]`` (no random phase, lower
         variance); ``n_components`` must then be even.
     random_state : int, Generator, RandomState or None, default=None
+        Seed or generator of the random draws; the same value gives the same map whatever
+        ``n_jobs``.
     n_jobs : int or None, default=None
-        Threads of the compiled kernel (None: all usable cores, -1: all).
+        Threads of the compiled kernel (None: all usable cores, -1: all). The output does not
+        depend on it.
 
     Attributes
     ----------
@@ -46,7 +52,27 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     offsets_ : ndarray of shape (n_frequencies,)
         Zeros in the pair form.
     scale_ : float
+        The feature scale ``c`` (``sqrt(2/s)``, or ``sqrt(1/s)`` in the pair form).
     n_features_in_ : int
+        Number of features seen during fit.
+
+    See Also
+    --------
+    rffkern.OrthogonalRandomFeatures : Orthogonal frequency blocks, lower approximation error.
+    rffkern.Fastfood : O(s log d) structured map for the Gaussian kernel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import RandomFourierFeatures
+    >>> X = np.random.default_rng(0).standard_normal((200, 3))
+    >>> rff = RandomFourierFeatures(n_components=2000, random_state=0).fit(X)
+    >>> Z = rff.transform(X)
+    >>> Z.shape
+    (200, 2000)
+    >>> exact = np.exp(-0.5 * np.sum((X[:, None] - X[None]) ** 2, axis=-1))
+    >>> bool(np.abs(Z @ Z.T - exact).max() < 0.15)
+    True
     """
 
     _parameter_constraints = {
@@ -58,8 +84,9 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, n_components=100, *, kernel="gaussian", length_scale=1.0, pair=False,
-                 random_state=None, n_jobs=None):
+    def __init__(self, n_components: int = 100, *, kernel: str = "gaussian", length_scale: float = 1.0,
+                 pair: bool = False, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.length_scale = length_scale
@@ -67,7 +94,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: object = None) -> RandomFourierFeatures:
         """Draw the frequencies and phases for X's number of features.
 
         Parameters
@@ -104,7 +131,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self._n_features_out = self.n_components
         return self
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> NDArray[np.floating]:
         """Map X to its random features; float32 input stays float32.
 
         Parameters

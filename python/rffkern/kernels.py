@@ -1,4 +1,4 @@
-"""The fused cosine-feature kernels (ALGORITHMS.md section 2), validated and called on NumPy arrays.
+"""The fused cosine-feature kernels, validated and called on NumPy arrays (docs/kernels.rst).
 
 With ``U = (X * theta) @ weights + offsets`` and ``Z = scale * cos(U)`` (or, with ``pair=True``,
 ``Z = scale * [cos(U), sin(U)]``), every kernel computes ``U`` tile by tile inside the compiled
@@ -24,6 +24,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rffkern import _core
 from rffkern._validation import (
@@ -58,7 +59,26 @@ LOSSES = ("squared", "logistic", "softmax")
 
 
 def default_scale(n_components: int, pair: bool = False) -> float:
-    """``sqrt(2/s)`` for the phase form, ``sqrt(1/s)`` for the pair form (s frequencies)."""
+    """The default feature scale ``c``: ``sqrt(2/s)``, or ``sqrt(1/s)`` for the pair form.
+
+    Parameters
+    ----------
+    n_components : int
+        The number of frequencies ``s`` (>= 1).
+    pair : bool, default=False
+        Whether the features are ``[cos U, sin U]`` (2s columns) rather than ``cos U``.
+
+    Returns
+    -------
+    float
+        The scale that makes ``Z @ Z.T`` an unbiased estimate of the kernel matrix.
+
+    Examples
+    --------
+    >>> from rffkern.kernels import default_scale
+    >>> round(default_scale(8), 4), round(default_scale(8, pair=True), 4)
+    (0.5, 0.3536)
+    """
     n_components = check_positive_int(n_components, "n_components")
     return float(np.sqrt((1.0 if pair else 2.0) / n_components))
 
@@ -101,7 +121,7 @@ def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_row
     return X, W, b, th, float(scale), bool(pair)
 
 
-def _check_scale(scale):
+def _check_scale(scale: float) -> float:
     if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (numbers.Real, np.floating, np.integer)):
         raise TypeError(f"scale must be a real number, got {type(scale).__name__} {scale!r}")
     if not np.isfinite(scale):
@@ -109,31 +129,50 @@ def _check_scale(scale):
     return float(scale)
 
 
-def features(X, weights, offsets=None, *, theta=None, scale=None, pair=False, out=None, n_threads=None):
+def features(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None, *,
+             theta: ArrayLike | None = None, scale: float | None = None, pair: bool = False,
+             out: NDArray[np.floating] | None = None, n_threads: int | None = None) -> NDArray[np.floating]:
     """Random cosine features ``scale * cos((X * theta) @ weights + offsets)``.
 
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
+        Input rows. float32 stays float32; other dtypes become float64.
     weights : array-like of shape (n_features, n_components)
         The frequencies ``W`` (one column per feature).
-    offsets : array-like of shape (n_components,), default=None
+    offsets : array-like of shape (n_components,) or None
         The phases ``b``; None means zero.
     theta : array-like of shape (n_features,), default=None
         ARD scales multiplying each input feature; None means all ones.
     scale : float, default=None
         ``c``; None gives ``sqrt(2/s)`` (or ``sqrt(1/s)`` with ``pair=True``).
     pair : bool, default=False
-        Return ``[cos U, sin U]`` (2 * n_components columns).
-    out : ndarray, optional
+        Use ``[cos U, sin U]`` (2 * n_components features) instead of ``cos U``.
+    out : ndarray, default=None
         C-contiguous buffer of the result's shape and dtype, reused instead of allocating.
     n_threads : int, default=None
+        Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
+        limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
 
     Returns
     -------
-    Z : ndarray of shape (n_samples, n_components) or (n_samples, 2 * n_components)
+    ndarray of shape (n_samples, n_components) or (n_samples, 2 * n_components)
         Or an array of the caller's kind on its device when ``X`` is a CuPy array or a PyTorch
         CUDA tensor (``n_threads`` is then ignored); every array argument must then be on the device.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import kernels
+    >>> X = np.arange(6.0).reshape(3, 2) / 4
+    >>> W = np.array([[1.0, 0.5, -1.0], [0.0, 2.0, 1.0]])
+    >>> b = np.array([0.0, 1.0, 2.0])
+    >>> kernels.features(X, W, b).round(3)
+    array([[ 0.816,  0.058, -0.513],
+           [ 0.717, -0.755, -0.513],
+           [ 0.441, -0.534, -0.513]])
+    >>> kernels.features(X, W, b, pair=True).shape
+    (3, 6)
     """
     if _on_device(X, weights, offsets, theta, out):
         return _cuda_backend().features(X, weights, offsets, theta=theta, scale=scale, pair=pair, out=out)
@@ -144,12 +183,51 @@ def features(X, weights, offsets=None, *, theta=None, scale=None, pair=False, ou
     return out
 
 
-def predict(X, weights, offsets, coef, *, theta=None, scale=None, pair=False, out=None, n_threads=None):
+def predict(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None, coef: ArrayLike, *,
+            theta: ArrayLike | None = None, scale: float | None = None, pair: bool = False,
+            out: NDArray[np.floating] | None = None, n_threads: int | None = None) -> NDArray[np.floating]:
     """``features(X, ...) @ coef`` without storing the features.
 
-    ``coef`` has shape (n_out,) or (n_out, n_outputs) with ``n_out`` the feature count; the
-    result has shape (n_samples,) or (n_samples, n_outputs) accordingly. Device arrays (CuPy,
-    PyTorch CUDA) run the CUDA kernel, as in :func:`features`.
+    Memory is O(tile): the features of a block of rows are reduced against ``coef`` as they are
+    computed. Device arrays (CuPy, PyTorch CUDA) run the CUDA kernel, as in :func:`features`.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Input rows. float32 stays float32; other dtypes become float64.
+    weights : array-like of shape (n_features, n_components)
+        The frequencies ``W`` (one column per feature).
+    offsets : array-like of shape (n_components,) or None
+        The phases ``b``; None means zero.
+    coef : array-like of shape (n_out,) or (n_out, n_outputs)
+        Coefficients, one row per feature (``n_out`` = n_components, or twice that with
+        ``pair=True``).
+    theta : array-like of shape (n_features,), default=None
+        ARD scales multiplying each input feature; None means all ones.
+    scale : float, default=None
+        ``c``; None gives ``sqrt(2/s)`` (or ``sqrt(1/s)`` with ``pair=True``).
+    pair : bool, default=False
+        Use ``[cos U, sin U]`` (2 * n_components features) instead of ``cos U``.
+    out : ndarray, default=None
+        C-contiguous buffer of the result's shape and dtype, reused instead of allocating.
+    n_threads : int, default=None
+        Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
+        limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        ``Z @ coef``, 1-D when ``coef`` is 1-D.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import kernels
+    >>> X = np.arange(6.0).reshape(3, 2) / 4
+    >>> W = np.array([[1.0, 0.5, -1.0], [0.0, 2.0, 1.0]])
+    >>> b = np.array([0.0, 1.0, 2.0])
+    >>> kernels.predict(X, W, b, np.ones(3)).round(3)
+    array([ 0.361, -0.551, -0.605])
     """
     if _on_device(X, weights, offsets, coef, theta, out):
         return _cuda_backend().predict(X, weights, offsets, coef, theta=theta, scale=scale, pair=pair,
@@ -174,19 +252,62 @@ def predict(X, weights, offsets, coef, *, theta=None, scale=None, pair=False, ou
     return buf[:, 0] if ravel else buf
 
 
-def gram(X, weights, offsets=None, Y=None, *, theta=None, scale=None, pair=False, out=None,
-         out_zty=None, accumulate=False, n_threads=None):
+def gram(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None, Y: ArrayLike | None = None, *,
+         theta: ArrayLike | None = None, scale: float | None = None, pair: bool = False,
+         out: NDArray[np.floating] | None = None, out_zty: NDArray[np.floating] | None = None,
+         accumulate: bool = False, n_threads: int | None = None,
+         ) -> NDArray[np.floating] | tuple[NDArray[np.floating], NDArray[np.floating]]:
     """``Z.T @ Z`` and, if ``Y`` is given, ``Z.T @ Y``, streamed over row blocks of X.
 
     Memory is O(s^2 + tile), never O(n s). Every entry is summed in the same order whatever the
     thread count. With ``accumulate=True`` the results are added to ``out`` / ``out_zty`` (which
     must then be given), so a Gram matrix can be built chunk by chunk.
 
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Input rows. float32 stays float32; other dtypes become float64.
+    weights : array-like of shape (n_features, n_components)
+        The frequencies ``W`` (one column per feature).
+    offsets : array-like of shape (n_components,) or None
+        The phases ``b``; None means zero.
+    Y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
+        Targets; when given, ``Z.T @ Y`` is computed in the same pass.
+    theta : array-like of shape (n_features,), default=None
+        ARD scales multiplying each input feature; None means all ones.
+    scale : float, default=None
+        ``c``; None gives ``sqrt(2/s)`` (or ``sqrt(1/s)`` with ``pair=True``).
+    pair : bool, default=False
+        Use ``[cos U, sin U]`` (2 * n_components features) instead of ``cos U``.
+    out : ndarray of shape (n_out, n_out), default=None
+        Buffer for ``Z.T @ Z`` (required with ``accumulate=True``).
+    out_zty : ndarray, default=None
+        Buffer for ``Z.T @ Y``, of shape (n_out,) for 1-D ``Y`` (required with
+        ``accumulate=True`` and ``Y``).
+    accumulate : bool, default=False
+        Add to ``out`` / ``out_zty`` instead of overwriting them.
+    n_threads : int, default=None
+        Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
+        limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+
     Returns
     -------
-    G : ndarray of shape (n_out, n_out)
-        Or the tuple ``(G, ZtY)`` when ``Y`` is given; ``ZtY`` has shape (n_out,) for 1-D ``Y``.
-        Device arrays (CuPy, PyTorch CUDA) run the CUDA kernel, as in :func:`features`.
+    ndarray of shape (n_out, n_out), or tuple of two ndarrays
+        ``G = Z.T @ Z``; or the tuple ``(G, ZtY)`` when ``Y`` is given, ``ZtY`` of shape (n_out,) for
+        1-D ``Y``. Device arrays (CuPy, PyTorch CUDA) run the CUDA kernel, as in :func:`features`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import kernels
+    >>> X = np.arange(6.0).reshape(3, 2) / 4
+    >>> W = np.array([[1.0, 0.5, -1.0], [0.0, 2.0, 1.0]])
+    >>> b = np.array([0.0, 1.0, 2.0])
+    >>> G, ZtY = kernels.gram(X, W, b, np.ones(3))
+    >>> G.shape, ZtY.round(3)
+    ((3, 3), array([ 1.974, -1.231, -1.539]))
+    >>> bool(np.allclose(G, kernels.features(X, W, b).T @ kernels.features(X, W, b)))
+    True
     """
     if _on_device(X, weights, offsets, Y, theta, out, out_zty):
         return _cuda_backend().gram(X, weights, offsets, Y, theta=theta, scale=scale, pair=pair, out=out,
@@ -246,22 +367,67 @@ def _check_loss(loss):
     return loss
 
 
-def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", scale=None,
-                  pair=False, want_theta=True, out_coef=None, out_theta=None, n_threads=None):
+def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None, coef: ArrayLike,
+                  *, theta: ArrayLike | None = None, loss: str = "squared", scale: float | None = None,
+                  pair: bool = False, want_theta: bool = True, out_coef: NDArray[np.floating] | None = None,
+                  out_theta: NDArray[np.floating] | None = None, n_threads: int | None = None,
+                  ) -> tuple[float, NDArray[np.floating], NDArray[np.floating] | None]:
     """Mean loss of ``f = Z @ coef`` and its gradients, in one fused forward/backward pass.
 
     Losses per sample (``f`` and ``y`` rows of n_outputs values):
     ``squared`` 1/2 sum (f - y)^2; ``logistic`` sum log(1 + e^f) - y f with y in {0, 1};
     ``softmax`` -sum y log softmax(f) with one-hot y.
 
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Input rows. float32 stays float32; other dtypes become float64.
+    Y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        Targets: real values (squared), 0/1 (logistic) or one-hot rows (softmax).
+    weights : array-like of shape (n_features, n_components)
+        The frequencies ``W`` (one column per feature).
+    offsets : array-like of shape (n_components,) or None
+        The phases ``b``; None means zero.
+    coef : array-like of shape (n_out,) or (n_out, n_outputs)
+        Coefficients, one row per feature.
+    theta : array-like of shape (n_features,), default=None
+        ARD scales multiplying each input feature; None means all ones.
+    loss : {"squared", "logistic", "softmax"}, default="squared"
+        The loss (see above).
+    scale : float, default=None
+        ``c``; None gives ``sqrt(2/s)`` (or ``sqrt(1/s)`` with ``pair=True``).
+    pair : bool, default=False
+        Use ``[cos U, sin U]`` (2 * n_components features) instead of ``cos U``.
+    want_theta : bool, default=True
+        Compute the gradient in ``theta`` (skipped, and returned as None, when False).
+    out_coef : ndarray, default=None
+        Buffer of ``coef``'s shape for the coefficient gradient (reused, never copied).
+    out_theta : ndarray of shape (n_features,), default=None
+        Buffer for the ``theta`` gradient.
+    n_threads : int, default=None
+        Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
+        limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+
     Returns
     -------
     loss : float
+        The mean loss over the samples.
     grad_coef : ndarray of coef's shape
-    grad_theta : ndarray of shape (n_features,), or None when ``want_theta=False``
-        The gradient in the ARD scales ``theta`` (ones when ``theta`` is None).
+        The gradient in ``coef``.
+    grad_theta : ndarray of shape (n_features,) or None
+        The gradient in the ARD scales ``theta`` (ones when ``theta`` is None); None when
+        ``want_theta=False``.
 
-    ``out_coef`` / ``out_theta`` are optional buffers for the two gradients (reused, never copied).
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import kernels
+    >>> X = np.arange(6.0).reshape(3, 2) / 4
+    >>> W = np.array([[1.0, 0.5, -1.0], [0.0, 2.0, 1.0]])
+    >>> b = np.array([0.0, 1.0, 2.0])
+    >>> loss, grad_coef, grad_theta = kernels.loss_and_grad(X, np.ones(3), W, b, np.zeros(3))
+    >>> round(loss, 3), grad_coef.round(3), grad_theta
+    (0.5, array([-0.658,  0.41 ,  0.513]), array([0., 0.]))
     """
     _check_loss(loss)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
@@ -287,7 +453,8 @@ def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", s
     return float(value), grad_coef, grad_theta
 
 
-def _check_step_params(learning_rate, beta1, beta2, eps, l2, l1, l2_name="l2", l1_name="l1"):
+def _check_step_params(learning_rate: float, beta1: float, beta2: float, eps: float, l2: float, l1: float,
+                       l2_name: str = "l2", l1_name: str = "l1") -> None:
     check_positive_float(learning_rate, "learning_rate")
     for name, v in (("beta1", beta1), ("beta2", beta2)):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < 1:
@@ -312,13 +479,55 @@ def _check_inplace(arr, name, dtype=None, shape=None):
     return arr
 
 
-def adam_prox_step(param, grad, m, v, step, *, learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
-                   l2=0.0, l1=0.0, n_threads=None):
+def adam_prox_step(param: NDArray[np.floating], grad: ArrayLike, m: NDArray[np.floating],
+                   v: NDArray[np.floating], step: int, *, learning_rate: float = 1e-3, beta1: float = 0.9,
+                   beta2: float = 0.999, eps: float = 1e-8, l2: float = 0.0, l1: float = 0.0,
+                   n_threads: int | None = None) -> NDArray[np.floating]:
     """One bias-corrected Adam step on ``param`` (in place), then the proximal maps.
 
     ``l2 > 0``: prox of ``l2 * ||param||^2``, ``param /= 1 + 2 * l2 * learning_rate``;
-    ``l1 > 0``: soft-threshold by ``l1 * learning_rate``. ``m`` and ``v`` (the moments) are updated
-    in place; ``step`` is the 1-based step number.
+    ``l1 > 0``: soft-threshold by ``l1 * learning_rate``.
+
+    Parameters
+    ----------
+    param : ndarray
+        A float32 or float64 C-contiguous array, updated in place.
+    grad : array-like of param's shape
+        The gradient at ``param``.
+    m : ndarray of param's shape and dtype
+        Adam's first moment, updated in place.
+    v : ndarray of param's shape and dtype
+        Adam's second moment (>= 0), updated in place.
+    step : int
+        The 1-based step number (for the bias correction).
+    learning_rate : float, default=1e-3
+        Step size.
+    beta1 : float, default=0.9
+        Decay of the first moment, in [0, 1).
+    beta2 : float, default=0.999
+        Decay of the second moment, in [0, 1).
+    eps : float, default=1e-8
+        Added to the root of the second moment.
+    l2 : float, default=0.0
+        Strength of the l2 (ridge) proximal map.
+    l1 : float, default=0.0
+        Strength of the l1 (soft-threshold) proximal map.
+    n_threads : int, default=None
+        Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
+        limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+
+    Returns
+    -------
+    ndarray
+        ``param``, updated.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern.kernels import adam_prox_step
+    >>> p, m, v = np.ones(3), np.zeros(3), np.zeros(3)
+    >>> adam_prox_step(p, np.array([1.0, -1.0, 0.0]), m, v, 1, learning_rate=0.1).round(3)
+    array([0.9, 1.1, 1. ])
     """
     _check_inplace(param, "param")
     for name, a in (("m", m), ("v", v)):
@@ -335,8 +544,38 @@ def adam_prox_step(param, grad, m, v, step, *, learning_rate=1e-3, beta1=0.9, be
     return param
 
 
-def sgd_prox_step(param, grad, *, learning_rate=1e-3, l2=0.0, l1=0.0, n_threads=None):
-    """``param -= learning_rate * grad`` in place, then the same proximal maps as Adam."""
+def sgd_prox_step(param: NDArray[np.floating], grad: ArrayLike, *, learning_rate: float = 1e-3, l2: float = 0.0,
+                  l1: float = 0.0, n_threads: int | None = None) -> NDArray[np.floating]:
+    """``param -= learning_rate * grad`` in place, then the same proximal maps as Adam.
+
+    Parameters
+    ----------
+    param : ndarray
+        A float32 or float64 C-contiguous array, updated in place.
+    grad : array-like of param's shape
+        The gradient at ``param``.
+    learning_rate : float, default=1e-3
+        Step size.
+    l2 : float, default=0.0
+        Strength of the l2 proximal map (``param /= 1 + 2 * l2 * learning_rate``).
+    l1 : float, default=0.0
+        Strength of the l1 proximal map (soft-threshold by ``l1 * learning_rate``).
+    n_threads : int, default=None
+        Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
+        limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+
+    Returns
+    -------
+    ndarray
+        ``param``, updated.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern.kernels import sgd_prox_step
+    >>> sgd_prox_step(np.ones(3), np.array([1.0, -1.0, 0.0]), learning_rate=0.5, l1=0.2)
+    array([0.4, 1.4, 0.9])
+    """
     _check_inplace(param, "param")
     g = check_matrix(np.asarray(refuse_sparse(grad, "grad")).reshape(1, -1), "grad", (1, param.size), param.dtype)
     if np.shape(grad) != param.shape:
@@ -347,9 +586,36 @@ def sgd_prox_step(param, grad, *, learning_rate=1e-3, l2=0.0, l1=0.0, n_threads=
 
 
 class AdamState:
-    """Adam moments for (coef, theta) and the step counter, kept across epochs and partial fits."""
+    """Adam moments for (coef, theta) and the step counter, kept across epochs and partial fits.
 
-    def __init__(self, coef_shape, n_features, dtype):
+    Parameters
+    ----------
+    coef_shape : tuple of int
+        Shape of the coefficients ``(n_out, n_outputs)``.
+    n_features : int
+        Length of ``theta``.
+    dtype : numpy dtype
+        Float32 or float64, the dtype of ``coef`` and ``theta``.
+
+    Attributes
+    ----------
+    m_coef, v_coef : ndarray of shape coef_shape
+        First and second moments of the coefficients.
+    m_theta, v_theta : ndarray of shape (n_features,)
+        First and second moments of ``theta``.
+    step : int
+        Steps taken so far.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern.kernels import AdamState
+    >>> state = AdamState((6, 1), 2, np.float64)
+    >>> state.m_coef.shape, state.v_theta.shape, state.step
+    ((6, 1), (2,), 0)
+    """
+
+    def __init__(self, coef_shape: tuple[int, ...], n_features: int, dtype: DTypeLike) -> None:
         self.m_coef = np.zeros(coef_shape, dtype)
         self.v_coef = np.zeros(coef_shape, dtype)
         self.m_theta = np.zeros(n_features, dtype)
@@ -357,21 +623,85 @@ class AdamState:
         self.step = 0
 
 
-def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size=32, loss="squared",
-                solver="adam", learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, l2_coef=0.0,
-                l1_theta=0.0, update_coef=True, update_theta=True, scale=None, check_finite=True,
-                n_threads=None):
+def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLike, weights: ArrayLike,
+                offsets: ArrayLike | None, theta: NDArray[np.floating], coef: NDArray[np.floating],
+                state: AdamState, *, batch_size: int = 32, loss: str = "squared", solver: str = "adam",
+                learning_rate: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+                l2_coef: float = 0.0, l1_theta: float = 0.0, update_coef: bool = True,
+                update_theta: bool = True, scale: float | None = None, check_finite: bool = True,
+                n_threads: int | None = None) -> float:
     """One pass of mini-batch steps over ``X[order]``, entirely inside the core (GIL released).
 
     Batches are consecutive chunks of ``order`` of ``batch_size`` rows (the last may be smaller);
     each takes the fused loss/gradient and one Adam (``solver="adam"``) or SGD (``"sgd"``) step on
     ``coef`` (then the prox of ``l2_coef * ||coef||^2``) and ``theta`` (then, if ``l1_theta > 0``,
-    soft-thresholding). ``theta``, ``coef`` and ``state`` (an :class:`AdamState`) are updated in
-    place; ``X`` and ``Y`` must already be C-contiguous arrays of theta's dtype (as the estimators
-    keep them), and are not copied; ``check_finite=False`` skips their NaN/infinity scan (for
-    callers that validated them once, as the estimators do per fit).
+    soft-thresholding).
 
-    Returns the mean of the batch losses (each evaluated before its step).
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        C-contiguous, of ``theta``'s dtype (not copied; validate it once per fit).
+    Y : ndarray of shape (n_samples, n_outputs)
+        C-contiguous targets of ``theta``'s dtype.
+    order : array-like of int of shape (n_order,)
+        Row indices of X in the order they are visited.
+    weights : array-like of shape (n_features, n_components)
+        The frequencies ``W``.
+    offsets : array-like of shape (n_components,) or None
+        The phases ``b``; None means zero.
+    theta : ndarray of shape (n_features,)
+        ARD scales, updated in place.
+    coef : ndarray of shape (n_components, n_outputs)
+        Coefficients, updated in place.
+    state : AdamState
+        Adam moments and step counter, updated in place (SGD only advances the counter).
+    batch_size : int, default=32
+        Rows per mini-batch.
+    loss : {"squared", "logistic", "softmax"}, default="squared"
+        The loss, as in :func:`loss_and_grad`.
+    solver : {"adam", "sgd"}, default="adam"
+        The step rule.
+    learning_rate : float, default=1e-3
+        Step size.
+    beta1 : float, default=0.9
+        Adam's first-moment decay, in [0, 1).
+    beta2 : float, default=0.999
+        Adam's second-moment decay, in [0, 1).
+    eps : float, default=1e-8
+        Adam's denominator offset.
+    l2_coef : float, default=0.0
+        The l2 penalty on ``coef`` (applied by its proximal map).
+    l1_theta : float, default=0.0
+        The l1 penalty on ``theta`` (soft-thresholding).
+    update_coef : bool, default=True
+        Whether ``coef`` is trained.
+    update_theta : bool, default=True
+        Whether ``theta`` is trained.
+    scale : float, default=None
+        ``c``; None gives ``sqrt(2/s)``.
+    check_finite : bool, default=True
+        Scan X and Y for NaN/infinity (False for callers that validated them once).
+    n_threads : int, default=None
+        Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
+        limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+
+    Returns
+    -------
+    float
+        The mean of the batch losses (each evaluated before its step).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import kernels
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(40, 2)), rng.normal(size=(40, 1))
+    >>> W, b = rng.normal(size=(2, 8)), rng.uniform(0, 2 * np.pi, 8)
+    >>> theta, coef = np.ones(2), np.zeros((8, 1))
+    >>> state = kernels.AdamState(coef.shape, 2, np.float64)
+    >>> loss = kernels.train_epoch(X, y, np.arange(40), W, b, theta, coef, state, batch_size=10)
+    >>> state.step, bool(np.isfinite(loss))
+    (4, True)
     """
     _check_loss(loss)
     if solver not in ("adam", "sgd"):
@@ -416,9 +746,27 @@ def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size
     return float(mean_loss)
 
 
-# ---- structured transforms (ALGORITHMS.md section 1) -------------------------------------------
+# ---- structured transforms (docs/user_guide/feature_maps.rst: Le, Sarlos & Smola 2013, Fastfood;
+# Yu et al. 2016, Orthogonal Random Features) -------------------------------------------------------
 def block_size(n_features: int) -> int:
-    """The block size p: the smallest power of two >= ``n_features``."""
+    """The block size p of the structured maps: the smallest power of two >= ``n_features``.
+
+    Parameters
+    ----------
+    n_features : int
+        The input dimension (>= 1).
+
+    Returns
+    -------
+    int
+        The smallest power of two that is at least ``n_features``.
+
+    Examples
+    --------
+    >>> from rffkern.kernels import block_size
+    >>> block_size(5), block_size(8)
+    (8, 8)
+    """
     n_features = check_positive_int(n_features, "n_features")
     return 1 << (n_features - 1).bit_length()
 
@@ -427,7 +775,8 @@ def _is_power_of_two(v: int) -> bool:
     return v >= 1 and v & (v - 1) == 0
 
 
-def fwht(x, normalized=False, out=None, *, n_threads=None):
+def fwht(x: ArrayLike, normalized: bool = False, out: NDArray[np.floating] | None = None, *,
+         n_threads: int | None = None) -> NDArray[np.floating]:
     """Fast Walsh-Hadamard transform of a vector, or of every row of a matrix.
 
     ``fwht(x) == scipy.linalg.hadamard(len) @ x`` for a vector (Sylvester ordering), unnormalised
@@ -440,14 +789,16 @@ def fwht(x, normalized=False, out=None, *, n_threads=None):
     x : array-like of shape (length,) or (n_rows, length)
         ``length`` must be a power of two. float32 stays float32; integers become float64.
     normalized : bool, default=False
-    out : ndarray, optional
+        Divide by ``sqrt(length)`` (the orthogonal transform).
+    out : ndarray, default=None
         C-contiguous array of ``x``'s shape and working dtype. ``out=x`` transforms in place.
     n_threads : int, default=None
-        Rows are split over threads (None: all usable cores, -1: all).
+        Rows are split over threads (None: OpenMP's current limit, -1: all usable cores).
 
     Returns
     -------
     ndarray of the same shape as ``x``
+        The transform.
 
     Raises
     ------
@@ -455,6 +806,14 @@ def fwht(x, normalized=False, out=None, *, n_threads=None):
         Complex, non-numeric input, or ``out`` of the wrong dtype.
     ValueError
         Length not a power of two, not 1-D/2-D, NaN or infinity.
+
+    Examples
+    --------
+    >>> from rffkern import fwht
+    >>> fwht([1.0, 0.0, 1.0, 0.0])
+    array([2., 2., 0., 0.])
+    >>> fwht([1.0, 1.0], normalized=True).round(4)
+    array([1.4142, 0.    ])
     """
     arr = np.asarray(refuse_sparse(x, "x"))
     if arr.dtype.kind == "c":
@@ -519,18 +878,23 @@ def _phase_and_out(X, offsets, theta, s, pair, out):
     return b, th, out
 
 
-def fastfood_features(X, signs, permutation, gaussian, scaling, offsets=None, *, length_scale=1.0,
-                      n_frequencies=None, pair=False, theta=None, out=None, n_threads=None):
+def fastfood_features(X: ArrayLike, signs: ArrayLike, permutation: ArrayLike, gaussian: ArrayLike,
+                      scaling: ArrayLike, offsets: ArrayLike | None = None, *, length_scale: float = 1.0,
+                      n_frequencies: int | None = None, pair: bool = False, theta: ArrayLike | None = None,
+                      out: NDArray[np.floating] | None = None, n_threads: int | None = None,
+                      ) -> NDArray[np.floating]:
     """Fastfood random features (Le, Sarlos & Smola 2013), computed by the fused compiled kernel.
 
     Per block t of size p (X zero-padded to p columns): ``V_t x = 1/(sigma sqrt(p)) S_t H G_t
     Pi_t H B_t x`` with H the unnormalised Walsh-Hadamard transform and ``(Pi y)_j = y[perm_j]``;
     the features are ``sqrt(2/s) cos(V x + u)`` or, with ``pair=True``,
-    ``s^(-1/2) [cos V x, sin V x]``, for the first ``s = n_frequencies`` rows of V.
+    ``s^(-1/2) [cos V x, sin V x]``, for the first ``s = n_frequencies`` rows of V. The estimator
+    :class:`rffkern.Fastfood` draws the blocks and calls this function.
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, d), d <= p
+    X : array-like of shape (n_samples, d)
+        Input rows, ``d <= p``. float32 stays float32; other dtypes become float64.
     signs : array-like of shape (n_blocks, p)
         B, entries +-1.
     permutation : array-like of int of shape (n_blocks, p)
@@ -540,20 +904,39 @@ def fastfood_features(X, signs, permutation, gaussian, scaling, offsets=None, *,
     scaling : array-like of shape (n_blocks, p)
         S, chi_p draws divided by the norm of the block's G.
     offsets : array-like of shape (n_frequencies,), default=None
-        u (phase form only; None means zero phases).
+        The phases u (phase form only; None means zero phases).
     length_scale : float, default=1.0
+        The Gaussian kernel's length scale sigma.
     n_frequencies : int, default=None
-        s <= n_blocks * p; None means ``len(offsets)`` in the phase form with offsets given, else
-        every row of every block (n_blocks * p).
+        The number of rows s <= n_blocks * p used; None means ``len(offsets)`` in the phase form
+        with offsets given, else every row of every block (n_blocks * p).
     pair : bool, default=False
+        Return ``[cos V x, sin V x]`` (2s columns) instead of ``cos(V x + u)``.
     theta : array-like of shape (d,), default=None
         ARD scales multiplying X's columns before the transform.
-    out : ndarray, optional
+    out : ndarray, default=None
+        C-contiguous buffer of the result's shape and dtype, reused instead of allocating.
     n_threads : int, default=None
+        Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
+        limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
 
     Returns
     -------
-    Z : ndarray of shape (n_samples, s) or (n_samples, 2 s), X's dtype
+    ndarray of shape (n_samples, s) or (n_samples, 2 s)
+        The features, in X's dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import kernels
+    >>> rng = np.random.default_rng(0)
+    >>> signs = rng.choice([-1.0, 1.0], size=(1, 4))
+    >>> perm = rng.permutation(4)[None, :]
+    >>> gauss = rng.normal(size=(1, 4))
+    >>> scaling = np.sqrt(rng.chisquare(4, size=(1, 4))) / np.linalg.norm(gauss)
+    >>> Z = kernels.fastfood_features(rng.normal(size=(5, 3)), signs, perm, gauss, scaling, pair=True)
+    >>> Z.shape
+    (5, 8)
     """
     sg = np.asarray(refuse_sparse(signs, "signs"))
     if sg.ndim != 2 or not _is_power_of_two(sg.shape[1]):
@@ -584,25 +967,53 @@ def fastfood_features(X, signs, permutation, gaussian, scaling, offsets=None, *,
     return out
 
 
-def sorf_features(X, diagonals, offsets=None, *, length_scale=1.0, n_frequencies=None, pair=False,
-                  theta=None, out=None, n_threads=None):
+def sorf_features(X: ArrayLike, diagonals: ArrayLike, offsets: ArrayLike | None = None, *,
+                  length_scale: float = 1.0, n_frequencies: int | None = None, pair: bool = False,
+                  theta: ArrayLike | None = None, out: NDArray[np.floating] | None = None,
+                  n_threads: int | None = None) -> NDArray[np.floating]:
     """Structured orthogonal random features (SORF, Yu et al. 2016), fused compiled kernel.
 
     Per block t (X zero-padded to p columns): ``W_t x = sqrt(p)/sigma Hn D1_t Hn D2_t Hn D3_t x``
     with Hn the normalised Walsh-Hadamard transform (``Hn Hn = I``), then the same output forms as
-    :func:`fastfood_features`.
+    :func:`fastfood_features`. The estimator :class:`rffkern.StructuredOrthogonalFeatures` draws
+    the diagonals and calls this function.
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, d), d <= p
+    X : array-like of shape (n_samples, d)
+        Input rows, ``d <= p``. float32 stays float32; other dtypes become float64.
     diagonals : array-like of shape (n_blocks, 3, p)
         ``diagonals[t] = (D1, D2, D3)``, Rademacher (+-1) draws.
-    offsets, length_scale, n_frequencies, pair, theta, out, n_threads
-        As in :func:`fastfood_features`.
+    offsets : array-like of shape (n_frequencies,), default=None
+        The phases (phase form only; None means zero phases).
+    length_scale : float, default=1.0
+        The Gaussian kernel's length scale sigma.
+    n_frequencies : int, default=None
+        The number of rows s <= n_blocks * p used; None as in :func:`fastfood_features`.
+    pair : bool, default=False
+        Return ``[cos W x, sin W x]`` (2s columns) instead of ``cos(W x + b)``.
+    theta : array-like of shape (d,), default=None
+        ARD scales multiplying X's columns before the transform.
+    out : ndarray, default=None
+        C-contiguous buffer of the result's shape and dtype, reused instead of allocating.
+    n_threads : int, default=None
+        Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
+        limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
 
     Returns
     -------
-    Z : ndarray of shape (n_samples, s) or (n_samples, 2 s), X's dtype
+    ndarray of shape (n_samples, s) or (n_samples, 2 s)
+        The features, in X's dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import kernels
+    >>> rng = np.random.default_rng(0)
+    >>> diagonals = rng.choice([-1.0, 1.0], size=(2, 3, 4))
+    >>> offsets = rng.uniform(0, 2 * np.pi, size=6)
+    >>> kernels.sorf_features(rng.normal(size=(5, 3)), diagonals, offsets, n_frequencies=6).shape
+    (5, 6)
     """
     D = np.asarray(refuse_sparse(diagonals, "diagonals"))
     if D.ndim != 3 or D.shape[1] != 3 or not _is_power_of_two(D.shape[2]):

@@ -6,7 +6,8 @@ with fixed random frequencies ``W`` and phases ``b``), fitted by minimising
     (1/n) sum_i loss(y_i, f(x_i)) + alpha * ||B||^2
 
 over the output weights ``B`` and the unconstrained ARD relevances ``theta`` with proximal
-mini-batch Adam or SGD (ALGORITHMS.md section 3). ``|theta_j|`` measures how much feature ``j``
+mini-batch Adam or SGD (Otto & Izbicki, "RFFNet: Large-Scale Interpretable Kernel Methods via Random
+Fourier Features"; docs/user_guide/rffnet.rst). ``|theta_j|`` measures how much feature ``j``
 matters: the kernel approximated is ``k(theta * (x - x'))``.
 
 This module holds the two estimators (parameters, targets, fitted attributes, prediction); the
@@ -16,8 +17,10 @@ training loop is in :mod:`rffkern._rffnet_training` and TopK feature selection i
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import train_test_split
@@ -38,6 +41,7 @@ from rffkern._rffnet_training import (
     train_epochs,
 )
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
+from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["RFFNetRegressor", "RFFNetClassifier", "constant_init"]
@@ -77,14 +81,20 @@ class _BaseRFFNet(BaseEstimator):
     }
 
     # Subclasses set these.
-    _loss_kind = None
+    _loss_kind: str | None = None
+    # set by fit; declared for type checkers (partial_fit reads them before fit's assignments)
+    intercept_: NDArray[np.float64]
+    y_scale_: NDArray[np.float64]
+    _rng: np.random.Generator
 
-    def __init__(self, n_components=300, *, alpha=1e-4, kernel="gaussian", init="constant",
-                 n_restarts=10, restart_iter=10, solver="adam", learning_rate=1e-3,
-                 learning_rate_schedule="adaptive", batch_size=32, max_iter=100, early_stopping=True,
-                 validation_fraction=0.1, n_iter_no_change=10, tol=0.0, checkpoint=True,
-                 standardize=True, feature_scale=1.0, dtype="float32", random_state=None, n_jobs=None,
-                 verbose=0, warm_start=False, relevance_penalty=0.0):
+    def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
+                 init: str | ArrayLike = "constant", n_restarts: int = 10, restart_iter: int = 10,
+                 solver: str = "adam", learning_rate: float = 1e-3, learning_rate_schedule: str = "adaptive",
+                 batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
+                 validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
+                 checkpoint: bool = True, standardize: bool = True, feature_scale: float | str = 1.0,
+                 dtype: str = "float32", random_state: RandomStateLike = None, n_jobs: int | None = None,
+                 verbose: int = 0, warm_start: bool = False, relevance_penalty: float = 0.0) -> None:
         self.n_components = n_components
         self.alpha = alpha
         self.kernel = kernel
@@ -285,8 +295,20 @@ class _BaseRFFNet(BaseEstimator):
 
     # ------------------------------------------------------------------ public API
     @property
-    def feature_importances_(self):
-        """``|relevances_|`` scaled to [0, 1] (all zeros when every relevance is zero)."""
+    def feature_importances_(self) -> NDArray[np.float64]:
+        """Relevance of each feature: ``|relevances_|`` scaled to [0, 1].
+
+        All zeros when every relevance is zero.
+
+        Examples
+        --------
+        >>> from rffkern import RFFNetRegressor
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(100, random_state=0)
+        >>> model = RFFNetRegressor(n_components=20, max_iter=2, random_state=0).fit(X, y)
+        >>> float(model.feature_importances_.max())
+        1.0
+        """
         check_is_fitted(self, "relevances_")
         r = np.abs(self.relevances_.astype(np.float64))
         top = r.max()
@@ -333,6 +355,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         ``N(constant, I/d)`` each trained ``restart_iter`` epochs (training continues from the
         winner).
     n_restarts : int, default=10
+        Number of random initial relevances tried by ``init="restarter"``.
     restart_iter : int, default=10
         Epochs per restart of ``init="restarter"``.
     solver : {"adam", "palm-adam", "sgd", "palm-sgd"}, default="adam"
@@ -350,6 +373,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         mini-batch iterates settle; measured on validation splits it lowers the error on the
         paper's jse3 and gse1 problems.
     batch_size : int, default=32
+        Rows per mini-batch.
     max_iter : int, default=100
         Maximum number of epochs.
     early_stopping : bool, default=True
@@ -358,7 +382,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         decrease of the "adaptive" schedule). With False, all data is used for training and all
         ``max_iter`` epochs run.
     validation_fraction : float, default=0.1
+        Share of the rows held out for early stopping.
     n_iter_no_change : int, default=10
+        Epochs without improvement that make a plateau (see ``learning_rate_schedule``).
     tol : float, default=0.0
         Minimum decrease counted as an improvement (0: any strict decrease, as in the paper).
     checkpoint : bool, default=True
@@ -374,7 +400,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     random_state : int, Generator, RandomState or None, default=None
         Controls W, b, the initial B, the validation split and the shuffling.
     n_jobs : int or None, default=None
-        Threads of the compiled kernels (None: all usable cores). The core itself runs a
+        Threads of the compiled kernels (None: OpenMP's current limit). The core itself runs a
         mini-batch on fewer threads when it holds too little work to pay for the per-batch
         barriers (batches of 32 run on one thread). The fitted model is bitwise identical for any
         value.
@@ -405,15 +431,15 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         relevance_penalty=0.003`` recovers the five relevant features on 2 of 3 seeds (the
         defaults find 2 to 4 of them), but the same settings are much worse than the defaults on
         the paper's gse2 and jse2, so they are not the defaults.
+    fit_intercept : bool, default=True
+        Centre y by its training mean (stored in ``intercept_``). The kernels have no output bias;
+        False reproduces the paper exactly.
     normalize_y : bool, default=True
         Train on targets divided by their training standard deviation (per output, stored in
         ``y_scale_``; the root mean square without ``fit_intercept``), so that ``alpha``,
         ``learning_rate`` and the stopping rule mean the same for y in any unit; predictions are in
         y's units. False trains on y as given (the paper), where targets of large magnitude make
         the default step sizes far too small.
-    fit_intercept : bool, default=True
-        Centre y by its training mean (stored in ``intercept_``). The kernels have no output bias;
-        False reproduces the paper exactly.
 
     Attributes
     ----------
@@ -428,6 +454,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     offsets_ : ndarray of shape (n_components,)
         b, the fixed phases.
     intercept_ : ndarray of shape (n_outputs,)
+        The training mean of y (zeros with ``fit_intercept=False``).
     y_scale_ : ndarray of shape (n_outputs,)
         The target scale the model was trained in (ones with ``normalize_y=False``).
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
@@ -448,19 +475,35 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     best_epoch_ : int or None
         1-based epoch whose parameters were kept (None after ``partial_fit`` only).
     n_features_in_ : int
+        Number of features seen during fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import RFFNetRegressor
+    >>> from rffkern.datasets import make_jse3
+    >>> X, y, support = make_jse3(300, random_state=0)  # y depends on columns 0 and 1
+    >>> model = RFFNetRegressor(n_components=50, learning_rate=0.01, max_iter=30, random_state=0)
+    >>> model = model.fit(X, y)
+    >>> sorted(np.argsort(-model.feature_importances_)[:2].tolist())
+    [0, 1]
+    >>> bool(model.score(X, y) > 0.9)
+    True
     """
 
     _loss_kind = "regression"
     _parameter_constraints = {**_BaseRFFNet._parameter_constraints, "fit_intercept": ["boolean"],
                               "normalize_y": ["boolean"]}
 
-    def __init__(self, n_components=300, *, alpha=1e-4, kernel="gaussian", init="constant",
-                 n_restarts=10, restart_iter=10, solver="adam", learning_rate=1e-3,
-                 learning_rate_schedule="adaptive", batch_size=32, max_iter=100, early_stopping=True,
-                 validation_fraction=0.1, n_iter_no_change=10, tol=0.0, checkpoint=True,
-                 standardize=True, feature_scale=1.0, dtype="float32", random_state=None, n_jobs=None,
-                 verbose=0, warm_start=False, relevance_penalty=0.0, fit_intercept=True,
-                 normalize_y=True):
+    def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
+                 init: str | ArrayLike = "constant", n_restarts: int = 10, restart_iter: int = 10,
+                 solver: str = "adam", learning_rate: float = 1e-3, learning_rate_schedule: str = "adaptive",
+                 batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
+                 validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
+                 checkpoint: bool = True, standardize: bool = True, feature_scale: float | str = 1.0,
+                 dtype: str = "float32", random_state: RandomStateLike = None, n_jobs: int | None = None,
+                 verbose: int = 0, warm_start: bool = False, relevance_penalty: float = 0.0,
+                 fit_intercept: bool = True, normalize_y: bool = True) -> None:
         super().__init__(
             n_components, alpha=alpha, kernel=kernel, init=init, n_restarts=n_restarts,
             restart_iter=restart_iter, solver=solver, learning_rate=learning_rate,
@@ -502,14 +545,16 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     def _score_outputs(self, F, Y, sample_weight=None):
         return float(r2_score(Y.astype(np.float64), F.astype(np.float64), sample_weight=sample_weight))
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> RFFNetRegressor:
         """Fit the model (new W, b and initial state drawn from ``random_state``, unless
         ``warm_start``).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Real-valued targets.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights (finite, positive sum). The training objective becomes the
             weighted mean loss ``sum_i w_i loss_i / sum_i w_i`` (plus the penalty), so only the
@@ -522,12 +567,22 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
 
         Returns
         -------
-        self : RFFNetRegressor
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import RFFNetRegressor
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(100, random_state=0)
+        >>> model = RFFNetRegressor(n_components=20, max_iter=5, random_state=0)
+        >>> model.fit(X, y).relevances_.shape
+        (10,)
         """
         return self._fit(X, y, incremental=False, sample_weight=sample_weight)
 
-    def partial_fit(self, X, y, sample_weight=None):
-        """One pass of mini-batch steps over the chunk ``(X, y)``.
+    def partial_fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> RFFNetRegressor:
+        """Run one pass of mini-batch steps over the chunk ``(X, y)``.
 
         The first call draws W, b and the initial state exactly as :meth:`fit` does with
         ``early_stopping=False`` and takes the standardization statistics and intercept from this
@@ -538,7 +593,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            A chunk of training data.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Real-valued targets of the chunk.
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the chunk's rows, as in :meth:`fit`: the pass draws ``n_samples`` rows of
             the chunk with probability proportional to them (relative within the chunk); the
@@ -546,12 +603,44 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
 
         Returns
         -------
-        self : RFFNetRegressor
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import RFFNetRegressor
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(100, random_state=0)
+        >>> model = RFFNetRegressor(n_components=20, max_iter=5, random_state=0)
+        >>> for epoch in range(3):
+        ...     model = model.partial_fit(X, y)
+        >>> model.n_iter_
+        3
         """
         return self._fit(X, y, incremental=True, sample_weight=sample_weight)
 
-    def predict(self, X):
-        """Predicted targets, shape (n_samples,) or (n_samples, n_outputs), float64."""
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Predict the targets.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            The predictions (float64), in y's units.
+
+        Examples
+        --------
+        >>> from rffkern import RFFNetRegressor
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(100, random_state=0)
+        >>> model = RFFNetRegressor(n_components=20, max_iter=5, random_state=0)
+        >>> model.fit(X, y).predict(X[:3]).shape
+        (3,)
+        """
         if is_dask_array(X):
             return map_rows(self.predict, X)
         F = self._decision_outputs(X)
@@ -577,28 +666,70 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     Parameters
     ----------
     n_components : int, default=300
+        Number of random features ``s``.
     alpha : float, default=1e-4
+        Penalty ``lambda`` on ``||B||^2``, applied as a proximal step after each update.
     kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
-    init : {"constant", "median", "regressor", "restarter"}, default="constant"
-        "regressor" fits the Lasso on the 0/1 class indicators.
+        Spectral density the frequencies ``W`` are drawn from (for unit relevances).
+    init : {"constant", "median", "regressor", "restarter"} or array-like of shape (n_features,), default="constant"
+        Initial relevances: an array of them (e.g. ``1 / length_scale`` of a tuned isotropic kernel,
+        as :func:`rffkern.fit` does); ``(max - min) / d`` per feature of the (standardized) training data;
+        ``3 / median distance`` ("median");
+        Lasso coefficients (LassoCV, 3 folds); or the best of ``n_restarts`` draws
+        ``N(constant, I/d)`` each trained ``restart_iter`` epochs (training continues from the
+        winner). For classes, "regressor" fits the Lasso on the 0/1 class indicators.
     n_restarts : int, default=10
+        Number of random initial relevances tried by ``init="restarter"``.
     restart_iter : int, default=10
+        Epochs per restart of ``init="restarter"``.
     solver : {"adam", "palm-adam", "sgd", "palm-sgd"}, default="adam"
+        Joint steps on (B, theta), or, for ``palm-*``, every epoch is a pass of steps on B followed
+        by a pass on theta (each with its own Adam moments).
     learning_rate : float, default=1e-3
+        Initial step size of Adam/SGD (the prox on B uses the current step size).
     learning_rate_schedule : {"adaptive", "constant"}, default="adaptive"
+        "constant" keeps ``learning_rate`` and, with early stopping, stops at the first plateau of
+        ``n_iter_no_change`` epochs without improvement (the paper's Algorithm 1). "adaptive"
+        (the paper is silent on schedules) instead divides the step size by 5 at each such
+        plateau, at most 3 times, and stops at the next one (or after ``max_iter`` epochs). The
+        plateau is measured on the validation loss, or on the training loss without early
+        stopping (then the training never stops early). Smaller late steps let the noisy
+        mini-batch iterates settle; measured on validation splits it lowers the error on the
+        paper's jse3 and gse1 problems.
     batch_size : int, default=32
+        Rows per mini-batch.
     max_iter : int, default=100
+        Maximum number of epochs.
     early_stopping : bool, default=True
+        Hold out ``validation_fraction`` of the data and stop after ``n_iter_no_change`` epochs
+        without a validation-loss decrease larger than ``tol`` (after the last learning-rate
+        decrease of the "adaptive" schedule). With False, all data is used for training and all
+        ``max_iter`` epochs run.
     validation_fraction : float, default=0.1
+        Share of the rows held out for early stopping.
     n_iter_no_change : int, default=10
+        Epochs without improvement that make a plateau (see ``learning_rate_schedule``).
     tol : float, default=0.0
+        Minimum decrease counted as an improvement (0: any strict decrease, as in the paper).
     checkpoint : bool, default=True
+        Restore the (B, theta) of the best epoch (by validation loss, or training loss without
+        early stopping) at the end.
     standardize : bool, default=True
+        Centre and scale X with the training statistics (relevances then compare across features).
     feature_scale : float or "rff", default=1.0
+        The constant ``c``: 1.0 as in the authors' code (the defaults of ``alpha`` and
+        ``learning_rate`` were tuned for it), or "rff" for ``sqrt(2 / n_components)``.
     dtype : {"float32", "float64"}, default="float32"
+        Precision of the training (float32, as in the reference code, is about twice as fast).
     random_state : int, Generator, RandomState or None, default=None
+        Controls W, b, the initial B, the validation split and the shuffling.
     n_jobs : int or None, default=None
+        Threads of the compiled kernels (None: OpenMP's current limit). The core itself runs a
+        mini-batch on fewer threads when it holds too little work to pay for the per-batch
+        barriers (batches of 32 run on one thread). The fitted model is bitwise identical for any
+        value.
     verbose : int, default=0
+        Print one line per epoch with the training and validation loss (and accuracy).
     warm_start : bool, default=False
         Continue from the fitted model on :meth:`fit`, as in :class:`RFFNetRegressor`.
     relevance_penalty : float, default=0.0
@@ -607,11 +738,28 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The class labels.
     relevances_, feature_importances_, weights_, offsets_, x_mean_, x_scale_, scale_, n_iter_,
-    loss_curve_, validation_loss_curve_, validation_scores_, best_epoch_, n_features_in_
+    loss_curve_, validation_loss_curve_, validation_scores_, best_epoch_, n_features_in_ : object
         As in :class:`RFFNetRegressor`.
     coef_ : ndarray of shape (n_components, 1) for two classes, else (n_components, n_classes)
+        B, the output weights.
     intercept_ : ndarray of zeros
+        There is no output bias.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import RFFNetClassifier
+    >>> from rffkern.datasets import make_jse3
+    >>> X, _, _ = make_jse3(300, random_state=0)
+    >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)  # depends on columns 0 and 1
+    >>> clf = RFFNetClassifier(n_components=50, learning_rate=0.01, max_iter=30, random_state=0)
+    >>> clf = clf.fit(X, y)
+    >>> sorted(np.argsort(-clf.feature_importances_)[:2].tolist())
+    [0, 1]
+    >>> bool(clf.score(X, y) > 0.9)
+    True
     """
 
     _loss_kind = "classification"
@@ -664,12 +812,13 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
             return float(accuracy_score(Y[:, 0] > 0.5, F[:, 0] > 0, sample_weight=sample_weight))
         return float(accuracy_score(Y.argmax(axis=1), F.argmax(axis=1), sample_weight=sample_weight))
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> RFFNetClassifier:
         """Fit the classifier.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data.
         y : array-like of shape (n_samples,)
             Class labels (at least two distinct).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -679,49 +828,159 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
 
         Returns
         -------
-        self : RFFNetClassifier
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import RFFNetClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFNetClassifier(n_components=20, max_iter=5, random_state=0)
+        >>> clf.fit(X, y).classes_
+        array([0, 1])
         """
         return self._fit(X, y, incremental=False, sample_weight=sample_weight)
 
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """One pass of mini-batch steps over the chunk; see :meth:`RFFNetRegressor.partial_fit`.
+    def partial_fit(self, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None,
+                    sample_weight: ArrayLike | None = None) -> RFFNetClassifier:
+        """Run one pass of mini-batch steps over the chunk; see :meth:`RFFNetRegressor.partial_fit`.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            A chunk of training data.
         y : array-like of shape (n_samples,)
-        classes : array-like, optional
+            Class labels of the chunk.
+        classes : array-like of shape (n_classes,), default=None
             All the classes; required on the first call unless that chunk holds every class.
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the chunk's rows, as in :meth:`RFFNetRegressor.partial_fit`.
 
         Returns
         -------
-        self : RFFNetClassifier
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import RFFNetClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFNetClassifier(n_components=20, max_iter=5, random_state=0)
+        >>> clf.partial_fit(X, y, classes=[0, 1]).n_iter_
+        1
         """
         return self._fit(X, y, incremental=True, classes=classes, sample_weight=sample_weight)
 
-    def decision_function(self, X):
-        """Logits: shape (n_samples,) for two classes (positive favours ``classes_[1]``), else
-        (n_samples, n_classes)."""
+    def decision_function(self, X: ArrayLike) -> NDArray[np.floating]:
+        """Compute the logits.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One logit per sample for two classes (positive favours ``classes_[1]``), else one per class.
+
+        Examples
+        --------
+        >>> from rffkern import RFFNetClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFNetClassifier(n_components=20, max_iter=5, random_state=0)
+        >>> clf.fit(X, y).decision_function(X[:3]).shape
+        (3,)
+        """
         if is_dask_array(X):
             return map_rows(self.decision_function, X)
         F = self._decision_outputs(X)
         return F[:, 0] if F.shape[1] == 1 else F
 
-    def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes)."""
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.floating]:
+        """Compute the class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Probabilities of ``classes_``; every row sums to 1.
+
+        Examples
+        --------
+        >>> from rffkern import RFFNetClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFNetClassifier(n_components=20, max_iter=5, random_state=0)
+        >>> import numpy as np
+        >>> P = clf.fit(X, y).predict_proba(X[:3])
+        >>> P.shape, bool(np.allclose(P.sum(axis=1), 1))
+        ((3, 2), True)
+        """
         if is_dask_array(X):
             return map_rows(self.predict_proba, X)
         return class_probabilities(self._decision_outputs(X))
 
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
+    def predict_log_proba(self, X: ArrayLike) -> NDArray[np.floating]:
+        """Compute the logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Log-probabilities of ``classes_``.
+
+        Examples
+        --------
+        >>> from rffkern import RFFNetClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFNetClassifier(n_components=20, max_iter=5, random_state=0)
+        >>> clf.fit(X, y).predict_log_proba(X[:3]).shape
+        (3, 2)
+        """
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
-    def predict(self, X):
-        """Predicted class labels."""
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Predict class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+
+        Examples
+        --------
+        >>> from rffkern import RFFNetClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFNetClassifier(n_components=20, max_iter=5, random_state=0)
+        >>> clf.fit(X, y).predict(X[:3]).shape
+        (3,)
+        """
         if is_dask_array(X):
             return map_rows(self.predict, X)
         F = self._decision_outputs(X)

@@ -21,8 +21,10 @@ A list of ``alpha`` values is searched by
 from __future__ import annotations
 
 import numbers
+from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -36,6 +38,7 @@ from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, frequency_count, median_distance
+from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
@@ -48,6 +51,8 @@ WIDTH_FACTORS = (0.5, 1.0, 2.0)
 
 
 class _RFFRidgeBase(BaseEstimator):
+    width_errors_: list[float] | None  # declared for type checkers only
+
     _parameter_constraints = {
         "n_components": [IntInterval(1, None, closed="left")],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],
@@ -62,9 +67,11 @@ class _RFFRidgeBase(BaseEstimator):
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, n_components=1000, *, alpha=DEFAULT_ALPHAS, kernel="gaussian", length_scale="auto",
-                 pair=False, fit_intercept=True, standardize=True, alpha_selection="loo",
-                 validation_fraction=0.1, random_state=None, n_jobs=None):
+    def __init__(self, n_components: int = 1000, *, alpha: float | Sequence[float] = DEFAULT_ALPHAS,
+                 kernel: str = "gaussian", length_scale: float | str = "auto", pair: bool = False,
+                 fit_intercept: bool = True, standardize: bool = True, alpha_selection: str = "loo",
+                 validation_fraction: float = 0.1, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None) -> None:
         self.n_components = n_components
         self.alpha = alpha
         self.kernel = kernel
@@ -144,9 +151,9 @@ class _RFFRidgeBase(BaseEstimator):
             self.width_errors_.append(error)
             if best is None or error < best[0]:
                 best = (error, width, out)
-        _, self.length_scale_, out = best
+        _, self.length_scale_, out = best  # type: ignore[misc]  # set: there is at least one width
         self.weights_ = unit / self.length_scale_
-        self._store(*out, ravel=ravel)
+        self._store(*out, ravel=ravel)  # type: ignore[misc]  # out: fit_ridge_map's 5-tuple
         self._store_derivative_norms(Xs, rng)
         return self
 
@@ -186,13 +193,24 @@ class _RFFRidgeBase(BaseEstimator):
         return self
 
     @property
-    def feature_importances_(self):
-        """Relevance of each input feature: the root mean square of ``df/dx_j`` over the training
-        inputs (a subsample of at most 2000 rows), in standardized units, scaled to [0, 1].
+    def feature_importances_(self) -> NDArray[np.float64]:
+        """Relevance of each input feature, scaled to [0, 1].
 
-        The empirical norm of the partial derivatives is the relevance measure of nonparametric
-        sparsity (Rosasco et al. 2013): zero exactly when f does not depend on x_j. With several
-        outputs (or classes) the squared derivatives are summed over them.
+        The root mean square of ``df/dx_j`` over the training inputs (a subsample of at most 2000
+        rows), in standardized units: the empirical norm of the partial derivatives, the relevance
+        measure of nonparametric sparsity (Rosasco et al. 2013), zero exactly when f does not
+        depend on x_j. With several outputs (or classes) the squared derivatives are summed over
+        them.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import RFFRidge
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(200, random_state=0)
+        >>> model = RFFRidge(n_components=100, random_state=0).fit(X, y)
+        >>> np.argsort(-model.feature_importances_)[:2]
+        array([0, 1])
         """
         check_is_fitted(self)
         return _scaled(self._derivative_norms)
@@ -254,13 +272,16 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         Ridge penalty (in the units of the standardized targets with ``normalize_y=True``); a
         sequence is searched with ``alpha_selection``.
     kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
+        The shift-invariant kernel whose spectral density the frequencies are drawn from (see
+        :class:`rffkern.RandomFourierFeatures`).
     length_scale : float, "median" or "auto", default="auto"
         Kernel width in the units of the (standardized) inputs. "median": the median pairwise
         distance of a subsample of at most 2000 rows; "auto": the best of 0.5, 1 and 2 times it by
         the selection error (the chosen value is ``length_scale_``).
     pair : bool, default=False
-        ``[cos, sin]`` features of ``n_components // 2`` frequencies.
+        Use ``[cos, sin]`` features of ``n_components // 2`` frequencies.
     fit_intercept : bool, default=True
+        Fit an unpenalised intercept (the Gram matrix is centred).
     standardize : bool, default=True
         Centre and scale every input feature by its training mean and deviation first (features
         that are constant keep scale 1), so that one width suits all features.
@@ -272,8 +293,11 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
     validation_fraction : float, default=0.1
         Held-out share for ``alpha_selection="validation"``.
     random_state : int, Generator, RandomState or None, default=None
+        Seed or generator of every random draw; the same value gives the same model whatever
+        ``n_jobs``.
     n_jobs : int or None, default=None
-        Threads of the compiled kernels.
+        Threads of the compiled kernels (None: OpenMP's current limit, -1: all usable cores).
+        The fitted model does not depend on it.
 
     Attributes
     ----------
@@ -284,23 +308,44 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
         The standardization (zeros and ones with ``standardize=False``).
     weights_ : ndarray of shape (n_features_in_, n_frequencies)
+        The frequencies, for the standardized inputs and ``length_scale_``.
     offsets_ : ndarray of shape (n_frequencies,)
+        The random phases (zeros with ``pair=True``).
     scale_ : float
+        The feature scale ``c``.
     coef_ : ndarray of shape (n_components,) or (n_components, n_targets)
+        The ridge coefficients, in y's units.
     intercept_ : float or ndarray of shape (n_targets,)
+        The intercept, in y's units.
     alpha_ : float
         The alpha used (the selected one for a list).
     selection_errors_ : ndarray of shape (n_alphas,) or None
         Mean squared LOO / GCV / validation error of each alpha.
     n_samples_seen_ : int
+        Samples in the Gram matrix (grows with ``partial_fit``).
     n_features_in_ : int
+        Number of features seen during fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import RFFRidge
+    >>> from rffkern.datasets import make_jse3
+    >>> X, y, support = make_jse3(200, random_state=0)  # y = x1 * x2 + noise
+    >>> model = RFFRidge(n_components=100, random_state=0).fit(X, y)
+    >>> round(model.score(X, y), 2), model.alpha_
+    (0.98, 0.0001)
+    >>> np.argsort(-model.feature_importances_)[:2]
+    array([0, 1])
     """
 
     _parameter_constraints = {**_RFFRidgeBase._parameter_constraints, "normalize_y": ["boolean"]}
 
-    def __init__(self, n_components=1000, *, alpha=DEFAULT_ALPHAS, kernel="gaussian", length_scale="auto",
-                 pair=False, fit_intercept=True, standardize=True, normalize_y=True, alpha_selection="loo",
-                 validation_fraction=0.1, random_state=None, n_jobs=None):
+    def __init__(self, n_components: int = 1000, *, alpha: float | Sequence[float] = DEFAULT_ALPHAS,
+                 kernel: str = "gaussian", length_scale: float | str = "auto", pair: bool = False,
+                 fit_intercept: bool = True, standardize: bool = True, normalize_y: bool = True,
+                 alpha_selection: str = "loo", validation_fraction: float = 0.1,
+                 random_state: RandomStateLike = None, n_jobs: int | None = None) -> None:
         super().__init__(n_components, alpha=alpha, kernel=kernel, length_scale=length_scale, pair=pair,
                          fit_intercept=fit_intercept, standardize=standardize,
                          alpha_selection=alpha_selection, validation_fraction=validation_fraction,
@@ -310,10 +355,31 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
     def _make_target_scaler(self):
         return TargetScaler(normalize=self.normalize_y)
 
-    def fit(self, X, y):
-        """Fit on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets).
+    def fit(self, X: ArrayLike, y: ArrayLike) -> RFFRidge:
+        """Fit the ridge model, choosing the width and the penalty.
 
         Dask arrays (X chunked by rows) are fitted on the workers: :func:`rffkern._dask.fit_ridge`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Real-valued targets.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidge
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(200, random_state=0)
+        >>> model = RFFRidge(n_components=100, random_state=0)
+        >>> model.fit(X, y).coef_.shape
+        (100,)
         """
         if is_dask_array(X):
             return fit_ridge(self, X, y)
@@ -321,11 +387,34 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         Y = y.reshape(X.shape[0], -1).astype(X.dtype, copy=False)
         return self._fit_targets(X, Y, ravel=y.ndim == 1)
 
-    def partial_fit(self, X, y):
+    def partial_fit(self, X: ArrayLike, y: ArrayLike) -> RFFRidge:
         """Add a chunk to the running Gram (``kernels.gram(accumulate=True)``) and re-solve.
 
         The first chunk fixes the standardization, the target scale and the width (the median
         heuristic on it; "auto" cannot compare widths without a second pass).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            A chunk of training data.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Real-valued targets of the chunk.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidge
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(200, random_state=0)
+        >>> model = RFFRidge(n_components=100, random_state=0)
+        >>> for start in range(0, 200, 50):
+        ...     model = model.partial_fit(X[start:start + 50], y[start:start + 50])
+        >>> model.n_samples_seen_
+        200
         """
         first = not hasattr(self, "coef_")
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True,
@@ -333,8 +422,28 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         Y = y.reshape(X.shape[0], -1)
         return self._partial_fit_targets(X, Y, y.ndim == 1, first)
 
-    def predict(self, X):
-        """``z(X) @ coef_ + intercept_``, computed without storing the features."""
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Predict ``z(X) @ coef_ + intercept_``, computed without storing the features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_targets)
+            The predictions, in y's units.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidge
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(200, random_state=0)
+        >>> model = RFFRidge(n_components=100, random_state=0)
+        >>> model.fit(X, y).predict(X[:3]).shape
+        (3,)
+        """
         if is_dask_array(X):
             return map_rows(self.predict, X)
         return self._decision(X)
@@ -348,14 +457,60 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
 class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
     """Ridge classifier on random Fourier features: ridge regression on ``{-1, +1}`` one-vs-rest targets.
 
-    Same parameters as :class:`RFFRidge`; ``predict`` returns the class with the largest decision
-    value (the sign for two classes).
+    The parameters are :class:`RFFRidge`'s (without ``normalize_y``); ``predict`` returns the
+    class with the largest decision value (the sign for two classes).
+
+    Parameters
+    ----------
+    n_components : int, default=1000
+        Number of random features s (even with ``pair=True``).
+    alpha : float or sequence of float, default=``DEFAULT_ALPHAS``
+        Ridge penalty (on the +-1 targets); a
+        sequence is searched with ``alpha_selection``.
+    kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
+        The shift-invariant kernel whose spectral density the frequencies are drawn from (see
+        :class:`rffkern.RandomFourierFeatures`).
+    length_scale : float, "median" or "auto", default="auto"
+        Kernel width in the units of the (standardized) inputs. "median": the median pairwise
+        distance of a subsample of at most 2000 rows; "auto": the best of 0.5, 1 and 2 times it by
+        the selection error (the chosen value is ``length_scale_``).
+    pair : bool, default=False
+        Use ``[cos, sin]`` features of ``n_components // 2`` frequencies.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept (the Gram matrix is centred).
+    standardize : bool, default=True
+        Centre and scale every input feature by its training mean and deviation first (features
+        that are constant keep scale 1), so that one width suits all features.
+    alpha_selection : {"loo", "gcv", "validation"}, default="loo"
+        How a list of alphas is searched (exact leave-one-out, generalised CV, or a held-out split).
+        ``partial_fit`` always uses GCV for lists.
+    validation_fraction : float, default=0.1
+        Held-out share for ``alpha_selection="validation"``.
+    random_state : int, Generator, RandomState or None, default=None
+        Seed or generator of every random draw; the same value gives the same model whatever
+        ``n_jobs``.
+    n_jobs : int or None, default=None
+        Threads of the compiled kernels (None: OpenMP's current limit, -1: all usable cores).
+        The fitted model does not depend on it.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The class labels.
     coef_ : ndarray of shape (n_components,) for two classes, else (n_components, n_classes)
-    intercept_, alpha_, selection_errors_, weights_, offsets_, scale_, n_features_in_ : see RFFRidge
+        The ridge coefficients of the +-1 one-vs-rest targets.
+    intercept_, alpha_, selection_errors_, weights_, offsets_, scale_, n_features_in_ : object
+        As in :class:`RFFRidge`.
+
+    Examples
+    --------
+    >>> from rffkern import RFFRidgeClassifier
+    >>> from rffkern.datasets import make_jse3
+    >>> X, _, _ = make_jse3(200, random_state=0)
+    >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    >>> clf = RFFRidgeClassifier(n_components=100, random_state=0).fit(X, y)
+    >>> clf.predict(X[:3]), round(clf.score(X, y), 2)
+    (array([0, 1, 0]), 0.86)
     """
 
     def _set_classes(self, labels):
@@ -371,9 +526,33 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         Y = self._binarizer.transform(y).astype(np.float64)
         return Y
 
-    def fit(self, X, y):
-        """Fit on X (n_samples, n_features) and class labels y (n_samples,); Dask arrays as
-        :meth:`RFFRidge.fit`."""
+    def fit(self, X: ArrayLike, y: ArrayLike) -> RFFRidgeClassifier:
+        """Fit the ridge classifier on the +-1 one-vs-rest encoding of y.
+
+        Dask arrays are fitted as in :meth:`RFFRidge.fit`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidgeClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(200, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFRidgeClassifier(n_components=100, random_state=0)
+        >>> clf.fit(X, y).classes_
+        array([0, 1])
+        """
         if is_dask_array(X):
             return fit_ridge(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
@@ -382,8 +561,34 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         Y = self._targets(y)
         return self._fit_targets(X, Y.astype(X.dtype), ravel=Y.shape[1] == 1)
 
-    def partial_fit(self, X, y, classes=None):
-        """Add a chunk to the running Gram; ``classes`` (all labels) is required on the first call."""
+    def partial_fit(self, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> RFFRidgeClassifier:
+        """Add a chunk to the running Gram and re-solve.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            A chunk of training data.
+        y : array-like of shape (n_samples,)
+            Class labels of the chunk.
+        classes : array-like of shape (n_classes,), default=None
+            Every class label; required on the first call, ignored afterwards.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidgeClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(200, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFRidgeClassifier(n_components=100, random_state=0)
+        >>> clf = clf.partial_fit(X[:100], y[:100], classes=[0, 1]).partial_fit(X[100:], y[100:])
+        >>> clf.n_samples_seen_
+        200
+        """
         first = not hasattr(self, "coef_")
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], reset=first)
         check_classification_targets(y)
@@ -396,13 +601,56 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         Y = self._targets(y)
         return self._partial_fit_targets(X, Y.astype(X.dtype), Y.shape[1] == 1, first)
 
-    def decision_function(self, X):
-        """Decision values: (n_samples,) for two classes, else (n_samples, n_classes)."""
+    def decision_function(self, X: ArrayLike) -> NDArray[np.floating]:
+        """Compute the decision values of the ridge classifier.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One value per sample for two classes (positive: ``classes_[1]``), else one per class.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidgeClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(200, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFRidgeClassifier(n_components=100, random_state=0)
+        >>> clf.fit(X, y).decision_function(X[:3]).shape
+        (3,)
+        """
         if is_dask_array(X):
             return map_rows(self.decision_function, X)
         return self._decision(X)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Predict the class with the largest decision value.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidgeClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(200, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFRidgeClassifier(n_components=100, random_state=0)
+        >>> clf.fit(X, y).predict(X[:3])
+        array([0, 1, 0])
+        """
         if is_dask_array(X):
             return map_rows(self.predict, X)
         D = self.decision_function(X)  # first: it raises NotFittedError before classes_ exists

@@ -1,4 +1,4 @@
-"""Structured random feature maps as estimators: Fastfood, SORF and ORF (ALGORITHMS.md section 1).
+"""Structured random feature maps as estimators: Fastfood, SORF and ORF (docs/user_guide/feature_maps.rst).
 
 The compiled transforms they run on (:func:`rffkern.kernels.fwht`,
 :func:`rffkern.kernels.fastfood_features`, :func:`rffkern.kernels.sorf_features`) live with the
@@ -17,6 +17,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -25,6 +26,7 @@ from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._sampling import draw_offsets, frequency_count, orf_weights
+from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.kernels import block_size, fastfood_features, fwht, sorf_features
 
@@ -49,8 +51,8 @@ class _StructuredBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, n_components=100, *, length_scale=1.0, pair=False, random_state=None,
-                 n_jobs=None):
+    def __init__(self, n_components: int = 100, *, length_scale: float = 1.0, pair: bool = False,
+                 random_state: RandomStateLike = None, n_jobs: int | None = None) -> None:
         self.n_components = n_components
         self.length_scale = length_scale
         self.pair = pair
@@ -93,11 +95,13 @@ class Fastfood(_StructuredBase):
     n_components : int, default=100
         Number of output features (need not be a multiple of p).
     length_scale : float, default=1.0
-        sigma of the Gaussian kernel ``exp(-|x-y|^2 / (2 sigma^2))``.
+        The length scale sigma of the Gaussian kernel ``exp(-|x-y|^2 / (2 sigma^2))``.
     pair : bool, default=False
         Use ``n_components // 2`` frequencies, each giving ``[cos, sin]`` (no random phase, lower
         variance); ``n_components`` must then be even.
     random_state : int, Generator, RandomState or None, default=None
+        Seed or generator of the random draws; the same value gives the same map whatever
+        ``n_jobs``.
     n_jobs : int or None, default=None
         Threads of the compiled kernel (None: all usable cores, -1: all). The output does not
         depend on it.
@@ -125,8 +129,29 @@ class Fastfood(_StructuredBase):
     (5, 64)
     """
 
-    def fit(self, X, y=None):
-        """Draw the Fastfood blocks for X's number of features (X's values are not used)."""
+    def fit(self, X: ArrayLike, y: object = None) -> Fastfood:
+        """Draw the Fastfood blocks for X's number of features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows; only their number of features (and dtype) is used.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        self
+            The fitted transformer.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import Fastfood
+        >>> X = np.random.default_rng(0).standard_normal((5, 3))
+        >>> Fastfood(n_components=16, random_state=0).fit(X).signs_.shape
+        (4, 4)
+        """
         X, rng, n_freq = self._start_fit(X)
         p = block_size(X.shape[1])
         n_blocks = -(-n_freq // p)
@@ -139,8 +164,27 @@ class Fastfood(_StructuredBase):
         self.offsets_ = self._draw_offsets(n_freq, rng)
         return self
 
-    def transform(self, X):
-        """Map X (n_samples, n_features) to (n_samples, n_components); float32 stays float32."""
+    def transform(self, X: ArrayLike) -> NDArray[np.floating]:
+        """Map X to its random features; float32 input stays float32.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows to map (a Dask array is mapped lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+            The features, in X's floating dtype.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import Fastfood
+        >>> X = np.random.default_rng(0).standard_normal((5, 3))
+        >>> Fastfood(n_components=16, random_state=0).fit(X).transform(X).shape
+        (5, 16)
+        """
         if is_dask_array(X):
             return map_rows(self.transform, X)
         X = self._check_transform_input(X)
@@ -162,11 +206,17 @@ class StructuredOrthogonalFeatures(_StructuredBase):
     Parameters
     ----------
     n_components : int, default=100
+        Number of output features.
     length_scale : float, default=1.0
+        The length scale sigma of the Gaussian kernel ``exp(-|x-y|^2 / (2 sigma^2))``.
     pair : bool, default=False
+        Use ``n_components // 2`` frequencies, each giving ``[cos, sin]``; ``n_components`` must
+        then be even.
     random_state : int, Generator, RandomState or None, default=None
+        Seed or generator of the random draws; the same value gives the same map whatever
+        ``n_jobs``.
     n_jobs : int or None, default=None
-        See :class:`Fastfood`.
+        Threads of the compiled kernel, as in :class:`Fastfood`.
 
     Attributes
     ----------
@@ -186,8 +236,29 @@ class StructuredOrthogonalFeatures(_StructuredBase):
     dtype('float32')
     """
 
-    def fit(self, X, y=None):
-        """Draw the sign diagonals for X's number of features (X's values are not used)."""
+    def fit(self, X: ArrayLike, y: object = None) -> StructuredOrthogonalFeatures:
+        """Draw the sign diagonals for X's number of features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows; only their number of features (and dtype) is used.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        self
+            The fitted transformer.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import StructuredOrthogonalFeatures
+        >>> X = np.random.default_rng(0).standard_normal((5, 3))
+        >>> StructuredOrthogonalFeatures(n_components=16, random_state=0).fit(X).diagonals_.shape
+        (4, 3, 4)
+        """
         X, rng, n_freq = self._start_fit(X)
         p = block_size(X.shape[1])
         n_blocks = -(-n_freq // p)
@@ -196,8 +267,27 @@ class StructuredOrthogonalFeatures(_StructuredBase):
         self.offsets_ = self._draw_offsets(n_freq, rng)
         return self
 
-    def transform(self, X):
-        """Map X (n_samples, n_features) to (n_samples, n_components); float32 stays float32."""
+    def transform(self, X: ArrayLike) -> NDArray[np.floating]:
+        """Map X to its random features; float32 input stays float32.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows to map (a Dask array is mapped lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+            The features, in X's floating dtype.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import StructuredOrthogonalFeatures
+        >>> X = np.random.default_rng(0).standard_normal((5, 3))
+        >>> StructuredOrthogonalFeatures(n_components=16, random_state=0).fit(X).transform(X).shape
+        (5, 16)
+        """
         if is_dask_array(X):
             return map_rows(self.transform, X)
         X = self._check_transform_input(X)
@@ -219,11 +309,17 @@ class OrthogonalRandomFeatures(_StructuredBase):
     Parameters
     ----------
     n_components : int, default=100
+        Number of output features.
     length_scale : float, default=1.0
+        The length scale sigma of the Gaussian kernel ``exp(-|x-y|^2 / (2 sigma^2))``.
     pair : bool, default=False
+        Use ``n_components // 2`` frequencies, each giving ``[cos, sin]``; ``n_components`` must
+        then be even.
     random_state : int, Generator, RandomState or None, default=None
+        Seed or generator of the random draws; the same value gives the same map whatever
+        ``n_jobs``.
     n_jobs : int or None, default=None
-        See :class:`Fastfood`.
+        Threads of the compiled kernel, as in :class:`Fastfood`.
 
     Attributes
     ----------
@@ -241,15 +337,55 @@ class OrthogonalRandomFeatures(_StructuredBase):
     (5, 8)
     """
 
-    def fit(self, X, y=None):
-        """Draw the orthogonal frequency blocks for X's number of features."""
+    def fit(self, X: ArrayLike, y: object = None) -> OrthogonalRandomFeatures:
+        """Draw the orthogonal frequency blocks for X's number of features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows; only their number of features (and dtype) is used.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        self
+            The fitted transformer.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import OrthogonalRandomFeatures
+        >>> X = np.random.default_rng(0).standard_normal((5, 3))
+        >>> OrthogonalRandomFeatures(n_components=16, random_state=0).fit(X).weights_.shape
+        (3, 16)
+        """
         X, rng, n_freq = self._start_fit(X)
         self.weights_ = orf_weights(X.shape[1], n_freq, self.length_scale, rng)
         self.offsets_ = self._draw_offsets(n_freq, rng)
         return self
 
-    def transform(self, X):
-        """Map X (n_samples, n_features) to (n_samples, n_components); float32 stays float32."""
+    def transform(self, X: ArrayLike) -> NDArray[np.floating]:
+        """Map X to its random features; float32 input stays float32.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows to map (a Dask array is mapped lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+            The features, in X's floating dtype.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import OrthogonalRandomFeatures
+        >>> X = np.random.default_rng(0).standard_normal((5, 3))
+        >>> OrthogonalRandomFeatures(n_components=16, random_state=0).fit(X).transform(X).shape
+        (5, 16)
+        """
         if is_dask_array(X):
             return map_rows(self.transform, X)
         X = self._check_transform_input(X)

@@ -10,6 +10,7 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.feature_selection import SelectorMixin
 from sklearn.metrics import mean_squared_error, roc_auc_score
@@ -18,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern._api import task_of_target
 from rffkern._losses import class_probabilities
+from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator
 from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, _BaseRFFNet, validated_weights
 
@@ -67,8 +69,9 @@ def _topk_score(estimator, F, y, sample_weight=None):
     return -float(mean_squared_error(Y, F, sample_weight=sample_weight))
 
 
-def topk_selection(estimator, X, y, sample_weight=None):
-    """TopK (Algorithm 3 of the RFFNet paper): score the nested sets of most relevant features.
+def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
+                   sample_weight: ArrayLike | None = None) -> TopKResult:
+    """Run TopK (Algorithm 3 of the RFFNet paper): score the nested sets of most relevant features.
 
     For ``i = 1..d`` the model keeps its ``i`` largest ``|theta_j|`` (the other relevances set to
     zero, no refit) and is scored on the held-out selection set ``(X, y)``; the set with the best
@@ -77,15 +80,32 @@ def topk_selection(estimator, X, y, sample_weight=None):
     Parameters
     ----------
     estimator : fitted RFFNetRegressor or RFFNetClassifier
+        The model whose relevances ``|theta|`` rank the features.
     X : array-like of shape (n_samples, n_features)
         Held-out selection data (not used for fitting the estimator).
     y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        Targets of the selection data.
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative weights of the selection rows: the scores are the weighted MSE / ROC AUC.
 
     Returns
     -------
-    result : TopKResult
+    TopKResult
+        The selected features, the score path and a copy of the model with the thresholded
+        relevances.
+
+    Examples
+    --------
+    >>> from rffkern import topk_selection
+    >>> from rffkern import RFFNetRegressor
+    >>> from rffkern.datasets import make_jse3
+    >>> X, y, support = make_jse3(300, random_state=0)  # y depends on columns 0 and 1
+    >>> net = RFFNetRegressor(n_components=50, learning_rate=0.01, max_iter=30, n_restarts=1,
+    ...                       random_state=0)
+    >>> net = net.fit(X[:200], y[:200])
+    >>> result = topk_selection(net, X[200:], y[200:])
+    >>> result.n_selected, sorted(result.selected.tolist())
+    (2, [0, 1])
     """
     if not isinstance(estimator, _BaseRFFNet):
         raise TypeError(f"estimator must be an RFFNetRegressor or RFFNetClassifier, got {type(estimator).__name__}")
@@ -140,14 +160,34 @@ class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
 
     Attributes
     ----------
-    estimator_ : fitted estimator with the thresholded relevances
+    estimator_ : RFFNetRegressor or RFFNetClassifier
+        The fitted estimator with the thresholded relevances.
     scores_ : ndarray of shape (n_features_in_,)
         The TopK score path (see :class:`TopKResult`).
     ranking_ : ndarray of shape (n_features_in_,)
         Features by decreasing relevance.
     n_features_selected_ : int
-    support_ : ndarray of bool
+        Number of selected features.
+    support_ : ndarray of bool of shape (n_features_in_,)
+        Mask of the selected features.
+    result_ : TopKResult
+        Everything :func:`topk_selection` returned.
     n_features_in_ : int
+        Number of features seen during fit.
+
+    Examples
+    --------
+    >>> from rffkern import TopKSelector
+    >>> from rffkern import RFFNetRegressor
+    >>> from rffkern.datasets import make_jse3
+    >>> X, y, support = make_jse3(300, random_state=0)  # y depends on columns 0 and 1
+    >>> net = RFFNetRegressor(n_components=50, learning_rate=0.01, max_iter=30, n_restarts=1,
+    ...                       random_state=0)
+    >>> selector = TopKSelector(net, random_state=0).fit(X, y)
+    >>> selector.get_support(indices=True)
+    array([0, 1])
+    >>> selector.transform(X).shape
+    (300, 2)
     """
 
     _parameter_constraints = {
@@ -156,25 +196,40 @@ class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         "random_state": ["random_state", np.random.Generator],
     }
 
-    def __init__(self, estimator=None, *, selection_fraction=0.2, random_state=None):
+    def __init__(self, estimator: _BaseRFFNet | None = None, *, selection_fraction: float = 0.2,
+                 random_state: RandomStateLike = None) -> None:
         self.estimator = estimator
         self.selection_fraction = selection_fraction
         self.random_state = random_state
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> TopKSelector:
         """Fit the estimator on part of (X, y) and select features on the rest.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data, split into a fitting and a held-out selection part.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets (classes for a classifier).
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights, passed to the estimator's ``fit`` for the fitting rows and to
             :func:`topk_selection` (weighted scores) for the selection rows.
 
         Returns
         -------
-        self : TopKSelector
+        self
+            The fitted selector.
+
+        Examples
+        --------
+        >>> from rffkern import TopKSelector
+        >>> from rffkern import RFFNetRegressor
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(300, random_state=0)  # y depends on columns 0 and 1
+        >>> net = RFFNetRegressor(n_components=50, learning_rate=0.01, max_iter=30, n_restarts=1,
+        ...                       random_state=0)
+        >>> TopKSelector(net, random_state=0).fit(X, y).n_features_selected_
+        2
         """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True,
