@@ -302,7 +302,7 @@ def _check_header(path, header, target):
     if empty:
         raise CLIError(f"the header of {path} has an empty column name at position(s) "
                        f"{', '.join(map(str, empty[:5]))}; name every column")
-    seen = {}
+    seen: dict[str, int] = {}
     duplicates = []
     for j, name in enumerate(header):
         if name in seen:
@@ -339,7 +339,7 @@ def _diagnose(path, header, t, numpy_message):
     Only called after NumPy's reader has failed, so its pure-Python pass costs nothing on good files.
     """
     width = len(header)
-    bad_cells = []
+    bad_cells: list[str] = []
     with _open_text(path) as fh:
         reader = csv.reader(fh, skipinitialspace=True)
         header_seen = False
@@ -454,7 +454,7 @@ def _load_table(path, header, t, header_lines):
     for a numeric target.
     """
     options = dict(delimiter=",", quotechar='"', comments=None, skiprows=header_lines, ndmin=2)
-    codes = {}
+    codes: dict[str, int] = {}
 
     def label_code(text):
         return codes.setdefault(text.strip(), len(codes))

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
 import numpy as np
+from scipy.integrate import trapezoid
 
 __all__ = ["relevances", "topk_path", "kernel_approximation", "regularization_path",
            "frequency_histogram"]
@@ -85,7 +86,7 @@ def relevances(model, feature_names: Optional[Sequence[str]] = None, *, top: Opt
 
     Returns
     -------
-    ax : matplotlib Axes
+    matplotlib.axes.Axes
         The Axes drawn into; ``ax.patches`` are the bars, most relevant first.
 
     Examples
@@ -145,7 +146,7 @@ def topk_path(scores, *, n_selected: Optional[int] = None, ax=None, title: Optio
 
     Returns
     -------
-    ax : matplotlib Axes
+    matplotlib.axes.Axes
         The Axes drawn into; its first line is the score path.
 
     Examples
@@ -195,7 +196,7 @@ def kernel_approximation(n_components, errors: Mapping[str, Any], *, reference: 
 
     Returns
     -------
-    ax : matplotlib Axes
+    matplotlib.axes.Axes
         The Axes drawn into, one line per map (then the reference line).
 
     Examples
@@ -221,7 +222,7 @@ def kernel_approximation(n_components, errors: Mapping[str, Any], *, reference: 
         ax.loglog(sizes, values, marker="o", label=str(label))
         if first is None:
             first = values
-    if reference and first[0] > 0:
+    if reference and first is not None and first[0] > 0:
         ax.loglog(sizes, first[0] * np.sqrt(sizes[0] / sizes), "k:", label=r"$\propto 1/\sqrt{s}$")
     ax.set_xlabel("number of features s")
     ax.set_ylabel("approximation error")
@@ -255,7 +256,7 @@ def regularization_path(alphas, coefs, *, support=None, errors=None, chosen: Opt
 
     Returns
     -------
-    ax : matplotlib Axes
+    matplotlib.axes.Axes
         The Axes of the relevances (the error axis, if any, is its twin).
 
     Examples
@@ -329,7 +330,7 @@ def frequency_histogram(model, *, spectrum: Optional[Callable[[np.ndarray], np.n
 
     Returns
     -------
-    ax : matplotlib Axes
+    matplotlib.axes.Axes
         The Axes drawn into (``ax.patches`` the histogram, ``ax.lines`` the spectrum).
 
     Examples
@@ -373,7 +374,7 @@ def frequency_histogram(model, *, spectrum: Optional[Callable[[np.ndarray], np.n
         low, high = (values.min(), values.max()) if values.min() < values.max() else (values[0] - 1, values[0] + 1)
         grid = np.linspace(low, high, 400)
         density = np.abs(np.asarray(spectrum(grid), dtype=np.float64))
-        area = np.trapezoid(density, grid) if hasattr(np, "trapezoid") else np.trapz(density, grid)
+        area = trapezoid(density, grid)
         if area > 0:
             ax.plot(grid, density / area, "k", lw=1.5, label="target spectrum (normalised)")
     ax.set_xlabel("frequency omega" if one_d else "frequency norm ||omega||")

@@ -193,9 +193,10 @@ class _BaseRFFNet(BaseEstimator):
             # fit(warm_start=True): max_iter more epochs, a new validation split from the
             # estimator's generator, the schedule restarting at learning_rate.
             use_validation = self.early_stopping
-            split = self._split(self._rng, Xs, Y, y, weights, use_validation)
+            X_tr, Y_tr, w_tr, X_va, Y_va, w_va = self._split(self._rng, Xs, Y, y, weights, use_validation)
             self.learning_rate_ = float(self.learning_rate)
-            train_epochs(self, self._runner(), *split, self._rng, max_epochs=self.max_iter, monitor=True)
+            train_epochs(self, self._runner(), X_tr, Y_tr, w_tr, X_va, Y_va, w_va, self._rng,
+                         max_epochs=self.max_iter, monitor=True)
             return self
 
         # The draws come in a fixed order (W, b, B, [validation split], [restarts], one permutation
@@ -546,8 +547,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         return float(r2_score(Y.astype(np.float64), F.astype(np.float64), sample_weight=sample_weight))
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> RFFNetRegressor:
-        """Fit the model (new W, b and initial state drawn from ``random_state``, unless
-        ``warm_start``).
+        """Fit the model (new W, b and initial state from ``random_state``, unless ``warm_start``).
 
         Parameters
         ----------
@@ -733,7 +733,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     warm_start : bool, default=False
         Continue from the fitted model on :meth:`fit`, as in :class:`RFFNetRegressor`.
     relevance_penalty : float, default=0.0
-        l1 penalty on the relevances, as in :class:`RFFNetRegressor`.
+        The l1 penalty on the relevances, as in :class:`RFFNetRegressor`.
 
     Attributes
     ----------
