@@ -346,6 +346,9 @@ class EERFRegressor(RegressorMixin, _EERFBase):
 
     def fit(self, X, y):
         """Select the features on a subsample of (X, y), then fit ridge on all of it."""
+        if is_dask_array(X):  # exact distributed fit on the workers
+            from rffkern._dask_fits import fit_eerf
+            return fit_eerf(self, X, y)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         scaler = TargetScaler(self.normalize_y).fit(y.reshape(X.shape[0], -1))
@@ -400,6 +403,9 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
 
     def fit(self, X, y):
         """Select the features on a subsample of (X, y), then fit the classifier on all of it."""
+        if is_dask_array(X):  # exact distributed fit on the workers
+            from rffkern._dask_fits import fit_eerf
+            return fit_eerf(self, X, y)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)

@@ -1,0 +1,474 @@
+"""Exact distributed fits of EERF, SRFF and adaptive RFF on Dask arrays chunked by rows (issue 11).
+
+Every pass over the data is a sum over row chunks: a function of one chunk runs on the workers
+(:func:`_pass`), the partial sums are merged by a binary tree of additions on the workers, and the
+client receives one small result per pass (a Gram, a score vector, a gradient). What the client
+does with it is the single-machine code: the same random draws in the same order, the same solves,
+the same decisions. The models therefore equal the single-machine fits up to the order of the
+floating-point sums (the tests hold them to 1e-10 relative in float64).
+
+Where the single-machine fit uses a random subset of rows (EERF's scoring subsample, the k-NN and
+median-distance width rules, the held-out splits of EERF's ``alpha_selection="validation"`` and of
+SRFF's lambda path), the client draws the same row indices from the same generator (they depend
+only on the row count) and the workers select those rows of their chunks through a boolean mask
+persisted with the data's chunks, or the few rows of the width rules (at most 2000) are gathered.
+
+What runs where:
+
+* EERF (:func:`fit_eerf`): pass 1 column statistics (standardisation, target scaling, the scoring
+  target's range, class counts, finiteness); a gather of at most 2000 rows for the k-NN width;
+  pass 2 the energy scores ``Phi.T T`` of the ``M0`` candidates on the scoring rows of every chunk
+  (summed, divided by ``N0`` on the client); the top-M selection on the client; pass 3 the
+  :class:`~rffkern._ridge_solvers.GramStats` of the M kept features (train and validation rows
+  separately for ``alpha_selection="validation"``); pass 4 only for an alpha list with ``"loo"``
+  (leave-one-out sums) or ``"validation"`` (held-out squared errors). 3 to 4 passes.
+* SRFF (:func:`fit_srff`): pass 1 column statistics of X, a gather for the k-NN width, pass 2 the
+  d x d Gram of the standardised X (the lambda grid) and the target statistics on the training
+  rows; then the alternating minimisation with the whole loop on the client and every data term
+  on the workers: each ridge step is one pass (Gram ``Z.T Z``, ``Z.T y`` of the current gamma), each
+  FISTA iteration one pass for the loss and gamma-gradient and one for the backtracking losses
+  (up to four step halvings evaluated in the same pass), each lambda of the path one pass of
+  held-out errors. Passes: about ``2 + 2 * inner`` per outer iteration.
+* Adaptive RFF (:func:`fit_adaptive`): pass 1 column statistics, a gather for the median heuristic,
+  then one pass per least-squares problem: the ``2K x 2K`` Gram of the pair features, ``S.T Y`` and
+  ``Y.T Y`` (GCV and the training MSE come from the same reduced statistics). The Metropolis loop
+  (proposals, acceptance, covariance) runs on the client. Passes: ``n_iter + 3`` plus one per
+  resampling (the single-machine fit does ``n_iter + 2``, or ``n_iter + 4`` with GCV).
+
+The iterative fits re-read X on every pass: persist it (``X = X.persist()``) when it fits in the
+workers' memory. ``X.dtype`` float32 runs the chunk kernels in float32 as on one machine, but the
+sums over chunks differ from one machine's at float32 precision, which can change an accepted
+Metropolis proposal; the exactness claim is for float64.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+
+import numpy as np
+
+from rffkern._dask import _Moments, _aligned_targets, _row_chunked, _tree_reduce
+from rffkern._data import TargetScaler, holdout_split, power_of_two_scale
+from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
+from rffkern._progress import ProgressLog
+from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
+from rffkern._validation import as_generator, resolve_n_threads
+
+__all__ = ["fit_eerf", "fit_srff", "fit_adaptive"]
+
+#: Step halvings of SRFF's FISTA backtracking evaluated in one pass after the first one fails.
+BACKTRACK_BATCH = 4
+
+
+# -- the pass machinery ---------------------------------------------------------------------------
+
+def _add(a, b):
+    """Sum of two partial results: arrays and numbers add, GramStats merge, tuples and lists add
+    item by item, None is the empty sum."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, GramStats):
+        return copy.deepcopy(a).merge(b)  # a copy: a task's input may be reused on recomputation
+    if isinstance(a, (tuple, list)):
+        return type(a)(_add(x, y) for x, y in zip(a, b))
+    return a + b
+
+
+class _Data:
+    """The row blocks of X and y (delayed), the boolean row masks, and one reduction per pass."""
+
+    def __init__(self, X, y):
+        self.x_blocks = list(X.to_delayed().ravel())
+        self.y_blocks = list(y.to_delayed().ravel())
+        self.chunks = tuple(int(c) for c in X.chunks[0])
+        self.n, self.d = int(X.shape[0]), int(X.shape[1])
+        self.X = X
+        self.masks = {}
+        self.passes = 0
+
+    def set_mask(self, name, mask):
+        """Persist a boolean row mask with X's row chunks (``None``: every row)."""
+        import dask.array as da
+
+        if mask is None:
+            self.masks[name] = [None] * len(self.chunks)
+        else:
+            m = da.from_array(np.asarray(mask, bool), chunks=(self.chunks,)).persist()
+            self.masks[name] = list(m.to_delayed().ravel())
+
+    def reduce(self, fn, shared, *, mask="all"):
+        """Delayed sum over the chunks of ``fn(shared, Xb, yb, mb)`` (tree of :func:`_add`)."""
+        import dask
+
+        key = dask.delayed(shared, pure=False, traverse=False)  # one key: travels once per worker
+        part = dask.delayed(fn, pure=True)
+        parts = [part(key, xb, yb, mb) for xb, yb, mb in zip(self.x_blocks, self.y_blocks, self.masks[mask])]
+        return _tree_reduce(parts, _add)
+
+    def compute(self, *delayed):
+        import dask
+
+        self.passes += 1
+        return dask.compute(*delayed)
+
+    def gather_rows(self, rows, prepare):
+        """``prepare(X[rows])`` on the client, rows in the given order (at most a few thousand)."""
+        import dask
+
+        rows = np.asarray(rows, np.intp)
+        if rows.size == 0:
+            return prepare(np.empty((0, self.d), self.X.dtype))
+        (sample,) = dask.compute(self.X[rows])
+        return prepare(np.asarray(sample))
+
+
+def _select_rows(A, mb):
+    return A if mb is None else A[mb]
+
+
+def _prepare_input(X, y, name, classifier, float_dtypes=(np.float32, np.float64)):
+    """X row-chunked with a float dtype, y aligned to its chunks, both checked for shape."""
+    X = _row_chunked(X, "fit")
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"{name}.fit needs a non-empty 2-D X, got shape {X.shape}")
+    if X.dtype not in float_dtypes:
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"X must be numeric, got dtype {X.dtype}")
+        X = X.astype(np.float64)
+    y = _aligned_targets(y, X)
+    if classifier:
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D class labels, got shape {y.shape}")
+    elif y.ndim not in (1, 2) or y.dtype.kind not in "biuf":
+        raise ValueError(f"y must be numeric of shape (n,) or (n, n_targets), got {y.dtype} {y.shape}")
+    return X, y
+
+
+def _chunk_moments(_, Xb, yb, mb, with_y):
+    A = np.asarray(Xb, np.float64)
+    if with_y:
+        Yb = np.asarray(yb, np.float64).reshape(A.shape[0], -1)
+        A = np.hstack([A, Yb])
+        return _Moments(A), (Yb.min(0), Yb.max(0)) if Yb.shape[0] else None
+    return _Moments(A), None
+
+
+def _merge_moments(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    ma, ra = a
+    mb, rb = b
+    rng = ra if rb is None else rb if ra is None else (np.minimum(ra[0], rb[0]), np.maximum(ra[1], rb[1]))
+    return ma.merged(mb), rng
+
+
+def _moments(data, with_y, extra=()):
+    """Pass 1: column moments of X (and y), y's range, finiteness; plus ``extra`` delayed values."""
+    import dask
+
+    fn = dask.delayed(_chunk_moments, pure=True)
+    parts = [fn(None, xb, yb, None, with_y) for xb, yb in zip(data.x_blocks, data.y_blocks)]
+    total = _tree_reduce(parts, _merge_moments)
+    (moments, y_range), *rest = data.compute(total, *extra)
+    if not moments.finite:
+        raise ValueError("Input X or y contains NaN or infinity.")
+    return moments, y_range, rest
+
+
+def _class_counts(y):
+    import dask.array as da
+
+    return da.unique(y, return_counts=True)
+
+
+def _check_labels(classes, name):
+    from sklearn.utils.multiclass import check_classification_targets
+
+    check_classification_targets(classes)
+    if len(classes) < 2:
+        raise ValueError(f"the classifier needs samples of at least 2 classes; got {len(classes)} class")
+
+
+def _sample_rows(n, max_samples, rng, within=None):
+    """The rows the single-machine width rules subsample: ``rng.choice`` of ``max_samples`` out of
+    ``n`` (of the rows ``within`` when given), drawn exactly as :func:`rffkern._sampling.knn_distances`
+    and :func:`~rffkern._sampling.median_distance` draw them; all rows when there are few."""
+    base = np.arange(n) if within is None else within
+    if base.size > max_samples:
+        return base[rng.choice(base.size, max_samples, replace=False)]
+    return base
+
+
+# -- distributed ridge on a feature map (fit_ridge_map's twin) ------------------------------------
+
+def _ridge_inputs(ctx, Xb, yb):
+    Xs, Y = ctx["inputs"](Xb, yb)
+    return Xs, Y.astype(Xs.dtype)
+
+
+def _chunk_gram(ctx, Xb, yb, mb):
+    Xs, Y = _ridge_inputs(ctx, Xb, yb)
+    out = []
+    for sel in ctx["split"](mb):
+        Xr, Yr = _select_rows(Xs, sel), _select_rows(Y, sel)
+        out.append(GramStats(ctx["fmap"].n_out, Y.shape[1], Xs.dtype).add(ctx["fmap"], Xr, Yr)
+                   if Xr.shape[0] else None)
+    return out
+
+
+def _chunk_loo(ctx, Xb, yb, mb):
+    Xs, Y = _ridge_inputs(ctx, Xb, yb)
+    if not Xs.shape[0]:
+        return None
+    return ctx["loo"].sse(ctx["fmap"], Xs, Y)
+
+
+def _chunk_validation(ctx, Xb, yb, mb):
+    Xs, Y = _ridge_inputs(ctx, Xb, yb)
+    Xv, Yv = np.ascontiguousarray(Xs[mb]), Y[mb]
+    if not Xv.shape[0]:
+        return None
+    coefs, offsets, scale, m = ctx["coefs"], ctx["offsets"], ctx["target_scale"], Y.shape[1]
+    F = ctx["fmap"].predict(Xv, coefs).astype(np.float64) + offsets
+    R = F - np.tile(Yv.astype(np.float64) / scale, coefs.shape[1] // m)
+    return (R**2).reshape(Xv.shape[0], -1, m).sum(axis=(0, 2))
+
+
+def _no_split(mb):
+    return [None]
+
+
+def _train_val_split(mb):
+    return [~mb, mb]
+
+
+def _fit_ridge_map(data, fmap, inputs, alphas, selection, validation_fraction, rng, fit_intercept=True):
+    """``rffkern._ridge_solvers.fit_ridge_map`` on distributed data: the same tuple
+    ``(coef, intercept, alpha, errors, stats)``. ``inputs(Xb, yb)`` gives a chunk's (X, Y) as the
+    single-machine fit passes them."""
+    ctx = {"fmap": fmap, "inputs": inputs, "split": _no_split}
+    if len(alphas) > 1 and selection == "validation":
+        n = data.n
+        n_val = int(round(validation_fraction * n))
+        if n_val < 1 or n - n_val < 1:
+            raise ValueError(f"validation_fraction={validation_fraction} leaves no training or validation "
+                             f"sample out of {n}")
+        _, va = holdout_split(n, n_val, rng)
+        mask = np.zeros(n, bool)
+        mask[va] = True
+        data.set_mask("ridge_val", mask)
+        ctx["split"] = _train_val_split
+        (pair,) = data.compute(data.reduce(_chunk_gram, ctx, mask="ridge_val"))
+        stats, stats_val = pair
+        G, ZtY, mu, ybar, _ = stats.centred(fit_intercept)
+        eig = RidgeEigen(G, ZtY)
+        coefs = np.hstack([eig.coef(a) for a in alphas])
+        m = ZtY.shape[1]
+        offsets = np.concatenate([ybar - mu @ coefs[:, i * m:(i + 1) * m] for i in range(len(alphas))])
+        vctx = {**ctx, "coefs": coefs, "offsets": offsets, "target_scale": stats.target_scale}
+        (sse,) = data.compute(data.reduce(_chunk_validation, vctx, mask="ridge_val"))
+        best, errors = choose_alpha(alphas, sse / (n_val * m), stats)
+        stats = stats.merge(stats_val) if stats_val is not None else stats
+        return (*solve_ridge(stats, best, fit_intercept), best, errors, stats)
+    data.set_mask("all", None)
+    ((stats,),) = data.compute(data.reduce(_chunk_gram, ctx))
+    if len(alphas) == 1:
+        return (*solve_ridge(stats, alphas[0], fit_intercept), alphas[0], None, stats)
+    if selection == "loo":
+        lctx = {**ctx, "loo": LooPass(stats, alphas, fit_intercept)}
+        (sse,) = data.compute(data.reduce(_chunk_loo, lctx))
+        errors = sse / (stats.n * (stats.ZtY.shape[1] - 1))
+    else:
+        errors = gcv_errors(stats, alphas, fit_intercept)
+    best, errors = choose_alpha(alphas, errors, stats)
+    return (*solve_ridge(stats, best, fit_intercept), best, errors, stats)
+
+
+class _Inputs:
+    """A chunk's standardised X and float64 targets, as the single-machine fit makes them.
+
+    ``standardize``: ``((X - mean) / scale)`` cast back to X's dtype (``"keep"``, EERF and
+    adaptive RFF) or left in float64 (``"float64"``, SRFF). ``targets`` maps the raw y chunk to
+    the float64 target matrix (n, m).
+    """
+
+    def __init__(self, x_mean, x_scale, targets, cast="keep"):
+        self.x_mean, self.x_scale, self.targets, self.cast = x_mean, x_scale, targets, cast
+
+    def x(self, Xb):
+        Xs = (Xb - self.x_mean) / self.x_scale
+        if self.cast == "keep":
+            Xs = Xs.astype(Xb.dtype, copy=False)
+        return np.ascontiguousarray(Xs)
+
+    def __call__(self, Xb, yb):
+        return self.x(Xb), self.targets(yb)
+
+
+class _ScaledTargets:
+    """``TargetScaler.transform`` of a regression chunk, (n, m) float64."""
+
+    def __init__(self, scaler):
+        self.scaler = scaler
+
+    def __call__(self, yb):
+        yb = np.asarray(yb, np.float64)
+        return self.scaler.transform(yb.reshape(yb.shape[0], -1))
+
+
+class _SignTargets:
+    """``LabelBinarizer(neg_label=-1, pos_label=1)`` of a label chunk (EERF), (n, m) float64."""
+
+    def __init__(self, binarizer):
+        self.binarizer = binarizer
+
+    def __call__(self, yb):
+        return self.binarizer.transform(np.asarray(yb)).astype(np.float64)
+
+
+# -- EERF ------------------------------------------------------------------------------------------
+
+def _chunk_scores(ctx, Xb, yb, mb):
+    from rffkern.eerf import eerf_scores
+
+    Xs, Y = ctx["inputs"](Xb, yb)
+    if mb is not None:
+        Xs, Y = np.ascontiguousarray(Xs[mb]), Y[mb]
+    if not Xs.shape[0]:
+        return None
+    T = (Y - ctx["t_mean"]) / ctx["t_scale"]
+    S = eerf_scores(Xs, T, ctx["W0"], ctx["b0"], kernel=ctx["kernel"], n_threads=ctx["n_threads"])
+    return S.astype(np.float64) * Xs.shape[0]
+
+
+def fit_eerf(est, X, y):
+    """Fit ``EERFRegressor`` / ``EERFClassifier`` ``est`` on Dask arrays X (chunked by rows) and y.
+
+    The same model as ``est.fit(X.compute(), y.compute())`` up to the order of floating-point sums:
+    the same scoring rows, candidates, k-NN width sample and held-out split (drawn on the client
+    from the same generator), the energy scores summed over the chunks, the kept features' Gram
+    statistics reduced on the workers, alpha chosen from them as on one machine. The classifier's
+    ``solver="logistic"`` (scikit-learn's iterative solver on the n x M features) is refused.
+    Returns ``est``.
+    """
+    from sklearn.base import is_classifier
+    from sklearn.preprocessing import LabelBinarizer
+
+    from rffkern.eerf import knn_length_scale
+
+    est._validate_params()
+    name = type(est).__name__
+    classifier = is_classifier(est)
+    if classifier and est.solver != "ridge":
+        raise ValueError(f"solver={est.solver!r} is not supported on Dask arrays: only the closed-form "
+                         f"solver='ridge' is fitted from distributed statistics")
+    est.__dict__.pop("feature_names_in_", None)
+    log = ProgressLog(est, est.verbose)
+    X, y = _prepare_input(X, y, name, classifier)
+    data = _Data(X, y)
+    n, d = data.n, data.d
+    if classifier:
+        moments, _, ((classes, counts),) = _moments(data, False, (_class_counts(y),))
+        _check_labels(classes, name)
+        binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(classes)
+        est.classes_ = binarizer.classes_
+        targets = _SignTargets(binarizer)
+        pos = counts[1:] if len(classes) == 2 else counts
+        t_mean = (2.0 * pos - n) / n            # the mean of the +-1 columns, as Y.mean(0)
+        t_scale = 1.0
+        ravel = len(classes) == 2
+    else:
+        moments, (y_min, y_max), _ = _moments(data, True)
+        mean, scale = moments.mean_and_scale()
+        scaler = TargetScaler(est.normalize_y)
+        if est.normalize_y:
+            scaler.mean_, scaler.scale_ = mean[d:], scale[d:]
+        else:
+            scaler.mean_, scaler.scale_ = np.zeros(mean.size - d), np.ones(mean.size - d)
+        est.y_mean_, est.y_scale_ = scaler.mean_, scaler.scale_
+        targets = _ScaledTargets(scaler)
+        t_mean = (mean[d:] - scaler.mean_) / scaler.scale_   # Y.mean(0) of the scaled targets
+        low, high = (y_min - scaler.mean_) / scaler.scale_, (y_max - scaler.mean_) / scaler.scale_
+        peak = np.maximum(high - t_mean, t_mean - low)       # max |Y - mean| per output
+        t_scale = np.where(peak > 0, peak, 1.0)
+        ravel = y.ndim == 1
+    est.n_features_in_ = d
+    if est.standardize:
+        est.x_mean_, est.x_scale_ = moments.mean_and_scale()
+        est.x_mean_, est.x_scale_ = est.x_mean_[:d], est.x_scale_[:d]
+    else:
+        est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
+    inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
+    rng = as_generator(est.random_state)
+
+    # the selection: _EERFBase._select with the scores summed over the chunks
+    t0 = time.perf_counter()
+    M = est.n_components
+    est.n_subsample_ = min(n, est.n_subsample or max(int(0.1 * n), 1000))
+    rows = np.sort(rng.choice(n, est.n_subsample_, replace=False)) if est.n_subsample_ < n else None
+    if est.kernel == "linear":
+        if M > d:
+            raise ValueError(f"the linear kernel selects input coordinates: n_components={M} > n_features={d}")
+        est.n_candidates_ = d
+        W0 = b0 = None
+        est.length_scale_ = None
+    else:
+        est.n_candidates_ = est.n_candidates or 10 * M
+        if est.n_candidates_ < M:
+            raise ValueError(f"n_candidates={est.n_candidates_} must be >= n_components={M}")
+        if est.kernel == "gaussian":
+            if est.length_scale == "auto":
+                sample = data.gather_rows(_sample_rows(n, 2000, rng, rows), inputs.x)
+                est.length_scale_ = knn_length_scale(sample, rng=rng)  # <= 2000 rows: draws nothing
+            else:
+                est.length_scale_ = float(est.length_scale)
+            W0 = rng.standard_normal((d, est.n_candidates_)) / est.length_scale_
+            b0 = rng.uniform(0.0, 2.0 * np.pi, est.n_candidates_)
+        else:
+            est.length_scale_ = None
+            W0, b0 = rng.standard_normal((d, est.n_candidates_)), None
+    if rows is not None:
+        mask = np.zeros(n, bool)
+        mask[rows] = True
+        data.set_mask("score", mask)
+    else:
+        data.set_mask("score", None)
+    ctx = {"inputs": inputs, "t_mean": t_mean, "t_scale": t_scale, "W0": W0, "b0": b0, "kernel": est.kernel,
+           "n_threads": resolve_n_threads(est.n_jobs)}
+    (S,) = data.compute(data.reduce(_chunk_scores, ctx, mask="score"))
+    S = S / est.n_subsample_
+    energy = (S**2).sum(axis=1)
+    keep = np.argsort(-energy, kind="stable")[:M]
+    est.scores_ = np.sqrt(energy[keep])
+    if est.kernel == "linear":
+        est.support_ = np.sort(keep)
+        est.weights_ = est.offsets_ = None
+        est.scale_ = 1.0
+    else:
+        est.weights_ = np.ascontiguousarray(W0[:, keep])
+        est.offsets_ = None if b0 is None else b0[keep]
+        est.scale_ = float(np.sqrt(2.0 / M))
+    est.preprocessing_time_ = time.perf_counter() - t0
+    log.step("select", 1, 2, f"candidates {est.n_candidates_}, kept {M}, scoring rows {est.n_subsample_}, "
+             f"length_scale {est.length_scale_}")
+
+    # the final ridge: _EERFBase._fit_ridge on reduced statistics
+    t0 = time.perf_counter()
+    alphas = as_alpha_list(est.alpha)
+    coef, intercept, alpha, errors, _ = _fit_ridge_map(data, est._map(), inputs, alphas, est.alpha_selection,
+                                                       0.1, rng)
+    y_scale, y_mean = (1.0, 0.0) if classifier else (est.y_scale_, est.y_mean_)
+    coef, intercept = coef * y_scale, intercept * y_scale + y_mean
+    est.coef_ = coef[:, 0] if ravel else coef
+    est.intercept_ = float(intercept[0]) if ravel else intercept
+    est.alpha_ = float(alpha)
+    est.selection_errors_ = None if errors is None else errors * np.mean(np.square(y_scale))
+    est.training_time_ = time.perf_counter() - t0
+    est._n_dask_passes = data.passes
+    log.step("ridge", 2, 2, f"alpha {est.alpha_:.3g}, alphas searched {len(alphas)}, data passes {data.passes}")
+    return est
