@@ -86,7 +86,7 @@ class _Data:
         self.chunks = tuple(int(c) for c in X.chunks[0])
         self.n, self.d = int(X.shape[0]), int(X.shape[1])
         self.X = X
-        self.masks = {}
+        self.masks = {"all": [None] * len(self.chunks)}
         self.passes = 0
 
     def set_mask(self, name, mask):
@@ -275,7 +275,6 @@ def _fit_ridge_map(data, fmap, inputs, alphas, selection, validation_fraction, r
         best, errors = choose_alpha(alphas, sse / (n_val * m), stats)
         stats = stats.merge(stats_val) if stats_val is not None else stats
         return (*solve_ridge(stats, best, fit_intercept), best, errors, stats)
-    data.set_mask("all", None)
     ((stats,),) = data.compute(data.reduce(_chunk_gram, ctx))
     if len(alphas) == 1:
         return (*solve_ridge(stats, alphas[0], fit_intercept), alphas[0], None, stats)
@@ -471,4 +470,193 @@ def fit_eerf(est, X, y):
     est.training_time_ = time.perf_counter() - t0
     est._n_dask_passes = data.passes
     log.step("ridge", 2, 2, f"alpha {est.alpha_:.3g}, alphas searched {len(alphas)}, data passes {data.passes}")
+    return est
+
+
+# -- adaptive RFF ----------------------------------------------------------------------------------
+
+def _chunk_pair_gram(ctx, Xb, yb, mb):
+    from rffkern import kernels
+
+    Xs, Y = ctx["inputs"](Xb, yb)
+    Y = np.ascontiguousarray(Y, dtype=Xs.dtype)
+    G, SY = kernels.gram(Xs, ctx["W"].astype(Xs.dtype), None, Y, scale=1.0, pair=True,
+                         n_threads=ctx["n_threads"])
+    return G.astype(np.float64), SY.astype(np.float64), (Y.astype(np.float64) ** 2).sum(0)
+
+
+class _CentredTargets:
+    """Adaptive RFF's targets of a chunk: the regressor's scaled (or only centred) outputs, or the
+    classifier's centred one-hot columns (both columns for two classes)."""
+
+    def __init__(self, scaler=None, binarizer=None, y_mean=None):
+        self.scaler, self.binarizer, self.y_mean = scaler, binarizer, y_mean
+
+    def __call__(self, yb):
+        if self.scaler is not None:
+            yb = np.asarray(yb, np.float64)
+            return self.scaler.transform(yb.reshape(yb.shape[0], -1))
+        Y = self.binarizer.transform(np.asarray(yb)).astype(np.float64)
+        if Y.shape[1] == 1:
+            Y = np.hstack([1 - Y, Y])
+        return Y - self.y_mean
+
+
+class _PairLeastSquares:
+    """The reduced statistics of one least-squares problem of adaptive RFF (one pass each)."""
+
+    def __init__(self, data, inputs, n_threads):
+        self.data, self.inputs, self.n_threads = data, inputs, n_threads
+
+    def stats(self, W):
+        (out,) = self.data.compute(self.data.reduce(
+            _chunk_pair_gram, {"inputs": self.inputs, "W": W, "n_threads": self.n_threads}))
+        return out
+
+    def solve(self, stats, lam, with_mse=False):
+        """``least_squares`` of :mod:`rffkern.adaptive` from the reduced ``(G, S.T Y, Y.T Y)``."""
+        G, SY, yty = stats
+        n = self.data.n
+        beta = ridge_solve(G, SY, lam * n)
+        if not with_mse:
+            return beta
+        rss = float(yty.sum() - 2 * (beta * SY).sum() + (beta * (G @ beta)).sum())
+        return beta, max(rss, 0.0) / (n * SY.shape[1])
+
+    def gcv(self, stats, lambdas):
+        """``gcv_lambda`` of :mod:`rffkern.adaptive` from the reduced statistics."""
+        G, SY, yty = stats
+        n = self.data.n
+        eig = RidgeEigen(G, SY)
+        errors = np.array([eig.gcv(lam * n, yty, n).mean() for lam in lambdas])
+        errors = np.where(np.isfinite(errors), errors, np.inf)
+        return float(lambdas[int(np.argmin(errors))]), errors
+
+
+def fit_adaptive(est, X, y):
+    """Fit ``AdaptiveRFFRegressor`` / ``AdaptiveRFFClassifier`` ``est`` on Dask arrays X and y.
+
+    Every least-squares problem (the initial one, one per Metropolis iteration, one per
+    resampling, the final one; GCV's lambda from the same statistics) is one pass of per-chunk
+    ``2K x 2K`` pair-feature Grams reduced on the workers; the Metropolis chain (proposals,
+    acceptance, adaptive covariance, resampling) runs on the client with the same draws as
+    ``est.fit(X.compute(), y.compute())``. Returns ``est``.
+    """
+    from scipy.linalg import cholesky
+    from sklearn.base import is_classifier
+    from sklearn.preprocessing import LabelBinarizer
+
+    from rffkern.adaptive import amplitudes, metropolis_accept
+    from rffkern._sampling import median_distance
+
+    est._validate_params()
+    name = type(est).__name__
+    classifier = is_classifier(est)
+    est.__dict__.pop("feature_names_in_", None)
+    X, y = _prepare_input(X, y, name, classifier)
+    data = _Data(X, y)
+    n, d = data.n, data.d
+    if classifier:
+        moments, _, ((classes, counts),) = _moments(data, False, (_class_counts(y),))
+        _check_labels(classes, name)
+        est.classes_ = classes
+        binarizer = LabelBinarizer().fit(classes)
+        if len(classes) == 2:
+            est.y_mean_ = np.array([counts[0], counts[1]], np.float64) / n
+        else:
+            est.y_mean_ = counts.astype(np.float64) / n
+        targets = _CentredTargets(binarizer=binarizer, y_mean=est.y_mean_)
+    else:
+        moments, _, _ = _moments(data, True)
+        mean, scale = moments.mean_and_scale()
+        scaler = TargetScaler(est.normalize_y)
+        scaler.mean_ = mean[d:]
+        scaler.scale_ = scale[d:] if est.normalize_y else np.ones(mean.size - d)
+        est.y_mean_, est.y_scale_ = scaler.mean_, scaler.scale_
+        est._ravel = y.ndim == 1
+        targets = _CentredTargets(scaler=scaler)
+    est.n_features_in_ = d
+    mean, scale = moments.mean_and_scale()
+    est.x_mean_, est.x_scale_ = mean[:d], scale[:d]
+    inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
+    ls = _PairLeastSquares(data, inputs, resolve_n_threads(est.n_jobs))
+    log = ProgressLog(est, est.verbose)
+
+    # _AdaptiveRFFBase._run, with every least-squares problem on reduced statistics
+    K = est.n_components
+    rng = as_generator(est.random_state)
+    est.gamma_ = float(est.gamma) if est.gamma is not None else float(max(3 * d - 2, 1))
+    est.step_ = 2.4**2 / d if est.step == "auto" else float(est.step)
+    if est.init_scale == "auto":
+        sample = data.gather_rows(_sample_rows(n, 2000, rng), inputs.x)
+        est.init_scale_ = 1.0 / median_distance(sample, rng=rng)   # <= 2000 rows: draws nothing
+    else:
+        est.init_scale_ = float(est.init_scale)
+    W = rng.standard_normal((d, K)) * est.init_scale_
+    lambdas = np.atleast_1d(np.asarray(est.alpha, np.float64))
+    stats = ls.stats(W)
+    lam = ls.gcv(stats, lambdas)[0] if lambdas.size > 1 else float(lambdas[0])
+    amp = amplitudes(ls.solve(stats, lam), K)
+    t0 = int(np.ceil(est.burn_in * est.n_iter))
+    cnt, mean_w, scatter = K, W.mean(1), np.cov(W, bias=True).reshape(d, d) * K
+    chol = np.eye(d)
+    hist_acc, hist_mse, snapshots, resamples = [], [], [], 0
+    if est.keep_frequency_history:
+        snapshots.append(W.copy())
+    for it in range(est.n_iter):
+        zeta = rng.standard_normal((K, d)) @ chol.T
+        u = rng.random(K)
+        # metropolis_step of rffkern.adaptive
+        W_new = W + est.step_ * zeta.T
+        beta_new, mse = ls.solve(ls.stats(W_new), lam, with_mse=True)
+        amp_new = amplitudes(beta_new, K)
+        acc = metropolis_accept(amp, amp_new, est.gamma_, u)
+        if est.omega_max is not None:
+            acc &= np.linalg.norm(W_new, axis=0) <= est.omega_max
+        W = W.copy()
+        W[:, acc] = W_new[:, acc]
+        amp = np.where(acc, amp_new, amp)
+        hist_acc.append(float(acc.mean()))
+        hist_mse.append(mse)
+        if est.adaptive_covariance:
+            bm = W.mean(1)
+            bs = np.cov(W, bias=True).reshape(d, d) * K
+            delta_m = bm - mean_w
+            tot = cnt + K
+            scatter = scatter + bs + np.outer(delta_m, delta_m) * cnt * K / tot
+            mean_w = mean_w + delta_m * K / tot
+            cnt = tot
+            if it + 1 >= t0:
+                cov = scatter / cnt
+                cov = 0.5 * (cov + cov.T) + 1e-10 * np.trace(cov) / d * np.eye(d) + 1e-12 * np.eye(d)
+                chol = cholesky(cov, lower=True, check_finite=False)
+        if est.resample:
+            ess = amp.sum() ** 2 / max((amp**2).sum(), np.finfo(float).tiny)
+            if ess < est.resample_threshold * K:
+                p = amp / amp.sum()
+                W = W[:, np.sort(rng.choice(K, K, p=p))]
+                amp = amplitudes(ls.solve(ls.stats(W), lam), K)
+                resamples += 1
+        if est.keep_frequency_history and (it + 1) % est.keep_frequency_history == 0:
+            snapshots.append(W.copy())
+        if (it + 1) % max(1, est.n_iter // 10) == 0:
+            log.step("iteration", it + 1, est.n_iter, f"acceptance {hist_acc[-1]:.3f}, proposal training MSE "
+                     f"{mse:.4g}, data passes {data.passes}")
+    stats = ls.stats(W)
+    if lambdas.size > 1:
+        lam, est.gcv_errors_ = ls.gcv(stats, lambdas)
+    else:
+        est.gcv_errors_ = None
+    est.alpha_ = lam
+    beta = ls.solve(stats, lam)
+    est.frequencies_ = W
+    est.coef_ = beta
+    est.amplitudes_ = amplitudes(beta, K)
+    est.acceptance_rate_ = float(np.mean(hist_acc)) if hist_acc else 0.0
+    est.history_ = {"acceptance": np.array(hist_acc), "proposal_mse": np.array(hist_mse),
+                    "n_resamples": resamples}
+    est.frequency_history_ = np.stack(snapshots) if snapshots else None
+    est.proposal_covariance_ = chol @ chol.T
+    est.n_iter_ = est.n_iter
+    est._n_dask_passes = data.passes
     return est
