@@ -72,6 +72,8 @@ def _add(a, b):
         return a
     if isinstance(a, GramStats):
         return copy.deepcopy(a).merge(b)  # a copy: a task's input may be reused on recomputation
+    if isinstance(a, _Moments):
+        return a.merged(b)
     if isinstance(a, (tuple, list)):
         return type(a)(_add(x, y) for x, y in zip(a, b))
     return a + b
@@ -660,3 +662,319 @@ def fit_adaptive(est, X, y):
     est.n_iter_ = est.n_iter
     est._n_dask_passes = data.passes
     return est
+
+
+# -- SRFF ------------------------------------------------------------------------------------------
+
+class _VectorTargets:
+    """SRFF's targets of a chunk: ``(y - mean) / scale`` (1-D float64), the scaler fitted on the
+    training rows, as ``SRFFRegressor._scale_targets`` and the held-out targets make them."""
+
+    def __init__(self, mean, scale):
+        self.mean, self.scale = float(mean), float(scale)
+
+    def __call__(self, yb):
+        return (np.asarray(yb, np.float64) - self.mean) / self.scale
+
+
+def _srff_rows(ctx, Xb, yb, mb):
+    """A chunk's standardised X and targets, restricted to ``ctx["rows"]`` (all, train or val)."""
+    Xs = ctx["inputs"].x(Xb)
+    y = ctx["targets"](yb)
+    sel = None if ctx["rows"] == "all" else (~mb if ctx["rows"] == "train" else mb)
+    if sel is not None:
+        Xs, y = np.ascontiguousarray(Xs[sel]), y[sel]
+    return Xs, y
+
+
+def _chunk_srff(ctx, Xb, yb, mb):
+    from rffkern import kernels
+
+    X, y = _srff_rows(ctx, Xb, yb, mb)
+    nb = X.shape[0]
+    if not nb:
+        return None
+    op, W, b, th = ctx["op"], ctx["W"], ctx["b"], ctx["n_threads"]
+    if op == "xgram":
+        return X.T @ X
+    if op == "y_moments":
+        return _Moments(y.reshape(-1, 1))
+    if op == "gram":
+        G, Zty = kernels.gram(X, W, b, y, theta=ctx["gamma"], scale=1.0, n_threads=th)
+        return G, Zty, float(y @ y), nb
+    if op == "eval":  # losses at ctx["values"], losses and gamma-gradients at ctx["grads"], times nb
+        a = ctx["a"]
+        values = [kernels.loss_and_grad(X, y, W, b, a, theta=g, loss="squared", scale=1.0, want_theta=False,
+                                        n_threads=th)[0] * nb for g in ctx["values"]]
+        grads = []
+        for g in ctx["grads"]:
+            v, _, gt = kernels.loss_and_grad(X, y, W, b, a, theta=g, loss="squared", scale=1.0, n_threads=th)
+            grads.append((v * nb, gt * nb))
+        return values, grads, nb
+    if op == "val_sse":  # held-out squared errors of (coef, gamma) pairs
+        return np.array([float(((kernels.predict(X, W, b, a, theta=g, scale=1.0, n_threads=th) - y) ** 2).sum())
+                         for a, g in ctx["models"]])
+    if op == "path_start":
+        F = kernels.features(X, W, b, theta=ctx["gamma"], scale=1.0, n_threads=th) @ ctx["coefs"]
+        return ((F - y[:, None]) ** 2).sum(0), float((y**2).sum()), nb
+    raise ValueError(f"unknown SRFF pass {op!r}")
+
+
+class _SRFFOps:
+    """The data terms of SRFF's alternating minimisation, each one pass over the chosen rows."""
+
+    def __init__(self, data, inputs, weights, offsets, n_threads):
+        self.data, self.inputs = data, inputs
+        self.base = {"inputs": inputs, "W": weights, "b": offsets, "n_threads": n_threads}
+        self.targets = {}
+        self._gram_cache = None
+
+    def run(self, rows, op, **kw):
+        ctx = {**self.base, "targets": self.targets[rows], "rows": rows, "op": op, **kw}
+        (out,) = self.data.compute(self.data.reduce(_chunk_srff, ctx, mask="srff_val"))
+        return out
+
+    def gram(self, rows, gamma):
+        """``(Z.T Z, Z.T y, y.y, n)``; the last one is reused for the same rows and gamma (the
+        single-machine path recomputes it: same numbers)."""
+        cache = self._gram_cache
+        if cache is not None and cache[0] == rows and np.array_equal(cache[1], gamma):
+            return cache[2]
+        out = self.run(rows, "gram", gamma=gamma)
+        self._gram_cache = (rows, gamma.copy(), out)
+        return out
+
+    def ridge_step(self, rows, gamma, lam):
+        """``ridge_step`` of :mod:`rffkern.srff` from the reduced Gram."""
+        G, Zty, yy, n = self.gram(rows, gamma)
+        a = ridge_solve(G, Zty, n * lam)
+        rss = float(yy - 2 * a @ Zty + a @ G @ a)
+        return a, max(rss, 0.0) / (2 * n) + 0.5 * lam * float(a @ a)
+
+    def evaluate(self, rows, a, values=(), grads=()):
+        """Mean losses at ``values`` and (mean loss, gamma-gradient) at ``grads``, one pass."""
+        vals, grs, n = self.run(rows, "eval", a=a, values=list(values), grads=list(grads))
+        return [v / n for v in vals], [(v / n, g / n) for v, g in grs]
+
+
+def _srff_fista(ops, rows, a, gamma, radius, *, step_init, max_iter, tol, window):
+    """``fista_gamma`` of :mod:`rffkern.srff`, the same iterates, on distributed data.
+
+    The backtracking's first candidate is evaluated together with the loss and gradient at the
+    extrapolated point that follows it, so an iteration whose first step is accepted costs one
+    pass; after a rejection up to ``BACKTRACK_BATCH`` halvings are evaluated in one pass.
+    """
+    x_prev = gamma.copy()
+    v_pt = gamma.copy()
+    t = 1.0
+    step = float(step_init)
+    _, ((best_f, g0),) = ops.evaluate(rows, a, grads=[gamma])   # value(gamma) = value at v_pt
+    best_x = gamma.copy()
+    pending = (best_f, g0)
+    hist = [best_f]
+    it = 0
+    for it in range(1, max_iter + 1):
+        if pending is None:
+            _, (pending,) = ops.evaluate(rows, a, grads=[v_pt])
+        f_v, g_v = pending
+        pending = None
+        if not (np.isfinite(f_v) and np.isfinite(g_v).all()):
+            raise ValueError("the SRFF objective or its gamma-gradient overflowed (they grow like y^2): "
+                             "y is too large in magnitude for float64; divide it by its scale first")
+        t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        batch, found = 1, None
+        while found is None:
+            steps = [step * 0.5**k for k in range(batch)]
+            xs = [simplex_projection(v_pt - s * g_v, radius) for s in steps]
+            nexts = [x + ((t - 1.0) / t_next) * (x - x_prev) for x in xs] if batch == 1 else []
+            fs, ahead = ops.evaluate(rows, a, values=xs, grads=nexts)
+            for k, (s, x, f_x) in enumerate(zip(steps, xs, fs)):
+                step = s
+                diff = x - v_pt
+                if f_x <= f_v + g_v @ diff + (diff @ diff) / (2 * step) or step < 1e-12:
+                    found = (x, f_x, ahead[k] if ahead else None)
+                    break
+            else:
+                step *= 0.5
+                batch = BACKTRACK_BATCH
+        x, f_x, pending = found
+        v_pt = x + ((t - 1.0) / t_next) * (x - x_prev)
+        x_prev, t = x, t_next
+        if f_x < best_f:
+            best_x, best_f = x.copy(), f_x
+        hist.append(f_x)
+        if stall(hist, window, tol):
+            break
+    return best_x, it
+
+
+def _srff_fit_one(est, ops, rows, lam, gamma_start=None, log=None):
+    """``srff_fit_path`` of :mod:`rffkern.srff` on distributed data: (a, gamma, objective history)."""
+    gamma0 = est._gamma0(ops.data.d)
+    radius = float(gamma0.sum())
+    gamma = (gamma0 if gamma_start is None else gamma_start).copy()
+    hist = []
+    a = None
+    for it in range(est.max_iter):
+        a, J = ops.ridge_step(rows, gamma, lam)
+        hist.append(J)
+        log.step("outer iteration", it + 1, est.max_iter, f"lambda {lam:.4g}, objective {J:.6g}, "
+                 f"data passes {ops.data.passes}", level=2)
+        if stall(hist, est.stall_window, est.tol):
+            return a, gamma, hist
+        gamma, _ = _srff_fista(ops, rows, a, gamma, radius, step_init=est.step_init, max_iter=est.max_inner_iter,
+                               tol=est.tol, window=est.stall_window)
+    a, J = ops.ridge_step(rows, gamma, lam)
+    hist.append(J)
+    return a, gamma, hist
+
+
+def _srff_path_start(est, ops, lambdas, n_train):
+    """``path_start`` of :mod:`rffkern.srff`: one Gram pass on the training rows, one pass of
+    held-out errors for every lambda."""
+    gamma0 = est._gamma0(ops.data.d)
+    G, Zty, _, _ = ops.gram("train", gamma0)
+    eig = RidgeEigen(G, Zty.reshape(-1, 1))
+    coefs = np.hstack([eig.coef(n_train * lam) for lam in lambdas])
+    sse, yy, n_val = ops.run("val", "path_start", gamma=gamma0, coefs=coefs)
+    errors = sse / n_val
+    null = yy / n_val
+    gain = null - errors
+    if not np.isfinite(gain).all() or gain.max() <= 0:
+        return 0
+    first = int(np.nonzero(gain >= 0.1 * gain.max())[0][0])
+    return max(first - 1, int(np.argmin(errors)) - 3, 0)
+
+
+def _srff_target_scaler(est, moments):
+    """``SRFFRegressor._scale_targets`` from the reduced moments of the targets (1 column)."""
+    mean, scale = moments.mean_and_scale()
+    if not est.normalize_y:
+        with np.errstate(over="ignore"):
+            overflows = not np.isfinite(moments.m2[0] * moments.scale[0] ** 2)
+        if overflows:
+            raise ValueError("y is too large in magnitude: the sum of squares of the centred targets, "
+                             "on which SRFF's objective and gradient are built, overflows float64; "
+                             "divide y by its scale first or use normalize_y=True")
+        mean, scale = np.zeros(1), np.ones(1)
+    est.y_mean_, est.y_scale_ = float(mean[0]), float(scale[0])
+    return _VectorTargets(est.y_mean_, est.y_scale_)
+
+
+def fit_srff(est, X, y):
+    """Fit ``SRFFRegressor`` ``est`` on Dask arrays X (chunked by rows) and y (1-D).
+
+    The alternating minimisation runs on the client; every data term is reduced over the chunks
+    on the workers: the ridge step's Gram ``Z.T Z`` and ``Z.T y``, FISTA's losses and
+    gamma-gradients (sums over rows), the held-out errors of the lambda path, the d x d Gram behind
+    the default lambda grid. The k-NN width sample and the held-out split are those of
+    ``est.fit(X.compute(), y.compute())`` (same generator, same draws). Returns ``est``.
+    """
+    from rffkern.srff import PATH_EXPONENTS, median_knn_distance
+
+    est._validate_params()
+    name = type(est).__name__
+    est.__dict__.pop("feature_names_in_", None)
+    X, y = _prepare_input(X, y, name, False, float_dtypes=(np.float64,))
+    if y.ndim != 1:
+        raise ValueError(f"{name} fits one target: y must be 1-D, got shape {y.shape}")
+    data = _Data(X, y)
+    n, d = data.n, data.d
+    log = ProgressLog(est, est.verbose)
+    moments, _, _ = _moments(data, True)
+    mean, scale = moments.mean_and_scale()
+    est.n_features_in_ = d
+    if est.standardize:
+        est.x_mean_, est.x_scale_ = mean[:d], scale[:d]
+    else:
+        est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
+    inputs = _Inputs(est.x_mean_, est.x_scale_, None, cast="float64")
+    rng = as_generator(est.random_state)
+    if est.length_scale == "auto":
+        sample = data.gather_rows(_sample_rows(n, 2000, rng), inputs.x)
+        est.length_scale_ = median_knn_distance(sample, rng=rng)   # <= 2000 rows: draws nothing
+    else:
+        est.length_scale_ = float(est.length_scale)
+    est.weights_ = rng.standard_normal((d, est.n_components))
+    est.offsets_ = rng.uniform(0.0, 2.0 * np.pi, est.n_components)
+    n_alphas = PATH_EXPONENTS.size if est.alpha is None else np.atleast_1d(est.alpha).size
+    if n_alphas > 1:
+        n_val = int(round(est.validation_fraction * n))
+        if n_val < 1 or n - n_val < 2:
+            raise ValueError(f"choosing lambda needs a validation split; validation_fraction="
+                             f"{est.validation_fraction} of {n} sample(s) leaves too few")
+        tr, va = holdout_split(n, n_val, rng)
+        mask = np.zeros(n, bool)
+        mask[va] = True
+        data.set_mask("srff_val", mask)
+    else:
+        data.set_mask("srff_val", None)
+    ops = _SRFFOps(data, inputs, est.weights_, est.offsets_, resolve_n_threads(est.n_jobs))
+    ops.targets["all"] = _VectorTargets(0.0, 1.0)
+    ops.targets["train"] = ops.targets["all"]
+    want = []
+    if est.alpha is None:
+        want.append(data.reduce(_chunk_srff, {**ops.base, "targets": ops.targets["all"], "rows": "all",
+                                              "op": "xgram"}, mask="srff_val"))
+    if n_alphas > 1:
+        want.append(data.reduce(_chunk_srff, {**ops.base, "targets": _VectorTargets(0.0, 1.0), "rows": "train",
+                                              "op": "y_moments"}, mask="srff_val"))
+    got = list(data.compute(*want)) if want else []
+    if est.alpha is None:
+        top = float(np.linalg.eigvalsh(got.pop(0))[-1])   # ||Xs||_2^2
+        alphas = top * 10.0 ** np.asarray(PATH_EXPONENTS, np.float64)
+    else:
+        alphas = np.atleast_1d(np.asarray(est.alpha, np.float64))
+    alphas = alphas[np.argsort(-alphas, kind="stable")]
+    est.alphas_ = alphas
+    est.n_outer_iter_total_ = 0
+    y_all = _Moments(np.zeros((0, 1)))
+    y_all.n, y_all.mean, y_all.m2, y_all.scale, y_all.finite = (moments.n, moments.mean[d:], moments.m2[d:],
+                                                               moments.scale[d:], True)
+    if alphas.size == 1:
+        ops.targets["all"] = _srff_target_scaler(est, y_all)
+        a, gamma, hist = _srff_fit_one(est, ops, "all", float(alphas[0]), log=log)
+        est.n_outer_iter_total_ = len(hist)
+        est.validation_errors_ = None
+        best = float(alphas[0])
+    else:
+        ops.targets["train"] = ops.targets["val"] = _srff_target_scaler(est, got.pop(0))
+        a, gamma, hist, best = _srff_fit_lambda_path(est, ops, alphas, n - n_val, log)
+        if est.refit:
+            ops.targets["all"] = _srff_target_scaler(est, y_all)
+            a, gamma, hist = _srff_fit_one(est, ops, "all", best, gamma_start=gamma, log=log)
+            est.n_outer_iter_total_ += len(hist)
+    est.alpha_ = best
+    est.coef_, est.gamma_, est.objective_ = a, gamma, hist
+    est.intercept_ = est.y_mean_
+    est.n_iter_ = len(hist)
+    total = gamma.sum()
+    est.feature_importances_ = gamma / total if total > 0 else np.full(d, 1.0 / d)
+    est._n_dask_passes = data.passes
+    return est
+
+
+def _srff_fit_lambda_path(est, ops, alphas, n_train, log):
+    """``SRFFRegressor._fit_path`` on distributed data: the best (a, gamma, hist, lambda)."""
+    start = _srff_path_start(est, ops, alphas, n_train)
+    errors = np.full(alphas.size, np.nan)
+    best_err, best_fit, since_best = np.inf, None, 0
+    gamma = None
+    for k in range(start, alphas.size):
+        lam = float(alphas[k])
+        a, gamma, hist = _srff_fit_one(est, ops, "train", lam, gamma_start=gamma, log=log)
+        est.n_outer_iter_total_ += len(hist)
+        sse = ops.run("val", "val_sse", models=[(a, gamma)])
+        errors[k] = float(sse[0]) / (ops.data.n - n_train)
+        log.step("lambda", k + 1, alphas.size, f"lambda {lam:.4g}, outer iterations {len(hist)}, validation MSE "
+                 f"{errors[k] * np.float64(est.y_scale_) ** 2:.5g}, data passes {ops.data.passes}")
+        if errors[k] < best_err:
+            best_err, best_fit, since_best = errors[k], (a, gamma, hist, lam), 0
+        else:
+            since_best += 1
+            if since_best >= est.n_iter_no_change:
+                break
+    with np.errstate(over="ignore"):
+        est.validation_errors_ = errors * np.float64(est.y_scale_) ** 2
+    est.path_start_ = start
+    return best_fit

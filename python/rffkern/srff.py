@@ -321,6 +321,9 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
 
     def fit(self, X, y):
         """Fit on X (n_samples, n_features) and y (n_samples,)."""
+        if is_dask_array(X):  # data terms on the workers, the alternating minimisation here
+            from rffkern._dask_fits import fit_srff
+            return fit_srff(self, X, y)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         n, d = X.shape
