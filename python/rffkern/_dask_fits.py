@@ -89,6 +89,7 @@ class _Data:
         self.n, self.d = int(X.shape[0]), int(X.shape[1])
         self.X = X
         self.masks = {"all": [None] * len(self.chunks)}
+        self._held = {}
         self.passes = 0
 
     def set_mask(self, name, mask):
@@ -99,6 +100,7 @@ class _Data:
             self.masks[name] = [None] * len(self.chunks)
         else:
             m = da.from_array(np.asarray(mask, bool), chunks=(self.chunks,)).persist()
+            self._held[name] = m  # holds the persisted chunks (futures) for the passes to come
             self.masks[name] = list(m.to_delayed().ravel())
 
     def reduce(self, fn, shared, *, mask="all"):
