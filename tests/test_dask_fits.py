@@ -135,7 +135,7 @@ ADAPTIVE_FITTED = ("frequencies_", "coef_", "amplitudes_", "acceptance_rate_", "
     dict(resample=True, resample_threshold=0.95, init_scale=1.0),
 ], ids=["default", "gcv", "resample"])
 def test_adaptive_regressor_equals_single_machine(client, params):
-    params = {"n_components": 16, "n_iter": 12, "random_state": 0, **params}
+    params = {"n_components": 16, "n_iter": 6, "random_state": 0, **params}
     single = AdaptiveRFFRegressor(**params).fit(X_A, Y_A)
     dist = _fit(AdaptiveRFFRegressor(**params), _dask(X_A, 600), Y_A)
     _assert_same(dist, single, ADAPTIVE_FITTED + ("y_scale_",))
@@ -151,8 +151,8 @@ def test_adaptive_regressor_equals_single_machine(client, params):
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_adaptive_classifier_equals_single_machine(client, n_classes):
     labels = np.digitize(Y_A, np.quantile(Y_A, np.arange(1, n_classes) / n_classes))
-    single = AdaptiveRFFClassifier(12, n_iter=8, random_state=2).fit(X_A, labels)
-    dist = _fit(AdaptiveRFFClassifier(12, n_iter=8, random_state=2), _dask(X_A, 800), _dask(labels, 500))
+    single = AdaptiveRFFClassifier(12, n_iter=4, random_state=2).fit(X_A, labels)
+    dist = _fit(AdaptiveRFFClassifier(12, n_iter=4, random_state=2), _dask(X_A, 800), _dask(labels, 500))
     np.testing.assert_array_equal(dist.classes_, single.classes_)
     _assert_same(dist, single, ADAPTIVE_FITTED)
     np.testing.assert_array_equal(dist.predict(X_A), single.predict(X_A))
@@ -165,7 +165,7 @@ SRFF_FITTED = ("coef_", "gamma_", "weights_", "offsets_", "alpha_", "length_scal
 
 
 @pytest.mark.parametrize("params", [
-    dict(alpha=1e-3, max_iter=3, max_inner_iter=4),
+    dict(alpha=1e-3, max_iter=2, max_inner_iter=4),
     dict(alpha=[1e-2, 1e-4], refit=True, normalize_y=False, max_iter=2, max_inner_iter=2),
     dict(max_iter=1, max_inner_iter=2, n_iter_no_change=1, length_scale=2.0),   # the default grid
 ], ids=["one-lambda", "path-refit", "default-grid"])
