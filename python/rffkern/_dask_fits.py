@@ -357,7 +357,26 @@ def fit_eerf(est, X, y):
     from the same generator), the energy scores summed over the chunks, the kept features' Gram
     statistics reduced on the workers, alpha chosen from them as on one machine. The classifier's
     ``solver="logistic"`` (scikit-learn's iterative solver on the n x M features) is refused.
-    Returns ``est``.
+
+    Parameters
+    ----------
+    est : EERFRegressor or EERFClassifier
+        The estimator; its hyper-parameters are validated here and its fitted attributes set.
+    X : dask.array.Array of shape (n_samples, n_features)
+        Chunked by rows only (every row whole in one chunk); known chunk sizes.
+    y : dask.array.Array or array-like of shape (n_samples,) or (n_samples, n_targets)
+        Numeric targets (regressor) or class labels (classifier). Rechunked to X's row chunks.
+
+    Returns
+    -------
+    est : EERFRegressor or EERFClassifier
+        Fitted, with the attributes of the single-machine fit.
+
+    Raises
+    ------
+    ValueError
+        NaN or infinity in X or y, column-chunked X, mismatched lengths, fewer than 2 classes,
+        ``solver='logistic'``, or a bad hyper-parameter (as on one machine).
     """
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
@@ -544,7 +563,27 @@ def fit_adaptive(est, X, y):
     resampling, the final one; GCV's lambda from the same statistics) is one pass of per-chunk
     ``2K x 2K`` pair-feature Grams reduced on the workers; the Metropolis chain (proposals,
     acceptance, adaptive covariance, resampling) runs on the client with the same draws as
-    ``est.fit(X.compute(), y.compute())``. Returns ``est``.
+    ``est.fit(X.compute(), y.compute())``.
+
+    Parameters
+    ----------
+    est : AdaptiveRFFRegressor or AdaptiveRFFClassifier
+        The estimator; its hyper-parameters are validated here and its fitted attributes set.
+    X : dask.array.Array of shape (n_samples, n_features)
+        Chunked by rows only (every row whole in one chunk); known chunk sizes.
+    y : dask.array.Array or array-like of shape (n_samples,) or (n_samples, n_targets)
+        Numeric targets (regressor) or class labels (classifier). Rechunked to X's row chunks.
+
+    Returns
+    -------
+    est : AdaptiveRFFRegressor or AdaptiveRFFClassifier
+        Fitted, with the attributes of the single-machine fit.
+
+    Raises
+    ------
+    ValueError
+        NaN or infinity in X or y, column-chunked X, mismatched lengths, fewer than 2 classes, or
+        a bad hyper-parameter.
     """
     from scipy.linalg import cholesky
     from sklearn.base import is_classifier
@@ -870,7 +909,27 @@ def fit_srff(est, X, y):
     on the workers: the ridge step's Gram ``Z.T Z`` and ``Z.T y``, FISTA's losses and
     gamma-gradients (sums over rows), the held-out errors of the lambda path, the d x d Gram behind
     the default lambda grid. The k-NN width sample and the held-out split are those of
-    ``est.fit(X.compute(), y.compute())`` (same generator, same draws). Returns ``est``.
+    ``est.fit(X.compute(), y.compute())`` (same generator, same draws).
+
+    Parameters
+    ----------
+    est : SRFFRegressor
+        The estimator; its hyper-parameters are validated here and its fitted attributes set.
+    X : dask.array.Array of shape (n_samples, n_features)
+        Chunked by rows only (every row whole in one chunk); known chunk sizes.
+    y : dask.array.Array or array-like of shape (n_samples,)
+        Numeric targets, one output. Rechunked to X's row chunks.
+
+    Returns
+    -------
+    est : SRFFRegressor
+        Fitted, with the attributes of the single-machine fit.
+
+    Raises
+    ------
+    ValueError
+        NaN or infinity in X or y, column-chunked X, 2-D y, mismatched lengths, a validation
+        split that leaves too few rows, or a bad hyper-parameter.
     """
     from rffkern.srff import PATH_EXPONENTS, median_knn_distance
 
