@@ -43,13 +43,12 @@ Metropolis proposal; the exactness claim is for float64.
 from __future__ import annotations
 
 import copy
-import math
 import time
 
 import numpy as np
 
 from rffkern._dask import _Moments, _aligned_targets, _row_chunked, _tree_reduce
-from rffkern._data import TargetScaler, holdout_split, power_of_two_scale
+from rffkern._data import TargetScaler, holdout_split
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
