@@ -79,19 +79,20 @@ EERF_FITTED = ("weights_", "offsets_", "scores_", "coef_", "intercept_", "alpha_
                "length_scale_", "n_subsample_", "n_candidates_", "x_mean_", "x_scale_", "scale_")
 
 
-@pytest.mark.parametrize("params", [
-    dict(),                                                   # k-NN width, 10 % scoring rows, LOO
-    dict(alpha_selection="gcv", n_subsample=2500),            # > 2000 scoring rows: the k-NN subsample
-    dict(alpha_selection="validation", normalize_y=False),    # the held-out split
-    dict(kernel="arccos1", alpha=0.1),
-    dict(kernel="linear", n_components=4),
+@pytest.mark.parametrize("params, passes", [
+    (dict(), 4),                                                 # k-NN width, 10 % scoring rows, LOO
+    (dict(alpha_selection="gcv", n_subsample=2500), 3),          # > 2000 scoring rows: k-NN subsample
+    (dict(alpha_selection="validation", normalize_y=False), 4),  # the held-out split
+    (dict(kernel="arccos1", alpha=0.1), 3),
+    (dict(kernel="linear", n_components=4), 4),
 ], ids=["loo", "gcv", "validation", "arccos1", "linear"])
-def test_eerf_regressor_equals_single_machine(client, params):
+def test_eerf_regressor_equals_single_machine(client, params, passes):
     params = {"n_components": 25, "random_state": 0, **params}
     single = EERFRegressor(**params).fit(X_E, Y_E)
     dist = _fit(EERFRegressor(**params), _dask(X_E), _dask(Y_E, 1000))
     names = EERF_FITTED if params.get("kernel") != "linear" else EERF_FITTED + ("support_",)
     _assert_same(dist, single, names + ("y_mean_", "y_scale_"))
+    assert dist._n_dask_passes == passes  # statistics, scores, Gram (+ LOO or held-out errors)
     np.testing.assert_allclose(dist.predict(X_E), single.predict(X_E), rtol=RTOL, atol=RTOL * 10)
 
 
@@ -180,7 +181,6 @@ def test_srff_equals_single_machine(client, params):
         ok = ~np.isnan(single.validation_errors_)
         assert _relative(dist.validation_errors_[ok], single.validation_errors_[ok]) <= RTOL
     np.testing.assert_allclose(dist.predict(X_S), single.predict(X_S), rtol=RTOL, atol=RTOL)
-    return dist
 
 
 def test_srff_refuses_bad_input(client):

@@ -25,10 +25,13 @@ What runs where:
 * SRFF (:func:`fit_srff`): pass 1 column statistics of X, a gather for the k-NN width, pass 2 the
   d x d Gram of the standardised X (the lambda grid) and the target statistics on the training
   rows; then the alternating minimisation with the whole loop on the client and every data term
-  on the workers: each ridge step is one pass (Gram ``Z.T Z``, ``Z.T y`` of the current gamma), each
-  FISTA iteration one pass for the loss and gamma-gradient and one for the backtracking losses
-  (up to four step halvings evaluated in the same pass), each lambda of the path one pass of
-  held-out errors. Passes: about ``2 + 2 * inner`` per outer iteration.
+  on the workers: each ridge step is one pass (Gram ``Z.T Z``, ``Z.T y`` of the current gamma; the
+  last Gram is reused when the next lambda starts from the same gamma), FISTA one pass for the
+  starting loss and gradient, then one per iteration whose first backtracking step is accepted
+  (the candidate's loss is evaluated with the loss and gamma-gradient at the extrapolated point
+  that follows it) and one more per rejection (four halvings a pass); the lambda path one Gram
+  and one held-out pass for its start, one held-out pass per lambda. Passes: ``2 + inner``
+  per outer iteration when no step is rejected (the single-machine fit makes ``2 + 2 * inner``).
 * Adaptive RFF (:func:`fit_adaptive`): pass 1 column statistics, a gather for the median heuristic,
   then one pass per least-squares problem: the ``2K x 2K`` Gram of the pair features, ``S.T Y`` and
   ``Y.T Y`` (GCV and the training MSE come from the same reduced statistics). The Metropolis loop
