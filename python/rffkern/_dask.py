@@ -10,6 +10,8 @@
   per-chunk leave-one-out sums (:class:`LooPass`); the O(s^3) solves on the client, with the same
   code as one machine. Everything runs on Dask's current scheduler (a ``distributed.Client`` when
   one is active), so a lost worker's chunks are recomputed by Dask.
+* The exact distributed fits of EERF, SRFF and adaptive RFF build on these pieces in
+  :mod:`rffkern._dask_fits`.
 
 Dask is imported only once a Dask array has been seen: ``import rffkern`` works without it.
 """

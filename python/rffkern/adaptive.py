@@ -379,6 +379,9 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
         >>> bool(0 < model.fit(X, y).acceptance_rate_ < 1)
         True
         """
+        if is_dask_array(X):  # least squares on the workers, the Metropolis chain here
+            from rffkern._dask_fits import fit_adaptive
+            return fit_adaptive(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         Y = y.reshape(X.shape[0], -1)
         scaler = TargetScaler(self.normalize_y).fit(Y)
@@ -468,6 +471,9 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         >>> clf.fit(X, y).classes_
         array([0, 1])
         """
+        if is_dask_array(X):  # least squares on the workers, the Metropolis chain here
+            from rffkern._dask_fits import fit_adaptive
+            return fit_adaptive(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
         self.classes_ = np.unique(y)

@@ -397,6 +397,9 @@ class EERFRegressor(RegressorMixin, _EERFBase):
         >>> EERFRegressor(n_components=20, random_state=0).fit(X, y).scores_.shape
         (20,)
         """
+        if is_dask_array(X):  # exact distributed fit on the workers
+            from rffkern._dask_fits import fit_eerf
+            return fit_eerf(self, X, y)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         scaler = TargetScaler(self.normalize_y).fit(y.reshape(X.shape[0], -1))
@@ -507,6 +510,9 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         >>> EERFClassifier(n_components=20, random_state=0).fit(X, y).classes_
         array([0, 1])
         """
+        if is_dask_array(X):  # exact distributed fit on the workers
+            from rffkern._dask_fits import fit_eerf
+            return fit_eerf(self, X, y)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)

@@ -370,6 +370,9 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         >>> model.fit(X, y).gamma_.shape
         (10,)
         """
+        if is_dask_array(X):  # data terms on the workers, the alternating minimisation here
+            from rffkern._dask_fits import fit_srff
+            return fit_srff(self, X, y)
         self._validate_params()
         self._log = ProgressLog(self, self.verbose)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)

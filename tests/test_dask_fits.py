@@ -1,0 +1,202 @@
+"""Exact distributed fits of EERF, SRFF and adaptive RFF on Dask arrays (issue 11).
+
+Every fit on a row-chunked Dask array (uneven chunks, on a loopback LocalCluster of 2 worker
+processes) is compared with the single-machine fit of the same data: every fitted array to 1e-10
+relative in float64, every discrete choice (kept features, alpha, path start, accepted proposals)
+equal. Every wait on the cluster has a time limit.
+"""
+import concurrent.futures
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from rffkern import EERFClassifier, EERFRegressor, SRFFRegressor  # noqa: E402
+from rffkern.adaptive import DEFAULT_ALPHAS, AdaptiveRFFClassifier, AdaptiveRFFRegressor  # noqa: E402
+
+TIMEOUT = 120  # seconds, for every fit / compute
+RTOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, host="127.0.0.1")
+    client = distributed.Client(cluster, timeout=60)
+    try:
+        client.wait_for_workers(2, timeout=60)
+        yield client
+    finally:
+        client.close(timeout=60)
+        cluster.close(timeout=60)
+
+
+def _fit(estimator, X, y):
+    """``estimator.fit(X, y)`` with a time limit (the fit computes on the cluster itself)."""
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(estimator.fit, X, y).result(timeout=TIMEOUT)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _relative(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    assert a.shape == b.shape
+    if not b.size:
+        return 0.0
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), np.finfo(float).tiny))
+
+
+def _assert_same(dist, single, names):
+    for name in names:
+        got, want = getattr(dist, name), getattr(single, name)
+        if want is None:
+            assert got is None, name
+        elif isinstance(want, (str, bool, np.integer, int)) and not isinstance(want, float):
+            assert got == want, name
+        else:
+            assert _relative(got, want) <= RTOL, (name, _relative(got, want))
+
+
+def _data(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * np.linspace(1, 30, d) + np.arange(d)  # uneven column scales
+    y = np.sin(2 * X[:, 0]) + (X[:, 1] / 10) ** 2 + 0.1 * rng.standard_normal(n) + 5
+    return X, y
+
+
+def _dask(X, rows=700):
+    return da.from_array(X, chunks=(rows,) + X.shape[1:])
+
+
+X_E, Y_E = _data(3000, 6)
+LABELS_3 = np.array(["a", "b", "c"])[np.digitize(Y_E, np.quantile(Y_E, [1 / 3, 2 / 3]))]
+
+EERF_FITTED = ("weights_", "offsets_", "scores_", "coef_", "intercept_", "alpha_", "selection_errors_",
+               "length_scale_", "n_subsample_", "n_candidates_", "x_mean_", "x_scale_", "scale_")
+
+
+@pytest.mark.parametrize("params, passes", [
+    (dict(), 4),                                                 # k-NN width, 10 % scoring rows, LOO
+    (dict(alpha_selection="gcv", n_subsample=2500), 3),          # > 2000 scoring rows: k-NN subsample
+    (dict(alpha_selection="validation", normalize_y=False), 4),  # the held-out split
+    (dict(kernel="arccos1", alpha=0.1), 3),
+    (dict(kernel="linear", n_components=4), 4),
+], ids=["loo", "gcv", "validation", "arccos1", "linear"])
+def test_eerf_regressor_equals_single_machine(client, params, passes):
+    params = {"n_components": 25, "random_state": 0, **params}
+    single = EERFRegressor(**params).fit(X_E, Y_E)
+    dist = _fit(EERFRegressor(**params), _dask(X_E), _dask(Y_E, 1000))
+    names = EERF_FITTED if params.get("kernel") != "linear" else EERF_FITTED + ("support_",)
+    _assert_same(dist, single, names + ("y_mean_", "y_scale_"))
+    assert dist._n_dask_passes == passes  # statistics, scores, Gram (+ LOO or held-out errors)
+    np.testing.assert_allclose(dist.predict(X_E), single.predict(X_E), rtol=RTOL, atol=RTOL * 10)
+
+
+def test_eerf_regressor_two_outputs(client):
+    Y = np.c_[Y_E, 1e4 * X_E[:, 2]]
+    single = EERFRegressor(20, alpha=[1e-3, 1e-1], random_state=1).fit(X_E, Y)
+    dist = _fit(EERFRegressor(20, alpha=[1e-3, 1e-1], random_state=1), _dask(X_E, 900), Y)
+    _assert_same(dist, single, EERF_FITTED)
+
+
+@pytest.mark.parametrize("labels", [LABELS_3, (Y_E > np.median(Y_E)).astype(int)], ids=["3-class", "binary"])
+def test_eerf_classifier_equals_single_machine(client, labels):
+    single = EERFClassifier(20, random_state=0).fit(X_E, labels)
+    dist = _fit(EERFClassifier(20, random_state=0), _dask(X_E), _dask(labels, 800))
+    np.testing.assert_array_equal(dist.classes_, single.classes_)
+    _assert_same(dist, single, EERF_FITTED)
+    np.testing.assert_array_equal(dist.predict(X_E), single.predict(X_E))
+
+
+def test_eerf_refuses_logistic_and_bad_input(client):
+    with pytest.raises(ValueError, match="solver='logistic' is not supported on Dask"):
+        EERFClassifier(10, solver="logistic").fit(_dask(X_E), LABELS_3)
+    X_bad = X_E.copy()
+    X_bad[1234, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        _fit(EERFRegressor(10), _dask(X_bad), Y_E)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        _fit(EERFClassifier(10), _dask(X_E), np.zeros(len(X_E), int))
+    with pytest.raises(ValueError, match="samples"):
+        EERFRegressor(10).fit(_dask(X_E), Y_E[:-1])
+
+
+X_A, Y_A = _data(2500, 4, seed=1)
+ADAPTIVE_FITTED = ("frequencies_", "coef_", "amplitudes_", "acceptance_rate_", "alpha_", "gcv_errors_",
+                   "init_scale_", "proposal_covariance_", "x_mean_", "x_scale_", "y_mean_")
+
+
+@pytest.mark.parametrize("params", [
+    dict(),
+    dict(alpha=DEFAULT_ALPHAS, normalize_y=False),           # GCV at the initial and final frequencies
+    dict(resample=True, resample_threshold=0.95, init_scale=1.0),
+], ids=["default", "gcv", "resample"])
+def test_adaptive_regressor_equals_single_machine(client, params):
+    params = {"n_components": 16, "n_iter": 6, "random_state": 0, **params}
+    single = AdaptiveRFFRegressor(**params).fit(X_A, Y_A)
+    dist = _fit(AdaptiveRFFRegressor(**params), _dask(X_A, 600), Y_A)
+    _assert_same(dist, single, ADAPTIVE_FITTED + ("y_scale_",))
+    np.testing.assert_array_equal(dist.history_["acceptance"], single.history_["acceptance"])
+    assert _relative(dist.history_["proposal_mse"], single.history_["proposal_mse"]) <= RTOL
+    assert dist.history_["n_resamples"] == single.history_["n_resamples"]
+    # one pass of column statistics, one least-squares pass at the start, per iteration, per
+    # resampling and at the end (GCV reuses the same statistics)
+    assert dist._n_dask_passes == params["n_iter"] + 3 + dist.history_["n_resamples"]
+    np.testing.assert_allclose(dist.predict(X_A), single.predict(X_A), rtol=RTOL, atol=RTOL)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_adaptive_classifier_equals_single_machine(client, n_classes):
+    labels = np.digitize(Y_A, np.quantile(Y_A, np.arange(1, n_classes) / n_classes))
+    single = AdaptiveRFFClassifier(12, n_iter=4, random_state=2).fit(X_A, labels)
+    dist = _fit(AdaptiveRFFClassifier(12, n_iter=4, random_state=2), _dask(X_A, 800), _dask(labels, 500))
+    np.testing.assert_array_equal(dist.classes_, single.classes_)
+    _assert_same(dist, single, ADAPTIVE_FITTED)
+    np.testing.assert_array_equal(dist.predict(X_A), single.predict(X_A))
+
+
+X_S, Y_S = _data(1500, 4, seed=2)
+SRFF_FITTED = ("coef_", "gamma_", "weights_", "offsets_", "alpha_", "length_scale_", "objective_",
+               "feature_importances_", "x_mean_", "x_scale_", "y_mean_", "y_scale_", "n_iter_",
+               "n_outer_iter_total_")
+
+
+@pytest.mark.parametrize("params", [
+    dict(alpha=1e-3, max_iter=2, max_inner_iter=4),
+    dict(alpha=[1e-2, 1e-4], refit=True, normalize_y=False, max_iter=2, max_inner_iter=2),
+    dict(max_iter=1, max_inner_iter=2, n_iter_no_change=1, length_scale=2.0),   # the default grid
+], ids=["one-lambda", "path-refit", "default-grid"])
+def test_srff_equals_single_machine(client, params):
+    params = {"n_components": 30, "random_state": 0, **params}
+    single = SRFFRegressor(**params).fit(X_S, Y_S)
+    dist = _fit(SRFFRegressor(**params), _dask(X_S, 400), _dask(Y_S, 400))
+    _assert_same(dist, single, SRFF_FITTED + ("alphas_",))
+    if single.validation_errors_ is not None:
+        assert dist.path_start_ == single.path_start_
+        np.testing.assert_array_equal(np.isnan(dist.validation_errors_), np.isnan(single.validation_errors_))
+        ok = ~np.isnan(single.validation_errors_)
+        assert _relative(dist.validation_errors_[ok], single.validation_errors_[ok]) <= RTOL
+    np.testing.assert_allclose(dist.predict(X_S), single.predict(X_S), rtol=RTOL, atol=RTOL)
+
+
+def test_srff_refuses_bad_input(client):
+    with pytest.raises(ValueError, match="1-D"):
+        SRFFRegressor(10, alpha=1e-3).fit(_dask(X_S), np.c_[Y_S, Y_S])
+    y_bad = Y_S.copy()
+    y_bad[7] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        _fit(SRFFRegressor(10, alpha=1e-3), _dask(X_S), y_bad)
+    with pytest.raises(ValueError, match="validation split"):
+        _fit(SRFFRegressor(10, alpha=[1e-3, 1e-2], validation_fraction=0.0001), _dask(X_S[:100]), Y_S[:100])
+
+
+def test_dask_fit_does_not_modify_inputs(client):
+    X, y = X_E.copy(), Y_E.copy()
+    Xd = _dask(X)
+    _fit(EERFRegressor(10, random_state=0), Xd, y)
+    np.testing.assert_array_equal(X, X_E)
+    np.testing.assert_array_equal(y, Y_E)
