@@ -154,6 +154,9 @@ class _BaseRFFNet(BaseEstimator):
         return X, y
 
     def _fit(self, X, y, *, incremental, classes=None):
+        if is_dask_array(X) and not incremental:  # data-parallel on the Dask workers
+            from rffkern._dask_rffnet import fit_rffnet
+            return fit_rffnet(self, X, y)
         first_call = not incremental or not hasattr(self, "relevances_")
         if first_call:
             self._validate_params()
