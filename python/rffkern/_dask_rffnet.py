@@ -248,6 +248,21 @@ def _validate_chunk(ctx, params, index, Xb, yb):
 
 # -- the fit ---------------------------------------------------------------------------------------
 
+def _shared(obj):
+    """obj as a task argument sent once: scattered to every worker of the current distributed
+    client (kept there for the whole fit), else one key of the graph."""
+    import dask
+
+    try:
+        from distributed import get_client
+        client = get_client()
+    except (ImportError, ValueError):
+        return dask.delayed(obj, pure=False)
+    if dask.config.get("scheduler", None) not in (None, "dask.distributed", "distributed"):
+        return dask.delayed(obj, pure=False)  # another scheduler was chosen explicitly
+    return client.scatter(obj, broadcast=True, hash=False)
+
+
 def _default_shards(n_chunks):
     import dask
 
@@ -395,7 +410,7 @@ def fit_rffnet(est, X, y):
     est._state = TrainingState(coef.shape, d, dtype, est._palm)
     params = _Params(theta, np.ascontiguousarray(coef), est._state)
 
-    ctx_key = dask.delayed(ctx, pure=False)
+    ctx_key = _shared(ctx)
     use_validation = split_seed is not None and stats["n_val"] > 0
     sst = None
     if use_validation:
@@ -429,13 +444,13 @@ def fit_rffnet(est, X, y):
                 p = dask.delayed(_train_chunk, pure=True)(ctx_key, p, i, seed, lr * len(groups), x_blocks[i],
                                                           y_blocks[i])
             ends.append(p)
-        averaged = dask.delayed(_average, pure=True)(*ends)
+        (new,) = dask.compute(dask.delayed(_average, pure=True)(*ends))
         if use_validation:
-            val = _tree_reduce([dask.delayed(_validate_chunk, pure=True)(ctx_key, averaged, i, xb, yb)
-                                for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))], _add)
-            new, val = dask.compute(averaged, val)
-        else:
-            (new,) = dask.compute(averaged)
+            # a second graph, not the same one: a chunk read for training is then released at
+            # once instead of being held until the averaged model can be validated on it
+            new_key = _shared(new)
+            (val,) = dask.compute(_tree_reduce([dask.delayed(_validate_chunk, pure=True)(ctx_key, new_key, i, xb, yb)
+                                                for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))], _add))
         train_loss = new.loss_sum / max(new.rows, 1)
         params = _Params(new.theta, new.coef, new.state)
         est.n_iter_ += 1
