@@ -73,7 +73,9 @@ def _measured_fit(client, fit, X, y):
     before = {w: rss for w, (_, rss) in client.run(_peak_rss_mb).items()}
     model = _in_thread(fit, X, y)
     after = client.run(_peak_rss_mb)
-    return model, max(after[w][0] - before[w] for w in after)
+    growth = max(after[w][0] - before[w] for w in after)
+    print(f"peak RSS growth {growth:.1f} MB")
+    return model, growth
 
 
 def test_from_npy_reads_the_file(data_file):

@@ -9,10 +9,12 @@
   parameters (theta, B and the optimiser moments). A chunk's task standardizes and encodes its own
   rows, so only the parameters travel between tasks (on the same worker when the scheduler keeps
   a shard there).
-* The shards' parameters and Adam moments are averaged, weighted by the rows each trained on, in
-  one task; the averaged model is evaluated on the held-out rows of every chunk (summed by a tree
-  reduction on the workers) and only the parameters and a few sums come back to the client, which
-  runs the single-machine schedule: best-epoch checkpoint, adaptive learning rate, early stopping.
+* The shards' parameters and Adam moments are averaged on the client, weighted by the rows each
+  trained on (the chains are submitted in waves of ``CHUNKS_PER_WAVE`` chunks per shard, so a
+  worker never holds more than a few chunks: see the out-of-core test). The averaged model is
+  evaluated on the held-out rows of every chunk (summed by a tree reduction on the workers): only
+  parameters and a few sums travel, and the client runs the single-machine schedule (best-epoch
+  checkpoint, adaptive learning rate, early stopping).
 
 With one shard this is exactly sequential mini-batch training over the chunks (the model moves
 from chunk to chunk); with ``K`` shards the ``K`` trajectories run in parallel and each epoch
@@ -53,6 +55,8 @@ __all__ = ["fit_rffnet", "from_npy", "CONFIG_KEY"]
 
 #: Dask config key for the number of shards (parallel trajectories) of the distributed fit.
 CONFIG_KEY = "rffkern.rffnet-shards"
+#: Chunks each shard trains on per graph submitted (bounds the chunks a worker holds at once).
+CHUNKS_PER_WAVE = 4
 
 
 # -- reading a .npy file out of core --------------------------------------------------------------
@@ -435,16 +439,21 @@ def fit_rffnet(est, X, y):
         tic = time.perf_counter()
         seed = int(epoch_rng.integers(2**32 - 1))
         order_rng = np.random.default_rng(seed)
-        start = dask.delayed(params, pure=False, traverse=False)
-        ends = []
-        for group in groups:
-            p = start
-            for i in order_rng.permutation(group):
-                i = int(i)
-                p = dask.delayed(_train_chunk, pure=True)(ctx_key, p, i, seed, lr * len(groups), x_blocks[i],
-                                                          y_blocks[i])
-            ends.append(p)
-        (new,) = dask.compute(dask.delayed(_average, pure=True)(*ends))
+        orders = [[int(i) for i in order_rng.permutation(group)] for group in groups]
+        ends = [params] * len(groups)
+        # Waves of CHUNKS_PER_WAVE chunks per shard, one graph each: within one graph the chunk
+        # reads (tasks without dependencies) would run ahead of the sequential chain of training
+        # tasks and hold a whole shard in memory; a wave holds at most CHUNKS_PER_WAVE of them.
+        for w in range(0, max(map(len, orders)), CHUNKS_PER_WAVE):
+            wave = []
+            for order, end in zip(orders, ends):
+                p = dask.delayed(end, pure=False, traverse=False)
+                for i in order[w:w + CHUNKS_PER_WAVE]:
+                    p = dask.delayed(_train_chunk, pure=True)(ctx_key, p, i, seed, lr * len(groups),
+                                                              x_blocks[i], y_blocks[i])
+                wave.append(p)
+            ends = list(dask.compute(*wave))
+        new = _average(*ends)
         if use_validation:
             # a second graph, not the same one: a chunk read for training is then released at
             # once instead of being held until the averaged model can be validated on it
