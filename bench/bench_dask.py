@@ -16,6 +16,10 @@ of one (what a worker sends up the reduction tree), and the O(s^3) solve; and th
 driven width search (3 widths: 3 Gram passes, and alpha by LOO: one more pass per width), from the
 per-chunk Gram cost.
 
+``--part pieces`` measures only these per-chunk costs (on the file of ``--n`` rows); ``--part
+nystroem`` only them and the Nystroem row. Nystroem's ``predict`` runs in blocks of 100 000 rows
+(its kernel block is n x s float64: all 10M rows at once would take 80 GB at s = 1000).
+
 ``--part rffnet``: the data-parallel RFFNet fit (1 and 2 shards on 2 workers) against the
 single-machine fit on gse2 (``make_gse2``) and elevators (/work/shared/datasets, raw X, y; a
 seeded 80/20 split): test R^2, epochs run, seconds per epoch.
@@ -42,7 +46,7 @@ import distributed
 from rffkern import RFFNetRegressor, RFFRidge
 from rffkern._dask import _Moments
 from rffkern._dask_rffnet import CONFIG_KEY, from_npy
-from rffkern._ridge_solvers import GramStats, solve_ridge
+from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, solve_ridge
 
 TIMEOUT = 3600
 
@@ -53,7 +57,7 @@ def target(X, rng):
 
 def write_data(directory, n, d, block=500_000):
     """(X path, y path): X ~ N(0, 1) float32 and y, written block by block (never all in memory)."""
-    xp, yp = os.path.join(directory, f"dask_bench_X_{n}_{d}.npy"), os.path.join(directory, f"dask_bench_y_{n}_{d}.npy")
+    xp, yp = os.path.join(directory, f"dscale_bench_X_{n}_{d}.npy"), os.path.join(directory, f"dscale_bench_y_{n}_{d}.npy")
     if os.path.exists(xp) and os.path.exists(yp):
         return xp, yp
     X = np.lib.format.open_memmap(xp + ".tmp", "w+", np.float32, (n, d))
@@ -113,8 +117,13 @@ def cost_pieces(X_chunk, y_chunk, s, params):
     t_merge = median_of(lambda: copy.deepcopy(a).merge(b))
     nbytes = len(pickle.dumps(a, protocol=5))
     t_solve = median_of(lambda: solve_ridge(a, params["alpha"], True))
+    alphas = as_alpha_list(RFFRidge().alpha)  # the default list: what the width search scores
+    t_loo_setup = median_of(lambda: LooPass(a, alphas, True), reps=1)
+    loo = LooPass(a, alphas, True)
+    t_loo = median_of(lambda: loo.sse(fmap, Xs, Y), reps=1)
     return dict(chunk_rows=len(X_chunk), moments_s=t_moments, gram_s=t_gram, merge_s=t_merge,
-                gram_bytes=nbytes, solve_s=t_solve)
+                gram_bytes=nbytes, solve_s=t_solve, n_alphas=len(alphas), loo_setup_s=t_loo_setup,
+                loo_chunk_s=t_loo)
 
 
 def run_fit(args):
@@ -130,8 +139,10 @@ def run_fit(args):
     del Xm
     print(f"data {args.n} x {args.d} float32 + y: {file_mb:.0f} MB on disk; per-chunk costs ({args.chunk} rows, "
           f"1 thread): {json.dumps(pieces)}", flush=True)
+    if args.part == "pieces":
+        return dict(n=args.n, d=args.d, s=args.s, chunk=args.chunk, pieces=pieces)
 
-    for n_workers in [int(w) for w in args.workers.split(",")]:
+    for n_workers in [int(w) for w in args.workers.split(",")] if args.part == "fit" else []:
         with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                                       dashboard_address=None, host="127.0.0.1",
                                       memory_limit=args.memory_limit) as cluster, \
@@ -156,7 +167,7 @@ def run_fit(args):
             print(json.dumps({k: v for k, v in row.items() if k != "coef"}), flush=True)
 
     X_mem, y_mem = np.load(xp), np.load(yp)
-    for threads in sorted({1, max(int(w) for w in args.workers.split(","))}):
+    for threads in sorted({1, max(int(w) for w in args.workers.split(","))}) if args.part == "fit" else []:
         reset_peak()
         model, t_fit = timed(RFFRidge(args.s, n_jobs=threads, **params).fit, X_mem, y_mem)
         _, t_pred = timed(model.predict, X_mem)
@@ -180,7 +191,7 @@ def run_fit(args):
     nys = make_pipeline(StandardScaler(), Nystroem(gamma=gamma, n_components=args.s, random_state=0),
                         Ridge(alpha=1e-3 * m))
     _, t_fit = timed(nys.fit, X_mem[:m], y_mem[:m])
-    _, t_pred = timed(nys.predict, X_mem)
+    _, t_pred = timed(lambda: [nys.predict(X_mem[i:i + 100_000]) for i in range(0, args.n, 100_000)])
     row = dict(model=f"sklearn Nystroem + Ridge on {m} rows", workers=0, rows=m, fit_s=t_fit, predict_s=t_pred,
                process_peak_rss_mb=peak_rss_mb(), test_rmse=float(np.sqrt(np.mean((nys.predict(X_test) - y_test) ** 2))))
     rows.append(row)
@@ -230,7 +241,7 @@ def run_rffnet(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("fit", "rffnet"), default="fit")
+    parser.add_argument("--part", choices=("fit", "pieces", "nystroem", "rffnet"), default="fit")
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--d", type=int, default=20)
     parser.add_argument("--s", type=int, default=1000)
@@ -242,7 +253,7 @@ def main():
     parser.add_argument("--dir", default="/tmp")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
-    out = run_fit(args) if args.part == "fit" else run_rffnet(args)
+    out = run_fit(args) if args.part != "rffnet" else run_rffnet(args)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
