@@ -22,11 +22,14 @@ nystroem`` only them and the Nystroem row. Nystroem's ``predict`` runs in blocks
 
 ``--part rffnet``: the data-parallel RFFNet fit (1 and 2 shards on 2 workers) against the
 single-machine fit on gse2 (``make_gse2``) and elevators (/work/shared/datasets, raw X, y; a
-seeded 80/20 split): test R^2, epochs run, seconds per epoch.
+seeded 80/20 split): test R^2, epochs run, seconds per epoch. ``--part rffnet-epoch``: seconds per
+epoch (no early stopping) on the first ``--n`` rows of the ``--big-n``-row file, one process vs 1
+and 2 workers.
 
     python bench/bench_dask.py --part fit [--n 1000000] [--d 20] [--s 1000] [--chunk 50000]
         [--memory-limit 1GB] [--workers 1,2] [--nystroem-rows 200000] [--dir /tmp] [--json out.json]
     python bench/bench_dask.py --part rffnet [--json out.json]
+    python bench/bench_dask.py --part rffnet-epoch --n 1000000 --s 300 --epochs 2 [--chunk 100000]
 """
 from __future__ import annotations
 
@@ -230,18 +233,45 @@ def run_rffnet(args):
             Xd = client.persist(da.from_array(X, chunks=(chunk, X.shape[1])))
             yd = client.persist(da.from_array(y, chunks=chunk))
             distributed.wait([Xd, yd], timeout=120)
-            for shards in (1, 2):
+            # the last case divides learning_rate by the shards: the shards step with the unscaled rate
+            for shards, lr_factor, label in ((1, 1.0, ""), (2, 1.0, ""), (2, 0.5, ", no lr scaling")):
                 with dask.config.set({CONFIG_KEY: shards}):
-                    dist, t = timed(RFFNetRegressor(**params).fit, Xd, yd)
-                rows.append(dict(data=name, fit=f"Dask, 2 workers, {shards} shard(s)", r2=dist.score(Xt, yt),
+                    net = RFFNetRegressor(learning_rate=1e-3 * lr_factor, **params)
+                    dist, t = timed(net.fit, Xd, yd)
+                rows.append(dict(data=name, fit=f"Dask, 2 workers, {shards} shard(s){label}", r2=dist.score(Xt, yt),
                                  epochs=dist.n_iter_, s_per_epoch=t / dist.n_iter_))
                 print(json.dumps(rows[-1]), flush=True)
     return dict(rows=rows)
 
 
+def run_rffnet_epoch(args):
+    """Seconds per RFFNet epoch on the first --n rows of the memory-mapped file: one process (1
+    thread) and the data-parallel fit on 1 and 2 workers (as many shards), --epochs epochs."""
+    xp, yp = write_data(args.dir, args.big_n, args.d)
+    params = dict(n_components=args.s, max_iter=args.epochs, early_stopping=False, random_state=0, n_jobs=1)
+    X_mem, y_mem = np.array(np.load(xp, mmap_mode="r")[:args.n]), np.array(np.load(yp, mmap_mode="r")[:args.n])
+    single, t = timed(RFFNetRegressor(**params).fit, X_mem, y_mem)
+    rows = [dict(fit="one process, 1 thread", s_per_epoch=t / args.epochs, final_train_loss=single.loss_curve_[-1])]
+    print(json.dumps(rows[-1]), flush=True)
+    for n_workers in [int(w) for w in args.workers.split(",")]:
+        with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                      dashboard_address=None, host="127.0.0.1",
+                                      memory_limit=args.memory_limit) as cluster, \
+                distributed.Client(cluster) as client:
+            client.wait_for_workers(n_workers, timeout=120)
+            X, y = from_npy(xp, args.chunk)[:args.n], from_npy(yp, args.chunk)[:args.n]
+            client.run(reset_peak)
+            model, t = timed(RFFNetRegressor(**params).fit, X, y)
+            rows.append(dict(fit=f"Dask, {n_workers} worker(s) = shards", s_per_epoch=t / args.epochs,
+                             final_train_loss=model.loss_curve_[-1], peak_rss_mb=max(client.run(peak_rss_mb).values())))
+            print(json.dumps(rows[-1]), flush=True)
+    return dict(n=args.n, d=args.d, s=args.s, chunk=args.chunk, epochs=args.epochs, rows=rows)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("fit", "pieces", "nystroem", "rffnet"), default="fit")
+    parser.add_argument("--part", choices=("fit", "pieces", "nystroem", "rffnet", "rffnet-epoch"), default="fit")
+    parser.add_argument("--big-n", type=int, default=10_000_000, help="rffnet-epoch: rows of the file to read from")
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--d", type=int, default=20)
     parser.add_argument("--s", type=int, default=1000)
@@ -253,7 +283,12 @@ def main():
     parser.add_argument("--dir", default="/tmp")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
-    out = run_fit(args) if args.part != "rffnet" else run_rffnet(args)
+    if args.part == "rffnet":
+        out = run_rffnet(args)
+    elif args.part == "rffnet-epoch":
+        out = run_rffnet_epoch(args)
+    else:
+        out = run_fit(args)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -296,6 +296,8 @@ def fit_rffnet(est, X, y):
     est : RFFNetRegressor or RFFNetClassifier
         Its parameters are used as in ``fit``; ``init`` must be ``"constant"`` or an array
         (``"regressor"`` and ``"restarter"`` need the whole data set on one machine).
+        ``n_jobs=None`` runs each task on one thread (Dask runs one task per worker thread);
+        an integer is the compiled kernels' thread count inside every task.
     X : dask.array.Array of shape (n_samples, n_features)
         Chunked by rows only (whole rows in every chunk), known chunk sizes.
     y : dask.array.Array or array-like of shape (n_samples,) or (n_samples, n_outputs)
@@ -366,7 +368,7 @@ def fit_rffnet(est, X, y):
 
     runner = EpochRunner(weights=est.weights_, offsets=est.offsets_, scale=est.scale_, loss=est._loss,
                          solver=est.solver, batch_size=est.batch_size, alpha=est.alpha,
-                         n_threads=resolve_n_threads(est.n_jobs))
+                         n_threads=1 if est.n_jobs is None else resolve_n_threads(est.n_jobs))
     ctx = _ChunkContext(est, runner, classifier, split_seed, dtype)
     x_blocks, y_blocks = list(X.to_delayed().ravel()), list(y.to_delayed().ravel())
     n_chunks = len(x_blocks)
