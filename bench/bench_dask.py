@@ -192,7 +192,7 @@ def run_fit(args):
     reset_peak()
     gamma = 1.0 / (2 * params["length_scale"] ** 2)
     nys = make_pipeline(StandardScaler(), Nystroem(gamma=gamma, n_components=args.s, random_state=0),
-                        Ridge(alpha=1e-3 * m))
+                        Ridge(alpha=params["alpha"]))  # rffkern's alpha: (ZᵀZ + alpha I), not per sample
     _, t_fit = timed(nys.fit, X_mem[:m], y_mem[:m])
     _, t_pred = timed(lambda: [nys.predict(X_mem[i:i + 100_000]) for i in range(0, args.n, 100_000)])
     row = dict(model=f"sklearn Nystroem + Ridge on {m} rows", workers=0, rows=m, fit_s=t_fit, predict_s=t_pred,
