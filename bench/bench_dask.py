@@ -20,6 +20,9 @@ per-chunk Gram cost.
 nystroem`` only them and the Nystroem row. Nystroem's ``predict`` runs in blocks of 100 000 rows
 (its kernel block is n x s float64: all 10M rows at once would take 80 GB at s = 1000).
 
+``--part compare``: the in-memory float64 comparison of the distributed and the single-process
+``RFFRidge`` fit (data persisted on the workers; fit-time ratio and relative differences).
+
 ``--part rffnet``: the data-parallel RFFNet fit (1 and 2 shards on 2 workers) against the
 single-machine fit on gse2 (``make_gse2``) and elevators (/work/shared/datasets, raw X, y; a
 seeded 80/20 split): test R^2, epochs run, seconds per epoch. ``--part rffnet-epoch``: seconds per
@@ -29,6 +32,7 @@ and 2 workers.
     python bench/bench_dask.py --part fit [--n 1000000] [--d 20] [--s 1000] [--chunk 50000]
         [--memory-limit 1GB] [--workers 1,2] [--nystroem-rows 200000] [--dir /tmp] [--json out.json]
     python bench/bench_dask.py --part rffnet [--json out.json]
+    python bench/bench_dask.py --part compare --n 200000 --s 1000 --workers 2 --chunk 20000 [--reps 3] [--defaults]
     python bench/bench_dask.py --part rffnet-epoch --n 1000000 --s 300 --epochs 2 [--chunk 100000]
 """
 from __future__ import annotations
@@ -268,9 +272,57 @@ def run_rffnet_epoch(args):
     return dict(n=args.n, d=args.d, s=args.s, chunk=args.chunk, epochs=args.epochs, rows=rows)
 
 
+def relative(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+def run_compare(args):
+    """The in-memory float64 comparison: X (n x d Gaussian) and y persisted on the workers (not
+    timed), the median fit time of the distributed RFFRidge fit against the NumPy fit in this
+    process with as many threads as the cluster has, and the largest relative differences of
+    coef_, intercept_ and the predictions (fixed width, alpha, GCV; ``--defaults`` adds the
+    data-driven defaults: 3 widths, 23 alphas by LOO)."""
+    from _timing import median_time
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((args.n, args.d))
+    y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.standard_normal(args.n)
+    cases = [("fixed width, alpha 1e-3, GCV", dict(length_scale=float(np.sqrt(args.d)), alpha=1e-3, alpha_selection="gcv"))]
+    if args.defaults:
+        cases.append(("defaults (3 widths, 23 alphas, LOO)", {}))
+    workers = max(int(w) for w in args.workers.split(","))
+    rows = []
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, host="127.0.0.1") as cluster, \
+            distributed.Client(cluster) as client:
+        Xd = client.persist(da.from_array(X, chunks=(args.chunk, args.d)))
+        yd = client.persist(da.from_array(y, chunks=args.chunk))
+        distributed.wait([Xd, yd], timeout=300)
+        for name, params in cases:
+            def single():
+                return RFFRidge(args.s, random_state=0, n_jobs=workers, **params).fit(X, y)
+
+            def dist():
+                return RFFRidge(args.s, random_state=0, **params).fit(Xd, yd)
+
+            t_single, t_dist = median_time(single, args.reps), median_time(dist, args.reps)
+            a, b = single(), dist()
+            pred = client.compute(b.predict(Xd)).result(timeout=300)
+            rows.append(dict(case=name, n=args.n, d=args.d, s=args.s, workers=workers, chunk=args.chunk,
+                             single_s=t_single, distributed_s=t_dist, ratio=t_dist / t_single,
+                             coef_rel=relative(b.coef_, a.coef_), intercept_rel=relative(b.intercept_, a.intercept_),
+                             predict_rel=relative(pred, a.predict(X))))
+            print(json.dumps(rows[-1]), flush=True)
+    return dict(rows=rows)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("fit", "pieces", "nystroem", "rffnet", "rffnet-epoch"), default="fit")
+    parser.add_argument("--part", choices=("fit", "pieces", "nystroem", "rffnet", "rffnet-epoch", "compare"),
+                        default="fit")
+    parser.add_argument("--reps", type=int, default=3, help="compare: timed repetitions")
+    parser.add_argument("--defaults", action="store_true", help="compare: also the data-driven defaults")
     parser.add_argument("--big-n", type=int, default=10_000_000, help="rffnet-epoch: rows of the file to read from")
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--d", type=int, default=20)
@@ -287,6 +339,8 @@ def main():
         out = run_rffnet(args)
     elif args.part == "rffnet-epoch":
         out = run_rffnet_epoch(args)
+    elif args.part == "compare":
+        out = run_compare(args)
     else:
         out = run_fit(args)
     if args.json:
