@@ -170,6 +170,12 @@ class _BaseRFFNet(BaseEstimator):
 
     def _fit(self, X, y, *, incremental, classes=None, sample_weight=None):
         fitted = hasattr(self, "relevances_")
+        if is_dask_array(X) and not incremental:  # data-parallel on the Dask workers
+            if sample_weight is not None or (self.warm_start and fitted):
+                raise ValueError("sample_weight and warm_start are not supported when X is a Dask array "
+                                 "(the data-parallel fit starts anew with unit weights)")
+            from rffkern._dask_rffnet import fit_rffnet
+            return fit_rffnet(self, X, y)
         # partial_fit after a fit, and fit with warm_start after a fit, continue from the fitted
         # map, statistics, (theta, B) and optimiser state.
         first_call = not fitted or not (incremental or self.warm_start)
