@@ -368,6 +368,7 @@ def fit_rffnet(est, X, y):
 
     runner = EpochRunner(weights=est.weights_, offsets=est.offsets_, scale=est.scale_, loss=est._loss,
                          solver=est.solver, batch_size=est.batch_size, alpha=est.alpha,
+                         relevance_penalty=est.relevance_penalty,
                          n_threads=1 if est.n_jobs is None else resolve_n_threads(est.n_jobs))
     ctx = _ChunkContext(est, runner, classifier, split_seed, dtype)
     x_blocks, y_blocks = list(X.to_delayed().ravel()), list(y.to_delayed().ravel())
