@@ -474,6 +474,7 @@ def fit_eerf(est, X, y):
         est.weights_ = est.offsets_ = None
         est.scale_ = 1.0
     else:
+        assert W0 is not None  # drawn for every kernel but "linear"
         est.weights_ = np.ascontiguousarray(W0[:, keep])
         est.offsets_ = None if b0 is None else b0[keep]
         est.scale_ = float(np.sqrt(2.0 / M))

@@ -125,6 +125,7 @@ class _ChunkContext:
         if not self.classifier:
             yb = np.asarray(yb, np.float64)
             return yb.reshape(yb.shape[0], -1)
+        assert self.encoder is not None and self.n_classes is not None  # set for classifiers
         codes = self.encoder.transform(np.asarray(yb).ravel())
         if self.n_classes == 2:
             return codes.reshape(-1, 1).astype(np.float64)
@@ -481,6 +482,7 @@ def fit_rffnet(est, X, y):
                 score = float(val[1] / n_val)
             else:
                 sse = val[2:]
+                assert sst is not None  # computed whenever there is a validation split
                 r2 = np.where(sst > 0, 1.0 - sse / np.where(sst > 0, sst, 1.0), np.where(sse > 0, 0.0, 1.0))
                 score = float(np.mean(r2))
             est.validation_scores_.append(score)
