@@ -200,19 +200,21 @@ class LooPass:
         copy comes from the weighted Gram).
         """
         eig, inv = self.eig, self.inv
-        sse = np.zeros(inv.shape[0])
+        n_alphas, m = inv.shape[0], eig.VtZtY.shape[1]
+        # every alpha's V.T coefficients side by side: F of all alphas is one GEMM per block
+        M = (inv[:, :, None] * eig.VtZtY[None, :, :]).transpose(1, 0, 2).reshape(inv.shape[1], n_alphas * m)
+        sse = np.zeros(n_alphas)
         for start in range(0, X.shape[0], _BLOCK_ROWS):
             Xb = X[start:start + _BLOCK_ROWS]
             Q = (fmap.features(Xb).astype(np.float64) - self.mu) @ eig.V            # (b, s)
             H = self.base_h + (Q**2) @ inv.T                                         # (b, n_alphas)
             Yb = Y[start:start + _BLOCK_ROWS].astype(np.float64) / self.target_scale - self.ybar  # (b, m)
-            for a in range(inv.shape[0]):
-                F = Q @ (eig.VtZtY * inv[a][:, None])                               # (b, m)
-                R = (Yb - F) / np.maximum(1.0 - H[:, a:a + 1], 1e-12)
-                if sample_weight is None:
-                    sse[a] += (R**2).sum()
-                else:
-                    sse[a] += np.asarray(sample_weight[start:start + _BLOCK_ROWS], np.float64) @ (R**2).sum(1)
+            F = (Q @ M).reshape(Q.shape[0], n_alphas, m)                            # (b, n_alphas, m)
+            R2 = (((Yb[:, None, :] - F) / np.maximum(1.0 - H, 1e-12)[:, :, None]) ** 2).sum(axis=2)
+            if sample_weight is None:
+                sse += R2.sum(axis=0)
+            else:
+                sse += np.asarray(sample_weight[start:start + _BLOCK_ROWS], np.float64) @ R2
         return sse
 
 
