@@ -66,6 +66,9 @@ def explain_task(y):
 #: with ``SEARCH_COMPONENTS`` features (the width of a 1000-feature model on all rows is close to the
 #: best width of this smaller problem, and the search costs a fraction of one full Gram pass) ...
 SEARCH_ROWS = 3000
+#: The full model's features: 1000, at most twice the training rows.
+N_COMPONENTS = 1000
+COMPONENTS_PER_ROW = 2
 SEARCH_COMPONENTS = 500
 #: ... and, where the next narrower candidate's subset error is within this factor of the best's,
 #: compares the two at full size.
@@ -89,7 +92,8 @@ def fit(X, y, *, task=None, random_state=None, n_jobs=None, verbose=0, validatio
        leave-one-out error, each with its best penalty among 23 values. Where the next narrower
        candidate's error is within 25% of the best's, both go on to step 3 (more rows favour
        narrower kernels), which keeps the better by leave-one-out error.
-    3. A tuned kernel ridge machine: 1000 features at that width on every training row, the penalty
+    3. A tuned kernel ridge machine: 1000 features (at most twice the training rows) at that width
+       on every training row, the penalty
        among the 23 values by exact leave-one-out error (one Gram pass, one eigendecomposition and
        one leave-one-out pass, against three of each for a search over widths at full size).
     4. RFFNet (ARD relevances per feature) started from that kernel: its relevances start at
@@ -181,7 +185,11 @@ def fit(X, y, *, task=None, random_state=None, n_jobs=None, verbose=0, validatio
     search_idx = idx_tr
     if len(idx_tr) > SEARCH_ROWS:
         search_idx = np.sort(np.random.default_rng(seeds[3]).choice(idx_tr, SEARCH_ROWS, replace=False))
-    probe = ridge_cls(SEARCH_COMPONENTS, random_state=seeds[1], n_jobs=n_jobs, verbose=inner_verbose)
+    # more features than twice the rows buy little (the Gram's rank is at most the row count) and
+    # cost O(s^3) per eigendecomposition
+    n_full = min(N_COMPONENTS, COMPONENTS_PER_ROW * len(idx_tr))
+    probe = ridge_cls(min(SEARCH_COMPONENTS, n_full), random_state=seeds[1], n_jobs=n_jobs,
+                      verbose=inner_verbose)
     try:
         probe.fit(X[search_idx], y[search_idx])
         width = [probe.length_scale_]
@@ -198,7 +206,7 @@ def fit(X, y, *, task=None, random_state=None, n_jobs=None, verbose=0, validatio
              f"length_scale {shown} ({t_search:.2f} s)")
 
     tic = time.perf_counter()
-    ridge = ridge_cls(length_scale=width, random_state=seeds[1], n_jobs=n_jobs,
+    ridge = ridge_cls(n_full, length_scale=width, random_state=seeds[1], n_jobs=n_jobs,
                       verbose=inner_verbose).fit(X[idx_tr], y[idx_tr])
     t_ridge = time.perf_counter() - tic
     s_ridge = float(ridge.score(X[idx_val], y[idx_val]))
@@ -224,7 +232,7 @@ def fit(X, y, *, task=None, random_state=None, n_jobs=None, verbose=0, validatio
         model = ridge
         if classify and not np.isin(y[idx_val], ridge.classes_).all():
             # a class seen only in the held-out rows: refit on every row
-            model = ridge_cls(length_scale=ridge.length_scale_, alpha=ridge.alpha_, random_state=seeds[1],
+            model = ridge_cls(n_full, length_scale=ridge.length_scale_, alpha=ridge.alpha_, random_state=seeds[1],
                               n_jobs=n_jobs).fit(X, y)
         else:
             # the held-out rows join the Gram: the model of all rows at the chosen width and penalty
