@@ -379,3 +379,14 @@ def test_verbose_prints_one_line_per_width_and_the_choice(capsys):
     assert len(lines) == 4
     RFFRidgeClassifier(40, random_state=0).fit(X, y > 0)
     assert capsys.readouterr().out == ""  # verbose=0: silent
+
+
+def test_a_sequence_of_widths_keeps_the_best_by_selection_error():
+    X, y = _data(n=300, d=3, seed=8)
+    both = RFFRidge(60, length_scale=[0.7, 3.0], random_state=0).fit(X, y)
+    assert len(both.width_errors_) == 2
+    assert both.length_scale_ == [0.7, 3.0][int(np.argmin(both.width_errors_))]
+    alone = RFFRidge(60, length_scale=both.length_scale_, random_state=0).fit(X, y)
+    np.testing.assert_allclose(both.predict(X), alone.predict(X), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="length_scale"):
+        RFFRidge(60, length_scale=[1.0, -2.0]).fit(X, y)
