@@ -110,8 +110,19 @@ class TargetScaler:
         self.normalize = normalize
 
     def fit(self, Y, sample_weight=None):
-        """Learn ``mean_`` and ``scale_`` from Y (n,) or (n, m); ``sample_weight`` (n,) weights
-        the rows as in :func:`mean_and_scale` (None: equal weights)."""
+        """Learn ``mean_`` and ``scale_`` from the targets.
+
+        Parameters
+        ----------
+        Y : array-like of shape (n,) or (n, m)
+        sample_weight : ndarray of shape (n,) or None, default=None
+            Non-negative row weights (already checked, see :func:`check_sample_weight`): the
+            weighted mean and deviation of :func:`mean_and_scale`. None: equal weights.
+
+        Returns
+        -------
+        self : TargetScaler
+        """
         Y = np.asarray(Y, dtype=np.float64)
         Y2 = Y.reshape(Y.shape[0], -1)
         if self.normalize:

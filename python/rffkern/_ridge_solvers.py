@@ -73,10 +73,23 @@ class GramStats:
         self.y_sq = np.zeros(n_targets)
 
     def add(self, fmap, X, Y, sample_weight=None):
-        """Add the rows (X, Y) through the feature map ``fmap``; ``sample_weight`` (n,) or None.
+        """Add the rows (X, Y) through the feature map ``fmap``.
 
         Unweighted rows go through the compiled ``gram`` kernel; weighted ones through blocks of
         features and BLAS (``(sqrt(w) Z).T (sqrt(w) Z)``), O(block * s) memory.
+
+        Parameters
+        ----------
+        fmap : feature map
+            See the module docstring.
+        X : ndarray of shape (n, d)
+        Y : ndarray of shape (n, m)
+        sample_weight : ndarray of shape (n,) or None, default=None
+            Non-negative row weights (already checked); every sum is weighted by them.
+
+        Returns
+        -------
+        self : GramStats
         """
         if self.target_scale is None:
             self.target_scale = float(power_of_two_scale(Y))
@@ -198,6 +211,20 @@ class LooPass:
         With ``sample_weight`` (n,) the sum is weighted, ``sum_i w_i r_i^2``: with integer weights
         that is the sum over the repeated rows, each left out alone (the leverage ``h_ii`` of one
         copy comes from the weighted Gram).
+
+        Parameters
+        ----------
+        fmap : feature map
+            The map the Gram statistics were computed with.
+        X : ndarray of shape (n, d)
+        Y : ndarray of shape (n, m)
+            Targets in the units the statistics were built from (before ``target_scale``).
+        sample_weight : ndarray of shape (n,) or None, default=None
+            Weights of these rows; None: 1 each.
+
+        Returns
+        -------
+        sse : ndarray of shape (n_alphas,)
         """
         eig, inv = self.eig, self.inv
         n_alphas, m = inv.shape[0], eig.VtZtY.shape[1]
@@ -240,10 +267,33 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
     alpha, the selection errors per alpha (None for a single alpha unless ``score_single``, e.g. to
     compare maps) and the :class:`GramStats` of all the data (for later ``partial_fit``).
 
-    ``sample_weight`` (n,) or None weights every sum and every selection error. ``loo_rows``: with
-    ``selection="loo"``, average the exact LOO residuals of a random subset of at most that many
-    rows (drawn from ``rng``; the Gram still holds every row) instead of all of them: an unbiased
-    estimate of the LOO error at a fraction of the pass's cost. None: every row.
+    Parameters
+    ----------
+    fmap : feature map
+    X : ndarray of shape (n, d)
+    Y : ndarray of shape (n, m)
+    alphas : sequence of float
+    fit_intercept : bool, default=True
+    selection : {"loo", "gcv", "validation"}, default="loo"
+    validation_fraction : float, default=0.1
+        Held-out share for ``selection="validation"``.
+    rng : numpy.random.Generator or None, default=None
+        Draws the held-out split or the LOO subset (None: a Generator seeded with 0).
+    score_single : bool, default=False
+        Compute the selection error of a single alpha too.
+    sample_weight : ndarray of shape (n,) or None, default=None
+        Non-negative row weights (already checked): they weight every sum and every selection
+        error.
+    loo_rows : int or None, default=None
+        With ``selection="loo"``, average the exact LOO residuals of a random subset of at most
+        that many rows (the Gram still holds every row): an unbiased estimate of the LOO error at
+        a fraction of the pass's cost, but a noisy one at small penalties (a few rows of leverage
+        near 1 dominate the mean). None: every row.
+
+    Returns
+    -------
+    coef, intercept, alpha, errors, stats
+        As above.
     """
     alphas = list(alphas)
     m = Y.shape[1]
