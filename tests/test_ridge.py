@@ -390,3 +390,11 @@ def test_a_sequence_of_widths_keeps_the_best_by_selection_error():
     np.testing.assert_allclose(both.predict(X), alone.predict(X), rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="length_scale"):
         RFFRidge(60, length_scale=[1.0, -2.0]).fit(X, y)
+
+
+def test_sample_weight_with_a_dask_array_is_refused():
+    da = pytest.importorskip("dask.array")
+    X, y = _data(n=60, d=2)
+    for est, target in ((RFFRidge(20), y), (RFFRidgeClassifier(20), y > 0)):
+        with pytest.raises(ValueError, match="sample_weight is not supported when X is a Dask array"):
+            est.fit(da.from_array(X, chunks=(30, 2)), target, sample_weight=np.ones(60))
