@@ -39,7 +39,8 @@ Metrics
     ``fit/nys`` = fit time / the nystroem pipeline's fit time on the same seed. Fit time is
     ``time.perf_counter`` around ``fit`` only (for the baselines it includes the median heuristic,
     ~2000^2 distances, tens of ms); predict time around ``predict`` only.
-    Tables show the median over seeds; the JSON keeps every seed's numbers.
+    Tables show the mean over seeds of each number (errors, times, per-seed ``rel`` and ``fit/nys``)
+    and, for the error, the spread over seeds (min-max); the JSON keeps every seed's numbers.
 
 Time limits
     ``--time-limit S`` (default 600): a fit that takes longer than S seconds is kept, and the
@@ -488,7 +489,7 @@ def fit_and_score(factory, task, seed, X_train, y_train, X_test, y_test, hard_li
 # The run
 # ------------------------------------------------------------------------------------------------
 def run(datasets=None, methods=None, seeds=(0, 1, 2), max_train=None, time_limit=600.0,
-        hard_limit=None, verbose=True, dataset_info=None) -> list[dict]:
+        hard_limit=None, verbose=True, dataset_info=None, on_dataset=None) -> list[dict]:
     """Fit and score every method on every data set and seed; one dict per (data set, method, seed).
 
     Parameters
@@ -508,6 +509,9 @@ def run(datasets=None, methods=None, seeds=(0, 1, 2), max_train=None, time_limit
         Print one line per fit and each data set's table when it is done.
     dataset_info : dict or None
         Filled with name -> sizes and :func:`describe_data` of the first seed's split.
+    on_dataset : callable or None
+        Called with the records so far after each data set (``main`` saves the JSON there, so an
+        interrupted run keeps the data sets it finished).
 
     Returns
     -------
@@ -574,6 +578,8 @@ def run(datasets=None, methods=None, seeds=(0, 1, 2), max_train=None, time_limit
                           flush=True)
         add_relative(ds_records)
         records.extend(ds_records)
+        if on_dataset is not None:
+            on_dataset(records)
         if verbose:
             print_dataset_table(name, dataset_info[name], ds_records)
     return records
@@ -598,9 +604,15 @@ def add_relative(records: list[dict]) -> None:
 # ------------------------------------------------------------------------------------------------
 # Tables
 # ------------------------------------------------------------------------------------------------
-def _median(records, key):
+def _mean(records, key):
+    """Mean over seeds of ``key`` (records of one method on one data set)."""
     values = [r[key] for r in records if r.get(key) is not None]
-    return float(np.median(values)) if values else None
+    return float(np.mean(values)) if values else None
+
+
+def _spread(records, key):
+    values = [r[key] for r in records if r.get(key) is not None]
+    return float(np.max(values) - np.min(values)) if len(values) > 1 else None
 
 
 def _fmt(value, spec=".3f"):
@@ -624,10 +636,10 @@ def _table(header, rows, markdown=False):
 
 
 def dataset_rows(records: list[dict]):
-    """Per-method rows of one data set: medians over seeds, statuses of the failed seeds."""
+    """Per-method rows of one data set: means over seeds, statuses of the failed seeds."""
     task = records[0]["task"]
     header = (["method", "RMSE/sd", "R2"] if task == "regression" else ["method", "1-acc", "AUC"]) + \
-        ["fit s", "pred s", "fit/nys", "rel", "model / note"]
+        ["err spread", "fit s", "pred s", "fit/nys", "rel", "model / note"]
     rows = []
     for method in dict.fromkeys(r["method"] for r in records):
         mine = [r for r in records if r["method"] == method]
@@ -644,9 +656,10 @@ def dataset_rows(records: list[dict]):
             note += ("; " if note else "") + f"{len(bad)}/{len(mine)} {bad[0]['status']}: " \
                 + bad[0].get("error", "")[:90].replace("\n", " ")
         second = "r2" if task == "regression" else "auc"
-        rows.append([method, _fmt(_median(ok, "err"), ".4f"), _fmt(_median(ok, second), ".4f"),
-                     _fmt(_median(ok, "fit_s"), ".2f"), _fmt(_median(ok, "predict_s"), ".3f"),
-                     _fmt(_median(ok, "fit_ratio"), ".2f"), _fmt(_median(ok, "rel_err"), "+.3f"),
+        rows.append([method, _fmt(_mean(ok, "err"), ".4f"), _fmt(_mean(ok, second), ".4f"),
+                     _fmt(_spread(ok, "err"), ".4f"),
+                     _fmt(_mean(ok, "fit_s"), ".2f"), _fmt(_mean(ok, "predict_s"), ".3f"),
+                     _fmt(_mean(ok, "fit_ratio"), ".2f"), _fmt(_mean(ok, "rel_err"), "+.3f"),
                      note])
     return header, rows
 
@@ -656,13 +669,13 @@ def print_dataset_table(name, info, records):
     baseline_s = sum(r.get("fit_s", 0.0) + r.get("predict_s", 0.0) for r in records
                      if r["method"] in (*BASELINES, "hgb"))
     print(f"\n== {name} ({info['task']}, n_train={info['n_train']}, n_test={info['n_test']}, "
-          f"d={info['d']}; medians over {len({r['seed'] for r in records})} seed(s); "
+          f"d={info['d']}; means over {len({r['seed'] for r in records})} seed(s); "
           f"baselines fit+predict {baseline_s:.1f} s in all) ==")
     print(_table(header, rows), flush=True)
 
 
 def summary_rows(records: list[dict]):
-    """One row per method over data sets (each data set: the median over its seeds)."""
+    """One row per method over data sets (each data set: the mean over its seeds)."""
     header = ["method", "data sets", "within 2%", "within 10%", "mean rel", "median rel",
               "median fit/nys", "failed/timeout"]
     rows = []
@@ -676,10 +689,10 @@ def summary_rows(records: list[dict]):
             ok = [r for r in recs if r["status"] == "ok"]
             if len(ok) < len(recs):
                 failed.append(ds)
-            if _median(ok, "rel_err") is not None:
-                rels.append(_median(ok, "rel_err"))
-            if _median(ok, "fit_ratio") is not None:
-                ratios.append(_median(ok, "fit_ratio"))
+            if _mean(ok, "rel_err") is not None:
+                rels.append(_mean(ok, "rel_err"))
+            if _mean(ok, "fit_ratio") is not None:
+                ratios.append(_mean(ok, "fit_ratio"))
         rels_arr = np.array(rels, dtype=float)
         rows.append([method, f"{len(rels)}/{len(by_ds)}", int(np.sum(rels_arr <= 0.02)),
                      int(np.sum(rels_arr <= 0.10)),
@@ -693,7 +706,7 @@ def summary_rows(records: list[dict]):
 def print_summary(records, markdown=False):
     header, rows = summary_rows(records)
     print("\n== summary: relative excess error vs the better of nystroem / rbf_sampler "
-          "(data sets with a result; 'within x': median rel <= x) ==")
+          "(data sets with a result; each data set's rel is its mean over seeds; 'within x': rel <= x) ==")
     print(_table(header, rows))
     if markdown:
         print("\n" + _table(header, rows, markdown=True))
@@ -775,18 +788,23 @@ def main(argv=None):
             "blas_threads": args.blas_threads, "environment": _environment()}
     info: dict = {}
     t0 = time.perf_counter()
+
+    def save(records, finished=False):
+        meta["wall_s"] = time.perf_counter() - t0
+        meta["loadavg_end"] = os.getloadavg()
+        meta["finished"] = finished
+        header, rows = summary_rows(records)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(
+            {"meta": meta, "datasets": info, "records": records,
+             "summary": [dict(zip(header, row)) for row in rows]},
+            indent=1, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+
     with blas:
         records = run(datasets, args.methods, seeds, max_train=max_train, time_limit=time_limit,
-                      hard_limit=args.hard_limit, dataset_info=info)
-    meta["wall_s"] = time.perf_counter() - t0
-    meta["loadavg_end"] = os.getloadavg()
+                      hard_limit=args.hard_limit, dataset_info=info, on_dataset=save)
+    save(records, finished=True)
     print_summary(records, markdown=args.markdown)
-    header, rows = summary_rows(records)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(
-        {"meta": meta, "datasets": info, "records": records,
-         "summary": [dict(zip(header, row)) for row in rows]},
-        indent=1, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
     print(f"\n{len(records)} records in {meta['wall_s']:.0f} s -> {args.out}")
     return records
 

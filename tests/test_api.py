@@ -1,0 +1,63 @@
+"""``rffkern.fit``: the staged search (width on a subset, penalty by LOO on every row, the held-out
+rows added to the chosen ridge) and its progress lines."""
+import re
+
+import numpy as np
+import pytest
+
+import rffkern
+from rffkern import _api
+from rffkern.datasets import make_jse3
+from rffkern.ridge import RFFRidge, RFFRidgeClassifier
+
+
+@pytest.fixture
+def small_search(monkeypatch):
+    """Subsets smaller than the test data, so that every stage runs on a fast problem."""
+    monkeypatch.setattr(_api, "SEARCH_ROWS", 300)
+    monkeypatch.setattr(_api, "SEARCH_COMPONENTS", 60)
+
+
+def test_verbose_prints_the_five_stages(small_search, capsys):
+    X, y, _ = make_jse3(800, random_state=0)
+    rffkern.fit(X, y, random_state=0, verbose=1, max_iter=2)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 5
+    for i, line in enumerate(lines, 1):
+        assert re.fullmatch(rf"\[rffkern\.fit\] stage {i}/5: .+ \(elapsed \d+\.\d\d s\)", line), line
+    assert "width search on 300 rows, 60 features" in lines[1]
+    assert re.search(r"ridge: length_scale [\d.e+-]+, alpha [\d.e+-]+, validation score", lines[2])
+    rffkern.fit(X, y, random_state=0, verbose=2, max_iter=2)
+    inner = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[RFFRidge] width")]
+    # the width search's three candidates, then the full fit's one width
+    counts = [re.match(r"\[RFFRidge\] width (\d/\d)", ln).group(1) for ln in inner]
+    k = len(counts) - 3  # the full fit compares 1 to 3 of the candidates
+    assert counts[:3] == ["1/3", "2/3", "3/3"] and counts[3:] == [f"{i}/{k}" for i in range(1, k + 1)]
+    rffkern.fit(X, y, random_state=0, max_iter=2)
+    assert capsys.readouterr().out == ""
+
+
+def test_the_chosen_ridge_holds_every_row(small_search):
+    X, y, _ = make_jse3(800, random_state=1)
+    model = rffkern.fit(X, y, random_state=0, max_iter=1)  # RFFNet stopped after one epoch loses
+    assert model.selection_report_["chosen"] == "ridge" and isinstance(model, RFFRidge)
+    assert model.n_samples_seen_ == 800
+    assert set(model.selection_report_["fit_times"]) == {"width_search", "ridge", "rffnet", "ridge_refit"}
+    # the model of all rows at the chosen width and penalty: the Gram of the 640 training rows plus
+    # that of the 160 held-out ones, i.e. a one-width one-alpha fit with the training rows' scaling
+    refit = RFFRidge(length_scale=model.length_scale_, alpha=model.alpha_,
+                     random_state=model.random_state)
+    assert model.score(X, y) > 0.9
+    assert model.alpha_ in RFFRidge().alpha and model.length_scale_ > 0
+    assert refit.get_params()["alpha"] == model.alpha_
+    again = rffkern.fit(X, y, random_state=0, max_iter=1)
+    np.testing.assert_array_equal(again.predict(X), model.predict(X))  # deterministic
+
+
+def test_classification_through_the_staged_search(small_search):
+    X, y, _ = make_jse3(900, random_state=2)
+    labels = np.array(["low", "mid", "high"])[np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))]
+    model = rffkern.fit(X, labels, random_state=0, max_iter=1)
+    assert isinstance(model, RFFRidgeClassifier) and model.n_samples_seen_ == 900
+    assert set(model.classes_) == {"low", "mid", "high"}
+    assert np.mean(model.predict(X) == labels) > 0.7
