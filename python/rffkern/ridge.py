@@ -576,12 +576,17 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         ``partial_fit`` always uses GCV for lists.
     validation_fraction : float, default=0.1
         Held-out share for ``alpha_selection="validation"``.
+    loo_rows : int or None, default=None
+        Score the leave-one-out error on a random subset of this many rows (None: every row), as
+        in :class:`RFFRidge`.
     random_state : int, Generator, RandomState or None, default=None
         Seed or generator of every random draw; the same value gives the same model whatever
         ``n_jobs``.
     n_jobs : int or None, default=None
         Threads of the compiled kernels (None: OpenMP's current limit, -1: all usable cores).
         The fitted model does not depend on it.
+    verbose : int, default=0
+        Print one line per candidate width and the final choice, as in :class:`RFFRidge`.
 
     Attributes
     ----------
