@@ -373,8 +373,14 @@ def test_ctrl_c_stops_with_one_line_and_status_130():
 
 
 def test_closed_output_pipe_is_not_a_traceback():
-    proc = _start_demo(500, 2)
-    proc.stdout.close()  # as `| head -1` does after its first line
+    # The read end is closed before the child can print anything (its import alone takes far
+    # longer), so its first write meets a closed pipe whatever the machine's load; reading a first
+    # line and then closing raced with a fast fit finishing all its writes into the pipe buffer.
+    proc = subprocess.Popen([sys.executable, "-m", "rffkern", "demo", "--dataset", "jse3", "--n-samples",
+                             "500", "--max-iter", "2", "--n-jobs", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc.stdout.close()  # as `| head` does once it has what it wants
     err = proc.stderr.read()
     proc.wait(timeout=120)
     assert proc.returncode == 1 and "Traceback" not in err, err

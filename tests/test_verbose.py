@@ -26,6 +26,8 @@ SMALL = {
     "EERFClassifier": dict(n_components=20),
     "AdaptiveRFFRegressor": dict(n_components=20, n_iter=10),
     "AdaptiveRFFClassifier": dict(n_components=20, n_iter=10),
+    "RFFRidge": dict(n_components=20),
+    "RFFRidgeClassifier": dict(n_components=20),
 }
 
 
