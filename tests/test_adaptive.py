@@ -7,8 +7,9 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_estimator
 
 import datadep_reference as ref
-from rffkern.adaptive import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, amplitudes, least_squares,
-                              metropolis_accept, metropolis_step)
+from rffkern.adaptive import (PROPOSAL_EIGEN_FLOOR, AdaptiveRFFClassifier, AdaptiveRFFRegressor,
+                              RunningCovariance, amplitudes, least_squares, metropolis_accept,
+                              metropolis_step)
 
 
 def test_acceptance_rule_on_a_seeded_uniform_stream():
@@ -106,6 +107,53 @@ def test_beats_fixed_normal_frequencies_on_the_si_target():
     assert 0 < adaptive.acceptance_rate_ < 1
     assert adaptive.history_["acceptance"].shape == (40,)
     assert adaptive.history_["proposal_mse"].shape == (40,)
+
+
+def _two_sines(n, seed):
+    x = np.random.default_rng(seed).uniform(-3, 3, (n, 1))
+    return x, np.sin(4 * x[:, 0]) + np.sin(11 * x[:, 0])
+
+
+def test_default_fits_two_sines_in_1d_with_bounded_frequencies():
+    """Issue 10: with the paper's unscaled covariance the default drifted to frequencies ~1e14 and a
+    test R^2 below 0 on sin 4x + sin 11x. The highest frequency of the target is 11 * sd(x) ~ 19 on
+    the standardised scale the frequencies live on."""
+    x, y = _two_sines(500, 0)
+    xt, yt = _two_sines(500, 1)
+    m = AdaptiveRFFRegressor(random_state=0).fit(x, y)
+    assert m.score(xt, yt) > 0.9
+    assert np.abs(m.frequencies_).max() < 1e3
+    np.testing.assert_allclose(m.proposal_covariance_, [[1.0]])   # 1-D: the shape is the scale of Alg. 1
+    # the paper's unscaled covariance, same chain otherwise: the feedback the default removes
+    kw = dict(n_components=32, n_iter=60, random_state=0)
+    unscaled = AdaptiveRFFRegressor(adaptive_covariance="unscaled", **kw).fit(x, y)
+    shaped = AdaptiveRFFRegressor(**kw).fit(x, y)
+    assert np.abs(unscaled.frequencies_).max() > 1e3 * np.abs(shaped.frequencies_).max()
+    assert shaped.score(xt, yt) > 0.9 > unscaled.score(xt, yt)
+
+
+def test_running_covariance_and_shape_only_proposal():
+    rng = np.random.default_rng(5)
+    batches = [rng.normal(size=(3, 7)) * [[10.0], [1.0], [0.01]] + 2.0 for _ in range(4)]
+    running = RunningCovariance(batches[0])
+    for W in batches[1:]:
+        running.update(W)
+    allw = np.hstack(batches)
+    np.testing.assert_allclose(running.scatter / running.count, np.cov(allw, bias=True), rtol=1e-12, atol=1e-14)
+    L = running.proposal_factor(shape_only=False)
+    np.testing.assert_allclose(L @ L.T, np.cov(allw, bias=True), rtol=1e-8, atol=1e-8)  # + a 1e-10 trace jitter
+    L = running.proposal_factor()
+    C = L @ L.T
+    ev = np.linalg.eigvalsh(C)
+    assert np.isclose(np.trace(C), 3) and ev.min() >= PROPOSAL_EIGEN_FLOOR * 0.99
+    # the shape follows C: the widest direction of the data is the widest of the proposal
+    assert np.argmax(np.diag(C)) == 0 and np.argmin(np.diag(C)) == 2
+    # scaling every frequency by 1e6 leaves the shape-only proposal unchanged
+    big = RunningCovariance(batches[0] * 1e6)
+    for W in batches[1:]:
+        big.update(W * 1e6)
+    Lb = big.proposal_factor()
+    np.testing.assert_allclose(Lb @ Lb.T, C, rtol=1e-6, atol=1e-9)
 
 
 def test_classifier_history_and_resampling():
