@@ -132,28 +132,34 @@ def test_default_fits_two_sines_in_1d_with_bounded_frequencies():
     assert shaped.score(xt, yt) > 0.9 > unscaled.score(xt, yt)
 
 
-def test_running_covariance_and_shape_only_proposal():
+def test_running_covariance_and_guarded_proposal():
     rng = np.random.default_rng(5)
     batches = [rng.normal(size=(3, 7)) * [[10.0], [1.0], [0.01]] + 2.0 for _ in range(4)]
     running = RunningCovariance(batches[0])
     for W in batches[1:]:
         running.update(W)
     allw = np.hstack(batches)
-    np.testing.assert_allclose(running.scatter / running.count, np.cov(allw, bias=True), rtol=1e-12, atol=1e-14)
-    L = running.proposal_factor(shape_only=False)
-    np.testing.assert_allclose(L @ L.T, np.cov(allw, bias=True), rtol=1e-8, atol=1e-8)  # + a 1e-10 trace jitter
-    L = running.proposal_factor()
+    C_paper = np.cov(allw, bias=True)
+    np.testing.assert_allclose(running.scatter / running.count, C_paper, rtol=1e-12, atol=1e-14)
+    L = running.proposal_factor("unscaled")
+    np.testing.assert_allclose(L @ L.T, C_paper, rtol=1e-8, atol=1e-8)   # + a 1e-10 trace jitter
+    # mean eigenvalue ~30 > 1: capped to trace d = 3, smallest eigenvalue floored, same eigenvectors
+    L = running.proposal_factor(True)
     C = L @ L.T
-    ev = np.linalg.eigvalsh(C)
+    ev, V = np.linalg.eigh(C)
+    ev_paper, V_paper = np.linalg.eigh(C_paper)
     assert np.isclose(np.trace(C), 3) and ev.min() >= PROPOSAL_EIGEN_FLOOR * 0.99
-    # the shape follows C: the widest direction of the data is the widest of the proposal
-    assert np.argmax(np.diag(C)) == 0 and np.argmin(np.diag(C)) == 2
-    # scaling every frequency by 1e6 leaves the shape-only proposal unchanged
+    np.testing.assert_allclose(np.abs(V[:, 1:]), np.abs(V_paper[:, 1:]), atol=1e-6)
+    np.testing.assert_allclose(ev[1:] / ev[2], ev_paper[1:] / ev_paper[2], rtol=1e-6)
+    # scaling every frequency by 1e6 leaves the capped proposal unchanged (no feedback of the scale)
     big = RunningCovariance(batches[0] * 1e6)
     for W in batches[1:]:
         big.update(W * 1e6)
-    Lb = big.proposal_factor()
+    Lb = big.proposal_factor(True)
     np.testing.assert_allclose(Lb @ Lb.T, C, rtol=1e-6, atol=1e-9)
+    # below the cap and above the floor the guard leaves the paper's C as it is, bit for bit
+    small = RunningCovariance(rng.normal(size=(3, 50)) * [[0.3], [0.5], [0.2]])
+    np.testing.assert_array_equal(small.proposal_factor(True), small.proposal_factor("unscaled"))
 
 
 def test_classifier_history_and_resampling():

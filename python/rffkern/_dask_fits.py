@@ -665,7 +665,7 @@ def fit_adaptive(est, X, y):
         if est.adaptive_covariance:
             running.update(W)
             if it + 1 >= t0:
-                chol = running.proposal_factor(shape_only=est.adaptive_covariance != "unscaled")
+                chol = running.proposal_factor(est.adaptive_covariance)
         if est.resample:
             ess = amp.sum() ** 2 / max((amp**2).sum(), np.finfo(float).tiny)
             if ess < est.resample_threshold * K:

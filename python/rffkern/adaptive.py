@@ -10,8 +10,8 @@ frequencies the amplitudes solve ``(S.T S + lambda N I) beta = S.T y``. Each Met
 
 1. proposes ``omega'_k = omega_k + delta zeta_k`` for every k (``zeta ~ N(0, I)``, or
    ``N(0, C)`` with ``C`` the running covariance of all past frequencies after the burn-in:
-   Algorithm 2; by default ``C`` rescaled to trace ``d``, its shape without its scale, see
-   :class:`RunningCovariance`);
+   Algorithm 2; by default with the mean eigenvalue of ``C`` capped at 1 and its condition
+   number bounded, see :meth:`RunningCovariance.proposal_factor`);
 2. solves the least squares for all proposals at once: one :func:`rffkern.kernels.gram` pass
    (``pair=True``, ``scale=1``) and a Cholesky solve of size 2K;
 3. accepts each ``omega'_k`` (with its ``beta'_k``) with probability
@@ -116,8 +116,8 @@ def metropolis_step(X, Y, W, amp, zeta, u, *, delta, gamma, lam, omega_max=None,
     return W, amp, beta_new, acc, mse
 
 
-#: Smallest eigenvalue of the shape-only proposal covariance, relative to the mean eigenvalue (so
-#: its condition number is at most ``d / PROPOSAL_EIGEN_FLOOR``).
+#: Smallest eigenvalue of the guarded proposal covariance, relative to its mean eigenvalue (so its
+#: condition number is at most ``d / PROPOSAL_EIGEN_FLOOR``).
 PROPOSAL_EIGEN_FLOOR = 1e-2
 
 
@@ -143,28 +143,32 @@ class RunningCovariance:
         self.mean = self.mean + delta * K / total
         self.count = total
 
-    def proposal_factor(self, shape_only=True):
+    def proposal_factor(self, adaptive_covariance=True):
         """A square root ``L`` (``L @ L.T``) of the proposal covariance (proposals ``L @ N(0, I)``).
 
-        ``shape_only=False`` is the paper's ``C`` itself. ``shape_only=True`` keeps its
-        eigenvectors and the ratios of its eigenvalues but rescales them to mean 1 (trace ``d``, the
-        scale of Algorithm 1's ``N(0, I)``), flooring each at ``PROPOSAL_EIGEN_FLOOR`` times the
-        mean: the scale of ``C`` feeds back into the spread of the frequencies (a wider proposal
-        accepts frequencies farther out, which widens ``C``) and diverges geometrically where the
+        ``adaptive_covariance="unscaled"`` is the paper's ``C`` itself. True (the guard) keeps the
+        eigenvectors of ``C`` and the ratios of its eigenvalues, floored at
+        ``PROPOSAL_EIGEN_FLOOR`` times their mean, but caps their mean at 1: the trace of the
+        proposal covariance never exceeds that of Algorithm 1's ``N(0, I)``. Unguarded, the scale
+        of ``C`` feeds back into the spread of the frequencies (a wider proposal accepts
+        frequencies farther out, which widens ``C``) and diverges geometrically where the
         amplitudes do not decay (1-D targets with ``K`` larger than the spectrum needs).
         """
         d = self.mean.size
         cov = self.scatter / self.count
         cov = 0.5 * (cov + cov.T)
-        if not shape_only:
-            cov = cov + (1e-10 * np.trace(cov) / d + 1e-12) * np.eye(d)
-            return cholesky(cov, lower=True, check_finite=False)
-        ev, V = np.linalg.eigh(cov)
-        ev = np.maximum(ev, 0.0)
-        ev = ev / ev.mean() if ev.mean() > 0 else np.ones(d)
-        ev = np.maximum(ev, PROPOSAL_EIGEN_FLOOR)
-        ev = ev / ev.mean()
-        return V * np.sqrt(ev)
+        if adaptive_covariance != "unscaled":
+            ev, V = np.linalg.eigh(cov)
+            ev = np.maximum(ev, 0.0)
+            if not ev.mean() > 0:   # every frequency equal so far: Algorithm 1's N(0, I)
+                return np.eye(d)
+            guarded = np.maximum(ev / ev.mean(), PROPOSAL_EIGEN_FLOOR)
+            guarded *= min(float(ev.mean()), 1.0) / guarded.mean()
+            if not np.allclose(guarded, ev, rtol=1e-12, atol=0):   # else C as it is, bit for bit
+                cov = (V * guarded) @ V.T
+                cov = 0.5 * (cov + cov.T)
+        cov = cov + (1e-10 * np.trace(cov) / d + 1e-12) * np.eye(d)
+        return cholesky(cov, lower=True, check_finite=False)
 
 
 class _AdaptiveRFFBase(BaseEstimator):
@@ -249,7 +253,7 @@ class _AdaptiveRFFBase(BaseEstimator):
             if self.adaptive_covariance:
                 running.update(W)
                 if it + 1 >= t0:
-                    chol = running.proposal_factor(shape_only=self.adaptive_covariance != "unscaled")
+                    chol = running.proposal_factor(self.adaptive_covariance)
             if self.resample:
                 ess = amp.sum() ** 2 / max((amp**2).sum(), np.finfo(float).tiny)
                 if ess < self.resample_threshold * K:
@@ -308,12 +312,14 @@ _DOC = """
         (training 0.43) against 0.52 with 1e-3; the sampled frequencies extrapolate badly.
     adaptive_covariance : bool or "unscaled", default=True
         Algorithm 2: after the burn-in, propose ``omega + step * zeta`` with ``zeta ~ N(0, C)``
-        and ``C`` from the covariance of all frequencies seen so far (Algorithm 1, ``N(0, I)``,
-        when False). True adapts only the shape of ``C``: its eigenvalues are rescaled to mean 1
-        (the scale of Algorithm 1) and floored at 1e-2 of it, so in 1-D it is Algorithm 1.
-        "unscaled" is the paper's ``C`` itself; its scale feeds back into the spread of the
-        frequencies and, where the amplitudes do not decay, diverges (frequencies near 1e14 after
-        100 iterations on ``sin(4x) + sin(11x)``) unless ``omega_max`` bounds it.
+        and ``C`` the covariance of all frequencies seen so far (Algorithm 1, ``N(0, I)``, when
+        False). True guards ``C``: the mean of its eigenvalues is capped at 1 (the paper's initial
+        ``C = I``, so the steps never exceed Algorithm 1's) and each is floored at 1e-2 of their
+        mean; below the cap and above the floor it is the paper's ``C`` unchanged, and in 1-D,
+        where ``C`` outgrows 1, Algorithm 1. "unscaled" is the paper's ``C`` itself; its scale
+        feeds back into the spread of the frequencies and, where the amplitudes do not decay,
+        diverges (frequencies near 1e14 after 100 iterations on ``sin(4x) + sin(11x)``) unless
+        ``omega_max`` bounds it.
     burn_in : float, default=0.1
         Fraction of ``n_iter`` before the covariance is switched on.
     omega_max : float or None, default=None
