@@ -7,8 +7,9 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_estimator
 
 import datadep_reference as ref
-from rffkern.adaptive import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, amplitudes, least_squares,
-                              metropolis_accept, metropolis_step)
+from rffkern.adaptive import (PROPOSAL_EIGEN_FLOOR, AdaptiveRFFClassifier, AdaptiveRFFRegressor,
+                              RunningCovariance, amplitudes, least_squares, metropolis_accept,
+                              metropolis_step)
 
 
 def test_acceptance_rule_on_a_seeded_uniform_stream():
@@ -106,6 +107,59 @@ def test_beats_fixed_normal_frequencies_on_the_si_target():
     assert 0 < adaptive.acceptance_rate_ < 1
     assert adaptive.history_["acceptance"].shape == (40,)
     assert adaptive.history_["proposal_mse"].shape == (40,)
+
+
+def _two_sines(n, seed):
+    x = np.random.default_rng(seed).uniform(-3, 3, (n, 1))
+    return x, np.sin(4 * x[:, 0]) + np.sin(11 * x[:, 0])
+
+
+def test_default_fits_two_sines_in_1d_with_bounded_frequencies():
+    """Issue 10: with the paper's unscaled covariance the default drifted to frequencies ~1e14 and a
+    test R^2 below 0 on sin 4x + sin 11x. The highest frequency of the target is 11 * sd(x) ~ 19 on
+    the standardised scale the frequencies live on."""
+    x, y = _two_sines(500, 0)
+    xt, yt = _two_sines(500, 1)
+    m = AdaptiveRFFRegressor(random_state=0).fit(x, y)
+    assert m.score(xt, yt) > 0.9
+    assert np.abs(m.frequencies_).max() < 1e3
+    np.testing.assert_allclose(m.proposal_covariance_, [[1.0]])   # 1-D: the shape is the scale of Alg. 1
+    # the paper's unscaled covariance, same chain otherwise: the feedback the default removes
+    kw = dict(n_components=32, n_iter=60, random_state=0)
+    unscaled = AdaptiveRFFRegressor(adaptive_covariance="unscaled", **kw).fit(x, y)
+    shaped = AdaptiveRFFRegressor(**kw).fit(x, y)
+    assert np.abs(unscaled.frequencies_).max() > 1e3 * np.abs(shaped.frequencies_).max()
+    assert shaped.score(xt, yt) > 0.9 > unscaled.score(xt, yt)
+
+
+def test_running_covariance_and_guarded_proposal():
+    rng = np.random.default_rng(5)
+    batches = [rng.normal(size=(3, 7)) * [[10.0], [1.0], [0.01]] + 2.0 for _ in range(4)]
+    running = RunningCovariance(batches[0])
+    for W in batches[1:]:
+        running.update(W)
+    allw = np.hstack(batches)
+    C_paper = np.cov(allw, bias=True)
+    np.testing.assert_allclose(running.scatter / running.count, C_paper, rtol=1e-12, atol=1e-14)
+    L = running.proposal_factor("unscaled")
+    np.testing.assert_allclose(L @ L.T, C_paper, rtol=1e-8, atol=1e-8)   # + a 1e-10 trace jitter
+    # mean eigenvalue ~30 > 1: capped to trace d = 3, smallest eigenvalue floored, same eigenvectors
+    L = running.proposal_factor(True)
+    C = L @ L.T
+    ev, V = np.linalg.eigh(C)
+    ev_paper, V_paper = np.linalg.eigh(C_paper)
+    assert np.isclose(np.trace(C), 3) and ev.min() >= PROPOSAL_EIGEN_FLOOR * 0.99
+    np.testing.assert_allclose(np.abs(V[:, 1:]), np.abs(V_paper[:, 1:]), atol=1e-6)
+    np.testing.assert_allclose(ev[1:] / ev[2], ev_paper[1:] / ev_paper[2], rtol=1e-6)
+    # scaling every frequency by 1e6 leaves the capped proposal unchanged (no feedback of the scale)
+    big = RunningCovariance(batches[0] * 1e6)
+    for W in batches[1:]:
+        big.update(W * 1e6)
+    Lb = big.proposal_factor(True)
+    np.testing.assert_allclose(Lb @ Lb.T, C, rtol=1e-6, atol=1e-9)
+    # below the cap and above the floor the guard leaves the paper's C as it is, bit for bit
+    small = RunningCovariance(rng.normal(size=(3, 50)) * [[0.3], [0.5], [0.2]])
+    np.testing.assert_array_equal(small.proposal_factor(True), small.proposal_factor("unscaled"))
 
 
 def test_classifier_history_and_resampling():

@@ -588,11 +588,10 @@ def fit_adaptive(est, X, y):
         NaN or infinity in X or y, column-chunked X, mismatched lengths, fewer than 2 classes, or
         a bad hyper-parameter.
     """
-    from scipy.linalg import cholesky
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
 
-    from rffkern.adaptive import amplitudes, metropolis_accept
+    from rffkern.adaptive import RunningCovariance, amplitudes, metropolis_accept
     from rffkern._sampling import median_distance
 
     est._validate_params()
@@ -644,7 +643,7 @@ def fit_adaptive(est, X, y):
     lam = ls.gcv(stats, lambdas)[0] if lambdas.size > 1 else float(lambdas[0])
     amp = amplitudes(ls.solve(stats, lam), K)
     t0 = int(np.ceil(est.burn_in * est.n_iter))
-    cnt, mean_w, scatter = K, W.mean(1), np.cov(W, bias=True).reshape(d, d) * K
+    running = RunningCovariance(W)
     chol = np.eye(d)
     hist_acc, hist_mse, snapshots, resamples = [], [], [], 0
     if est.keep_frequency_history:
@@ -665,17 +664,9 @@ def fit_adaptive(est, X, y):
         hist_acc.append(float(acc.mean()))
         hist_mse.append(mse)
         if est.adaptive_covariance:
-            bm = W.mean(1)
-            bs = np.cov(W, bias=True).reshape(d, d) * K
-            delta_m = bm - mean_w
-            tot = cnt + K
-            scatter = scatter + bs + np.outer(delta_m, delta_m) * cnt * K / tot
-            mean_w = mean_w + delta_m * K / tot
-            cnt = tot
+            running.update(W)
             if it + 1 >= t0:
-                cov = scatter / cnt
-                cov = 0.5 * (cov + cov.T) + 1e-10 * np.trace(cov) / d * np.eye(d) + 1e-12 * np.eye(d)
-                chol = cholesky(cov, lower=True, check_finite=False)
+                chol = running.proposal_factor(est.adaptive_covariance)
         if est.resample:
             ess = amp.sum() ** 2 / max((amp**2).sum(), np.finfo(float).tiny)
             if ess < est.resample_threshold * K:

@@ -10,7 +10,8 @@ frequencies the amplitudes solve ``(S.T S + lambda N I) beta = S.T y``. Each Met
 
 1. proposes ``omega'_k = omega_k + delta zeta_k`` for every k (``zeta ~ N(0, I)``, or
    ``N(0, C)`` with ``C`` the running covariance of all past frequencies after the burn-in:
-   Algorithm 2);
+   Algorithm 2; by default with the mean eigenvalue of ``C`` capped at 1 and its condition
+   number bounded, see :meth:`RunningCovariance.proposal_factor`);
 2. solves the least squares for all proposals at once: one :func:`rffkern.kernels.gram` pass
    (``pair=True``, ``scale=1``) and a Cholesky solve of size 2K;
 3. accepts each ``omega'_k`` (with its ``beta'_k``) with probability
@@ -43,7 +44,7 @@ from rffkern._sampling import median_distance
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 
-__all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda"]
+__all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda", "RunningCovariance"]
 
 #: A list of lambdas (``(S.T S + lambda N I) beta = S.T y``) searched by GCV.
 DEFAULT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 0, 9))
@@ -115,6 +116,61 @@ def metropolis_step(X, Y, W, amp, zeta, u, *, delta, gamma, lam, omega_max=None,
     return W, amp, beta_new, acc, mse
 
 
+#: Smallest eigenvalue of the guarded proposal covariance, relative to its mean eigenvalue (so its
+#: condition number is at most ``d / PROPOSAL_EIGEN_FLOOR``).
+PROPOSAL_EIGEN_FLOOR = 1e-2
+
+
+class RunningCovariance:
+    """Running mean and covariance of every frequency seen so far (Algorithm 2's ``C``).
+
+    Chan et al.'s pairwise update merges each iteration's K frequencies into the running mean and
+    scatter, so the covariance is exact in one pass.
+    """
+
+    def __init__(self, W):
+        d, K = W.shape
+        self.count, self.mean = K, W.mean(1)
+        self.scatter = np.cov(W, bias=True).reshape(d, d) * K
+
+    def update(self, W):
+        """Merge the K frequencies ``W`` (d, K) into the running statistics."""
+        d, K = W.shape
+        delta = W.mean(1) - self.mean
+        total = self.count + K
+        self.scatter = (self.scatter + np.cov(W, bias=True).reshape(d, d) * K
+                        + np.outer(delta, delta) * self.count * K / total)
+        self.mean = self.mean + delta * K / total
+        self.count = total
+
+    def proposal_factor(self, adaptive_covariance=True):
+        """A square root ``L`` (``L @ L.T``) of the proposal covariance (proposals ``L @ N(0, I)``).
+
+        ``adaptive_covariance="unscaled"`` is the paper's ``C`` itself. True (the guard) keeps the
+        eigenvectors of ``C`` and the ratios of its eigenvalues, floored at
+        ``PROPOSAL_EIGEN_FLOOR`` times their mean, but caps their mean at 1: the trace of the
+        proposal covariance never exceeds that of Algorithm 1's ``N(0, I)``. Unguarded, the scale
+        of ``C`` feeds back into the spread of the frequencies (a wider proposal accepts
+        frequencies farther out, which widens ``C``) and diverges geometrically where the
+        amplitudes do not decay (1-D targets with ``K`` larger than the spectrum needs).
+        """
+        d = self.mean.size
+        cov = self.scatter / self.count
+        cov = 0.5 * (cov + cov.T)
+        if adaptive_covariance != "unscaled":
+            ev, V = np.linalg.eigh(cov)
+            ev = np.maximum(ev, 0.0)
+            if not ev.mean() > 0:   # every frequency equal so far: Algorithm 1's N(0, I)
+                return np.eye(d)
+            guarded = np.maximum(ev / ev.mean(), PROPOSAL_EIGEN_FLOOR)
+            guarded *= min(float(ev.mean()), 1.0) / guarded.mean()
+            if not np.allclose(guarded, ev, rtol=1e-12, atol=0):   # else C as it is, bit for bit
+                cov = (V * guarded) @ V.T
+                cov = 0.5 * (cov + cov.T)
+        cov = cov + (1e-10 * np.trace(cov) / d + 1e-12) * np.eye(d)
+        return cholesky(cov, lower=True, check_finite=False)
+
+
 class _AdaptiveRFFBase(BaseEstimator):
     _parameter_constraints = {
         "n_components": [IntInterval(1, None, closed="left")],
@@ -122,7 +178,7 @@ class _AdaptiveRFFBase(BaseEstimator):
         "step": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "gamma": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "alpha": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither")],
-        "adaptive_covariance": ["boolean"],
+        "adaptive_covariance": ["boolean", StrOptions({"unscaled"})],
         "burn_in": [Interval(numbers.Real, 0, 1, closed="both")],
         "omega_max": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "resample": ["boolean"],
@@ -136,7 +192,7 @@ class _AdaptiveRFFBase(BaseEstimator):
 
     def __init__(self, n_components: int = 256, *, n_iter: int = 100, step: float | str = "auto",
                  gamma: float | None = None, alpha: float | Sequence[float] = 1e-3,
-                 adaptive_covariance: bool = True, burn_in: float = 0.1, omega_max: float | None = None,
+                 adaptive_covariance: bool | str = True, burn_in: float = 0.1, omega_max: float | None = None,
                  resample: bool = False, resample_threshold: float = 0.5, init_scale: float | str = "auto",
                  keep_frequency_history: int = 0, random_state: RandomStateLike = None,
                  n_jobs: int | None = None, verbose: int = 0) -> None:
@@ -181,9 +237,7 @@ class _AdaptiveRFFBase(BaseEstimator):
             lam = float(lambdas[0])
         amp = amplitudes(least_squares(Xs, Y, W, lam, n_threads), K)
         t0 = int(np.ceil(self.burn_in * self.n_iter))
-        # running mean / scatter of every frequency seen so far (Algorithm 2), Chan et al.'s
-        # pairwise update so it is exact in one pass
-        cnt, mean, scatter = K, W.mean(1), np.cov(W, bias=True).reshape(d, d) * K
+        running = RunningCovariance(W)
         chol = np.eye(d)
         hist_acc, hist_mse, snapshots, resamples = [], [], [], 0
         if self.keep_frequency_history:
@@ -197,17 +251,9 @@ class _AdaptiveRFFBase(BaseEstimator):
             hist_acc.append(float(acc.mean()))
             hist_mse.append(mse)
             if self.adaptive_covariance:
-                bm = W.mean(1)
-                bs = np.cov(W, bias=True).reshape(d, d) * K
-                delta_m = bm - mean
-                tot = cnt + K
-                scatter = scatter + bs + np.outer(delta_m, delta_m) * cnt * K / tot
-                mean = mean + delta_m * K / tot
-                cnt = tot
+                running.update(W)
                 if it + 1 >= t0:
-                    cov = scatter / cnt
-                    cov = 0.5 * (cov + cov.T) + 1e-10 * np.trace(cov) / d * np.eye(d) + 1e-12 * np.eye(d)
-                    chol = cholesky(cov, lower=True, check_finite=False)
+                    chol = running.proposal_factor(self.adaptive_covariance)
             if self.resample:
                 ess = amp.sum() ** 2 / max((amp**2).sum(), np.finfo(float).tiny)
                 if ess < self.resample_threshold * K:
@@ -264,9 +310,16 @@ _DOC = """
         iterations, and once at the final frequencies, for the returned amplitudes. Not the
         default: on cal_housing (3000 training rows) GCV chose 1e-7 and the test RMSE/sd was 3.10
         (training 0.43) against 0.52 with 1e-3; the sampled frequencies extrapolate badly.
-    adaptive_covariance : bool, default=True
-        Algorithm 2: after the burn-in, propose from ``N(0, C)`` with ``C`` the covariance of all
-        frequencies seen so far (Algorithm 1 when False).
+    adaptive_covariance : bool or "unscaled", default=True
+        Algorithm 2: after the burn-in, propose ``omega + step * zeta`` with ``zeta ~ N(0, C)``
+        and ``C`` the covariance of all frequencies seen so far (Algorithm 1, ``N(0, I)``, when
+        False). True guards ``C``: the mean of its eigenvalues is capped at 1 (the paper's initial
+        ``C = I``, so the steps never exceed Algorithm 1's) and each is floored at 1e-2 of their
+        mean; below the cap and above the floor it is the paper's ``C`` unchanged, and in 1-D,
+        where ``C`` outgrows 1, Algorithm 1. "unscaled" is the paper's ``C`` itself; its scale
+        feeds back into the spread of the frequencies and, where the amplitudes do not decay,
+        diverges (frequencies near 1e14 after 100 iterations on ``sin(4x) + sin(11x)``) unless
+        ``omega_max`` bounds it.
     burn_in : float, default=0.1
         Fraction of ``n_iter`` before the covariance is switched on.
     omega_max : float or None, default=None
@@ -344,7 +397,7 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
 
     def __init__(self, n_components: int = 256, *, n_iter: int = 100, step: float | str = "auto",
                  gamma: float | None = None, alpha: float | Sequence[float] = 1e-3,
-                 adaptive_covariance: bool = True, burn_in: float = 0.1, omega_max: float | None = None,
+                 adaptive_covariance: bool | str = True, burn_in: float = 0.1, omega_max: float | None = None,
                  resample: bool = False, resample_threshold: float = 0.5, init_scale: float | str = "auto",
                  keep_frequency_history: int = 0, normalize_y: bool = True,
                  random_state: RandomStateLike = None, n_jobs: int | None = None, verbose: int = 0) -> None:
