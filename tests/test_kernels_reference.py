@@ -473,3 +473,25 @@ def test_isas_agree_with_each_other_closely():
     for name, (Z, G) in res.items():
         np.testing.assert_allclose(Z, base[0], rtol=0, atol=1e-13)
         np.testing.assert_allclose(G, base[1], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.skipif("avx2" not in available_isas(), reason="the CPU has no AVX2")
+@pytest.mark.xfail(strict=True, reason=(
+    "known, not yet explained: on this cancellation-heavy float32 example (found by Hypothesis) "
+    "the AVX2 theta-gradient of the squared loss is 1.5x outside the first-order rounding bound "
+    "of loss_grad_magnitudes (|diff| 6.3e-7 > 4.2e-7, all 8 entries, relative 1.3e-3; the AVX-512 "
+    "build gives the same values, the baseline build 3.8e-7, inside)"))
+def test_avx2_float32_theta_gradient_on_a_cancelling_example():
+    f32 = np.float32
+    X = np.array([[-1.0] + [1.0626472] * 7], dtype=f32)
+    Y = np.array([0.54784673], dtype=f32)
+    W = np.full((8, 8), 0.2239096, dtype=f32)
+    coef = np.full(8, 1.0625, dtype=f32)
+    with isa("avx2"):
+        got = kernels.loss_and_grad(X, Y, W, None, coef, theta=None, loss="squared", pair=False,
+                                    n_threads=1)
+    exp = reference.loss_and_grad(f64(X), f64(Y), f64(W), None, f64(coef), theta=None, loss="squared",
+                                  pair=False)
+    mags = loss_grad_magnitudes(X, Y, W, None, None, coef, "squared", False)
+    for name, g, e, mag in zip(("loss", "grad_coef", "grad_theta"), got, exp, mags):
+        assert_within(g, e, mag, f32, f"avx2 squared {name}")
