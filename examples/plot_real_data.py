@@ -23,8 +23,8 @@ from sklearn.preprocessing import StandardScaler
 import rffkern
 from rffkern.plot import relevances
 
-data = load_diabetes(as_frame=True)
-X, y = data.data.to_numpy(), data.target.to_numpy()
+data = load_diabetes()   # NumPy arrays (as_frame=True would need pandas)
+X, y = data.data, data.target
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0)
 
 start = time.perf_counter()
