@@ -162,20 +162,45 @@ def _scoring_targets(Y, sample_weight):
     return Y - np.average(Y, axis=0, weights=sample_weight)
 
 
+def weighted_knn_blocks(X, sample_weight, k, block=256):
+    """Yield, by blocks of query rows, ``(rows, D, C)``: the sorted distances ``D`` from each query
+    row to every row and the weight ``C`` with which each distance counts among the query's ``k``
+    nearest neighbours, integer weights counting as repeated rows.
+
+    The neighbours of row i are the other rows, each counted ``w_j`` times, and ``w_i - 1`` copies
+    of row i itself at distance 0; ``C`` is their weight cut where the cumulative weight reaches
+    ``k`` (each row of C sums to ``min(k, total weight of the neighbours)``). With integer weights
+    this is exactly what :func:`rffkern._sampling.knn_distances` gives on the repeated rows.
+    """
+    from scipy.spatial.distance import cdist
+
+    w = np.asarray(sample_weight, np.float64)
+    for start in range(0, X.shape[0], block):
+        D = cdist(X[start:start + block], X)
+        rows = np.arange(D.shape[0])
+        own = start + rows
+        D[rows, own] = 0.0
+        order = np.argsort(D, axis=1, kind="stable")
+        W = np.broadcast_to(w, D.shape).copy()
+        W[rows, own] = np.maximum(w[own] - 1.0, 0.0)  # the other copies of row i, at distance 0
+        W = np.take_along_axis(W, order, axis=1)
+        cum = np.cumsum(W, axis=1)
+        C = np.clip(np.minimum(cum, k) - (cum - W), 0.0, None)
+        C[C < 1e-9 * k] = 0.0  # round-off of the cumulative sums
+        yield own, np.take_along_axis(D, order, axis=1), C
+
+
 def _weighted_knn_length_scale(X, sample_weight, rng, n_neighbors=50, max_samples=2000):
     """:func:`knn_length_scale` of rows with positive weights ``sample_weight``, integer weights
-    counting as repeated rows.
+    counting as repeated rows (:func:`weighted_knn_blocks`).
 
     On a subsample of at most ``max_samples`` rows (drawn as :func:`knn_distances` draws it), the
-    neighbours of row i are the other rows, each counted ``w_j`` times, and ``w_i - 1`` copies of
-    row i itself at distance 0; its k-th neighbour distance is the least distance at which their
-    cumulative weight reaches ``k = min(n_neighbors, sum(w) - 1)``, and the rule's value is the
+    k-th neighbour distance of row i is the least distance at which the cumulative weight of its
+    neighbours reaches ``k = min(n_neighbors, sum(w) - 1)``, and the rule's value is the
     ``w``-weighted mean of these distances. With integer weights this is the rule on the repeated
     rows exactly (the subsample aside). A total weight below 2 leaves no neighbour to count: the
     unweighted rule of the rows is used then.
     """
-    from scipy.spatial.distance import cdist
-
     X = np.asarray(X, np.float64)
     w = np.asarray(sample_weight, np.float64)
     if X.shape[0] > max_samples:
@@ -185,18 +210,9 @@ def _weighted_knn_length_scale(X, sample_weight, rng, n_neighbors=50, max_sample
     if k < 1:
         return knn_length_scale(X, n_neighbors, max_samples, rng)
     kth = np.empty(X.shape[0])
-    for start in range(0, X.shape[0], 256):
-        D = cdist(X[start:start + 256], X)
-        rows = np.arange(D.shape[0])
-        own = start + rows
-        D[rows, own] = 0.0
-        order = np.argsort(D, axis=1, kind="stable")
-        W = np.broadcast_to(w, D.shape).copy()
-        W[rows, own] = np.maximum(w[own] - 1.0, 0.0)  # the other copies of row i, at distance 0
-        cum = np.cumsum(np.take_along_axis(W, order, axis=1), axis=1)
-        # first position whose cumulative weight reaches k (round-off tolerant for integer sums)
-        hit = np.minimum((cum < k - 1e-9 * k).sum(axis=1), D.shape[1] - 1)
-        kth[start:start + D.shape[0]] = np.take_along_axis(D, order, axis=1)[rows, hit]
+    for own, D, C in weighted_knn_blocks(X, w, k):
+        last = D.shape[1] - 1 - np.argmax(C[:, ::-1] > 0, axis=1)  # the farthest counted neighbour
+        kth[own] = D[np.arange(D.shape[0]), last]
     value = float(np.average(kth, weights=w))
     return value if value > 0 and np.isfinite(value) else 1.0
 
