@@ -38,14 +38,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
+from rffkern._data import TargetScaler, check_sample_weight, labels_from_decision, mean_and_scale
 from rffkern._losses import class_probabilities
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
 from rffkern._sampling import knn_distances
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
-from rffkern.ridge import DEFAULT_ALPHAS
+from rffkern.ridge import DEFAULT_ALPHAS, _refuse_dask_weights
 
 __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
 
@@ -154,6 +154,69 @@ def knn_length_scale(X, n_neighbors=50, max_samples=2000, rng=None):
     return value if value > 0 else 1.0
 
 
+def _scoring_targets(Y, sample_weight):
+    """The centred scoring targets: ``Y`` minus its (weighted) column means; rows of zero weight
+    are centred too but take no part in the mean."""
+    if sample_weight is None:
+        return Y - Y.mean(0)
+    return Y - np.average(Y, axis=0, weights=sample_weight)
+
+
+def weighted_knn_blocks(X, sample_weight, k, block=256):
+    """Yield, by blocks of query rows, ``(rows, D, C)``: the sorted distances ``D`` from each query
+    row to every row and the weight ``C`` with which each distance counts among the query's ``k``
+    nearest neighbours, integer weights counting as repeated rows.
+
+    The neighbours of row i are the other rows, each counted ``w_j`` times, and ``w_i - 1`` copies
+    of row i itself at distance 0; ``C`` is their weight cut where the cumulative weight reaches
+    ``k`` (each row of C sums to ``min(k, total weight of the neighbours)``). With integer weights
+    this is exactly what :func:`rffkern._sampling.knn_distances` gives on the repeated rows.
+    """
+    from scipy.spatial.distance import cdist
+
+    w = np.asarray(sample_weight, np.float64)
+    for start in range(0, X.shape[0], block):
+        D = cdist(X[start:start + block], X)
+        rows = np.arange(D.shape[0])
+        own = start + rows
+        D[rows, own] = 0.0
+        order = np.argsort(D, axis=1, kind="stable")
+        W = np.broadcast_to(w, D.shape).copy()
+        W[rows, own] = np.maximum(w[own] - 1.0, 0.0)  # the other copies of row i, at distance 0
+        W = np.take_along_axis(W, order, axis=1)
+        cum = np.cumsum(W, axis=1)
+        C = np.clip(np.minimum(cum, k) - (cum - W), 0.0, None)
+        C[C < 1e-9 * k] = 0.0  # round-off of the cumulative sums
+        yield own, np.take_along_axis(D, order, axis=1), C
+
+
+def _weighted_knn_length_scale(X, sample_weight, rng, n_neighbors=50, max_samples=2000):
+    """:func:`knn_length_scale` of rows with positive weights ``sample_weight``, integer weights
+    counting as repeated rows (:func:`weighted_knn_blocks`).
+
+    On a subsample of at most ``max_samples`` rows (drawn as :func:`knn_distances` draws it), the
+    k-th neighbour distance of row i is the least distance at which the cumulative weight of its
+    neighbours reaches ``k = min(n_neighbors, sum(w) - 1)``, and the rule's value is the
+    ``w``-weighted mean of these distances. With integer weights this is the rule on the repeated
+    rows exactly (the subsample aside). A total weight below 2 leaves no neighbour to count: the
+    unweighted rule of the rows is used then.
+    """
+    X = np.asarray(X, np.float64)
+    w = np.asarray(sample_weight, np.float64)
+    if X.shape[0] > max_samples:
+        pick = rng.choice(X.shape[0], max_samples, replace=False)
+        X, w = X[pick], w[pick]
+    k = min(float(n_neighbors), float(w.sum()) - 1.0)
+    if k < 1:
+        return knn_length_scale(X, n_neighbors, max_samples, rng)
+    kth = np.empty(X.shape[0])
+    for own, D, C in weighted_knn_blocks(X, w, k):
+        last = D.shape[1] - 1 - np.argmax(C[:, ::-1] > 0, axis=1)  # the farthest counted neighbour
+        kth[own] = D[np.arange(D.shape[0]), last]
+    value = float(np.average(kth, weights=w))
+    return value if value > 0 and np.isfinite(value) else 1.0
+
+
 class _EERFBase(BaseEstimator):
     _parameter_constraints = {
         "n_components": [IntInterval(1, None, closed="left")],
@@ -190,10 +253,10 @@ class _EERFBase(BaseEstimator):
         """One progress line (rffkern._progress format), timed from the start of the fit."""
         self._progress.step(stage, i, n, text)
 
-    def _prepare(self, X):
+    def _prepare(self, X, sample_weight=None):
         self._progress = ProgressLog(self, self.verbose)  # the first step of every fit
         if self.standardize:
-            self.x_mean_, self.x_scale_ = mean_and_scale(X)
+            self.x_mean_, self.x_scale_ = mean_and_scale(X, sample_weight)
         else:
             self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
         return self._transform_input(X)
@@ -201,8 +264,15 @@ class _EERFBase(BaseEstimator):
     def _transform_input(self, X):
         return np.ascontiguousarray(((X - self.x_mean_) / self.x_scale_).astype(X.dtype, copy=False))
 
-    def _select(self, Xs, T, rng):
-        """Draw M0 candidates, score them on N0 rows against the centred targets T, keep the top M."""
+    def _select(self, Xs, T, rng, sample_weight=None):
+        """Draw M0 candidates, score them on N0 rows against the centred targets T, keep the top M.
+
+        With ``sample_weight`` only the rows of positive weight take part (N0 and the subsample are
+        drawn among them, so zero weights equal dropping the rows) and the scores are weighted
+        means ``sum_n w_n y_n phi(x_n) / sum_n w_n`` over the subsample."""
+        if sample_weight is not None and not (sample_weight > 0).all():
+            keep_rows = np.flatnonzero(sample_weight > 0)
+            Xs, T, sample_weight = np.ascontiguousarray(Xs[keep_rows]), T[keep_rows], sample_weight[keep_rows]
         n, d = Xs.shape
         M = self.n_components
         t0 = time.perf_counter()
@@ -210,6 +280,9 @@ class _EERFBase(BaseEstimator):
         rows = np.sort(rng.choice(n, self.n_subsample_, replace=False)) if self.n_subsample_ < n else None
         Xsub = Xs if rows is None else np.ascontiguousarray(Xs[rows])
         Tsub = T if rows is None else T[rows]
+        if sample_weight is not None:  # the weighted mean: eerf_scores divides by the row count
+            wsub = sample_weight if rows is None else sample_weight[rows]
+            Tsub = Tsub * (wsub / wsub.mean())[:, None]
         n_threads = resolve_n_threads(self.n_jobs)
         b0: NDArray[np.float64] | None  # the candidates' phases (Gaussian kernel only)
         if self.kernel == "linear":
@@ -224,8 +297,13 @@ class _EERFBase(BaseEstimator):
             if self.n_candidates_ < M:
                 raise ValueError(f"n_candidates={self.n_candidates_} must be >= n_components={M}")
             if self.kernel == "gaussian":
-                self.length_scale_ = (knn_length_scale(Xsub, rng=rng) if self.length_scale == "auto"
-                                      else float(self.length_scale))
+                if self.length_scale != "auto":
+                    self.length_scale_ = float(self.length_scale)
+                elif sample_weight is None:
+                    self.length_scale_ = knn_length_scale(Xsub, rng=rng)
+                else:
+                    self.length_scale_ = _weighted_knn_length_scale(
+                        Xsub, sample_weight if rows is None else sample_weight[rows], rng)
                 W0 = rng.standard_normal((d, self.n_candidates_)) / self.length_scale_
                 b0 = rng.uniform(0.0, 2.0 * np.pi, self.n_candidates_)
             else:
@@ -255,11 +333,11 @@ class _EERFBase(BaseEstimator):
             return ColumnMap(self.support_)
         return ArcCosineMap(self.weights_, int(self.kernel[-1]), self.scale_)
 
-    def _fit_ridge(self, Xs, Y, rng, ravel):
+    def _fit_ridge(self, Xs, Y, rng, ravel, sample_weight=None):
         t0 = time.perf_counter()
         coef, intercept, alpha, errors, _ = fit_ridge_map(
             self._map(), Xs, Y.astype(Xs.dtype), as_alpha_list(self.alpha), fit_intercept=True,
-            selection=self.alpha_selection, validation_fraction=0.1, rng=rng)
+            selection=self.alpha_selection, validation_fraction=0.1, rng=rng, sample_weight=sample_weight)
         # back to the caller's units (identity unless the regressor scaled its targets)
         y_scale, y_mean = getattr(self, "_target_scale", (1.0, 0.0))
         coef, intercept = coef * y_scale, intercept * y_scale + y_mean
@@ -374,7 +452,7 @@ class EERFRegressor(RegressorMixin, _EERFBase):
                          standardize=standardize, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.normalize_y = normalize_y
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> EERFRegressor:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> EERFRegressor:
         """Select the features on a subsample of (X, y), then fit ridge on all of it.
 
         Parameters
@@ -383,6 +461,17 @@ class EERFRegressor(RegressorMixin, _EERFBase):
             Training data.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Real-valued targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each sample (None: all 1). Weighted: the standardisation, the
+            target scaling, the candidates' scores (weighted means over the scoring subsample,
+            which is drawn among the rows of positive weight, so zero weights equal dropped rows)
+            and the final ridge fit with its alpha search (weighted Gram, weighted LOO, GCV or
+            held-out error). Integer weights give the objective of repeated rows; the subsample
+            and the alpha search's left-out rows stay those of the given rows. The weights
+            multiply the squared errors (scikit-learn's ``Ridge`` convention): weights ``c w``
+            with ``alpha`` fit as ``w`` with ``alpha / c``.
+            ``length_scale="auto"`` counts integer weights as repeated rows (the neighbours of
+            the rule are weighted). Not supported for a Dask ``X`` (``ValueError``).
 
         Returns
         -------
@@ -398,21 +487,24 @@ class EERFRegressor(RegressorMixin, _EERFBase):
         (20,)
         """
         if is_dask_array(X):  # exact distributed fit on the workers
+            _refuse_dask_weights(sample_weight)
             from rffkern._dask_fits import fit_eerf
             return fit_eerf(self, X, y)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
-        scaler = TargetScaler(self.normalize_y).fit(y.reshape(X.shape[0], -1))
+        w = check_sample_weight(sample_weight, X.shape[0])
+        scaler = TargetScaler(self.normalize_y).fit(y.reshape(X.shape[0], -1), w)
         Y = scaler.transform(y.reshape(X.shape[0], -1))
         self.y_mean_, self.y_scale_ = scaler.mean_, scaler.scale_
         self._target_scale = (scaler.scale_, scaler.mean_)
         rng = as_generator(self.random_state)
-        Xs = self._prepare(X)
-        T = Y - Y.mean(0)
-        T /= np.where(np.abs(T).max(0) > 0, np.abs(T).max(0), 1.0)
-        self._select(Xs, T, rng)
+        Xs = self._prepare(X, w)
+        T = _scoring_targets(Y, w)
+        top = np.abs(T if w is None else T[w > 0]).max(0)
+        T /= np.where(top > 0, top, 1.0)
+        self._select(Xs, T, rng, w)
         try:
-            self._fit_ridge(Xs, Y, rng, ravel=y.ndim == 1)
+            self._fit_ridge(Xs, Y, rng, ravel=y.ndim == 1, sample_weight=w)
         finally:
             del self._target_scale
         return self
@@ -486,7 +578,7 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
                          standardize=standardize, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.solver = solver
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> EERFClassifier:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> EERFClassifier:
         """Select the features on a subsample of (X, y), then fit the classifier on all of it.
 
         Parameters
@@ -495,6 +587,16 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             Training data.
         y : array-like of shape (n_samples,)
             Class labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each sample (None: all 1). Weighted: the standardisation, the
+            centring of the scoring targets, the candidates' scores (weighted means over the
+            scoring subsample, which is drawn among the rows of positive weight) and the final fit:
+            ``solver="ridge"`` with its alpha search as in :class:`rffkern.RFFRidgeClassifier`
+            (the weights multiply the squared errors),
+            ``solver="logistic"`` through scikit-learn's ``sample_weight`` (its cross-validation
+            folds are those of the given rows). ``length_scale="auto"`` counts integer weights as
+            repeated rows (the neighbours of the rule are weighted). Not supported for a Dask
+            ``X`` (``ValueError``).
 
         Returns
         -------
@@ -511,10 +613,12 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         array([0, 1])
         """
         if is_dask_array(X):  # exact distributed fit on the workers
+            _refuse_dask_weights(sample_weight)
             from rffkern._dask_fits import fit_eerf
             return fit_eerf(self, X, y)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        w = check_sample_weight(sample_weight, X.shape[0])
         check_classification_targets(y)
         binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(y)
         self.classes_ = binarizer.classes_
@@ -523,20 +627,20 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
                 f"the classifier needs samples of at least 2 classes; got {len(self.classes_)} class")
         Y = binarizer.transform(y).astype(np.float64)
         rng = as_generator(self.random_state)
-        Xs = self._prepare(X)
-        self._select(Xs, Y - Y.mean(0), rng)
+        Xs = self._prepare(X, w)
+        self._select(Xs, _scoring_targets(Y, w), rng, w)
         if self.solver == "ridge":
-            self._fit_ridge(Xs, Y, rng, ravel=Y.shape[1] == 1)
+            self._fit_ridge(Xs, Y, rng, ravel=Y.shape[1] == 1, sample_weight=w)
         else:
             alphas = as_alpha_list(self.alpha)
             t0 = time.perf_counter()
             Z = self._map().features(Xs)
             Cs = [1.0 / a if a > 0 else 1e12 for a in alphas]
             if len(alphas) == 1:
-                logistic = LogisticRegression(C=Cs[0], max_iter=1000).fit(Z, y)
+                logistic = LogisticRegression(C=Cs[0], max_iter=1000).fit(Z, y, sample_weight=w)
                 chosen = alphas[0]
             else:  # 3-fold stratified cross-validation of the log-loss over the alphas
-                logistic = LogisticRegressionCV(Cs=Cs, cv=3, scoring="neg_log_loss", max_iter=1000).fit(Z, y)
+                logistic = LogisticRegressionCV(Cs=Cs, cv=3, scoring="neg_log_loss", max_iter=1000).fit(Z, y, sample_weight=w)
                 chosen = alphas[Cs.index(float(np.atleast_1d(logistic.C_)[0]))]
             coef = logistic.coef_.T.astype(np.float64)
             self.coef_ = coef[:, 0] if coef.shape[1] == 1 else coef

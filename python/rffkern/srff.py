@@ -33,12 +33,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, holdout_split, mean_and_scale
+from rffkern._data import TargetScaler, check_sample_weight, holdout_split, mean_and_scale
 from rffkern._progress import ProgressLog
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._sampling import knn_distances
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
+from rffkern.ridge import _refuse_dask_weights
 
 __all__ = ["SRFFRegressor", "srff_alpha_grid", "simplex_projection", "path_start"]
 
@@ -56,6 +57,41 @@ def median_knn_distance(X, n_neighbors=20, max_samples=2000, rng=None):
     return value if value > 0 else 1.0
 
 
+def weighted_median_knn_distance(X, sample_weight, n_neighbors=20, max_samples=2000, rng=None):
+    """:func:`median_knn_distance` with positive row weights, integer weights counting as repeated
+    rows: the median of every query's ``k = min(n_neighbors, sum(w) - 1)`` neighbour distances
+    (:func:`rffkern.eerf.weighted_knn_blocks`), each query counted ``w_i`` times; for integer
+    weights and at most ``max_samples`` rows, exactly the rule on the repeated rows. The median of
+    an even count is the mean of the two middle values, as :func:`numpy.median`; other weights
+    interpolate the same formula. A total weight below 2: the unweighted rule of the rows."""
+    from rffkern.eerf import weighted_knn_blocks
+
+    X = np.asarray(X, np.float64)
+    w = np.asarray(sample_weight, np.float64)
+    if X.shape[0] > max_samples:
+        rng = np.random.default_rng(0) if rng is None else rng
+        pick = rng.choice(X.shape[0], max_samples, replace=False)
+        X, w = X[pick], w[pick]
+    k = min(float(n_neighbors), float(w.sum()) - 1.0)
+    if k < 1:
+        return median_knn_distance(X, n_neighbors, max_samples, rng)
+    values, counts = [], []
+    for own, D, C in weighted_knn_blocks(X, w, k):
+        C = C * w[own][:, None]
+        keep = C > 0
+        values.append(D[keep])
+        counts.append(C[keep])
+    v, c = np.concatenate(values), np.concatenate(counts)
+    order = np.argsort(v, kind="stable")
+    v, cum = v[order], np.cumsum(c[order])
+    total = cum[-1]
+    # 0-based positions (total - 1) / 2 and total / 2 of the repeated sample, as numpy.median
+    lo = v[min(np.searchsorted(cum, np.floor((total - 1) / 2) + 1 - 1e-9 * total), v.size - 1)]
+    hi = v[min(np.searchsorted(cum, np.floor(total / 2) + 1 - 1e-9 * total), v.size - 1)]
+    value = 0.5 * (lo + hi)
+    return value if value > 0 and np.isfinite(value) else 1.0
+
+
 def srff_alpha_grid(X, exponents=GRID_EXPONENTS):
     """``||X.T X||_2 * 10^e`` for each exponent (X as the estimator sees it: standardised)."""
     top = np.linalg.norm(np.asarray(X, np.float64), 2) ** 2
@@ -65,27 +101,77 @@ def srff_alpha_grid(X, exponents=GRID_EXPONENTS):
 # ---------------------------------------------------------------------------------------------
 # The two steps: every pass over the data is one compiled kernel call.
 # ---------------------------------------------------------------------------------------------
-def ridge_step(X, y, directions, b, gamma, lam, n_threads):
-    """``a = (Z.T Z + n lam I)^{-1} Z.T y`` and the objective ``(1/2n)||y - Za||^2 + lam/2 ||a||^2``."""
-    n = X.shape[0]
-    G, Zty = kernels.gram(X, directions, b, y, theta=gamma, scale=1.0, n_threads=n_threads)
+_BLOCK_ROWS = 2048
+
+
+def _weighted_gram(X, directions, b, y, gamma, sample_weight, n_threads):
+    """``(Z.T diag(w) Z, Z.T diag(w) y)`` of the features ``Z = cos((X * gamma) W + b)``, by row blocks."""
+    M = directions.shape[1]
+    G, Zty = np.zeros((M, M)), np.zeros(M)
+    for i in range(0, X.shape[0], _BLOCK_ROWS):
+        wb = sample_weight[i:i + _BLOCK_ROWS]
+        Z = kernels.features(X[i:i + _BLOCK_ROWS], directions, b, theta=gamma, scale=1.0, n_threads=n_threads)
+        Zw = Z * np.sqrt(wb)[:, None]
+        G += Zw.T @ Zw
+        Zty += Z.T @ (wb * y[i:i + _BLOCK_ROWS])
+    return G, Zty
+
+
+def weighted_loss_and_grad(X, y, directions, b, a, gamma, sample_weight, want_grad=True, n_threads=None):
+    """``h(gamma) = sum_i w_i (f_i - y_i)^2 / (2 sum_i w_i)`` with ``f = cos((X * gamma) W + b) a``
+    and its gradient in gamma, from compiled passes (:func:`rffkern.kernels.loss_and_grad` takes
+    no row weights).
+
+    The squared loss's gamma-gradient, ``(1/n) sum_i (f_i - t_i) df_i/dgamma``, is linear in the
+    residuals; the targets ``t = f - w (f - y)`` make them ``w_i (f_i - y_i)``, so one pass of
+    :func:`rffkern.kernels.predict` (f and the value) and one of ``loss_and_grad`` on ``t`` (scaled
+    by ``n / sum(w)``) give the weighted gradient exactly, up to round-off.
+    """
+    n, total = X.shape[0], float(sample_weight.sum())
+    f = kernels.predict(X, directions, b, a, theta=gamma, scale=1.0, n_threads=n_threads)
+    r = f - y
+    value = 0.5 * float(sample_weight @ (r * r)) / total
+    if not want_grad:
+        return value, None
+    _, _, grad = kernels.loss_and_grad(X, f - sample_weight * r, directions, b, a, theta=gamma, loss="squared",
+                                       scale=1.0, n_threads=n_threads)
+    return value, grad * (n / total)
+
+
+def ridge_step(X, y, directions, b, gamma, lam, n_threads, sample_weight=None):
+    """``a = (Z.T Z + n lam I)^{-1} Z.T y`` and the objective ``(1/2n)||y - Za||^2 + lam/2 ||a||^2``;
+    with ``sample_weight`` the weighted sums, n the total weight."""
+    if sample_weight is None:
+        n = X.shape[0]
+        G, Zty = kernels.gram(X, directions, b, y, theta=gamma, scale=1.0, n_threads=n_threads)
+        yy = float(y @ y)
+    else:
+        n = float(sample_weight.sum())
+        G, Zty = _weighted_gram(X, directions, b, y, gamma, sample_weight, n_threads)
+        yy = float(sample_weight @ (y * y))
     a = ridge_solve(G, Zty, n * lam)
-    rss = float(y @ y - 2 * a @ Zty + a @ G @ a)
+    rss = float(yy - 2 * a @ Zty + a @ G @ a)
     return a, max(rss, 0.0) / (2 * n) + 0.5 * lam * float(a @ a)
 
 
 def fista_gamma(X, y, directions, b, a, gamma, radius, *, step_init=100.0, max_iter=100, tol=1e-5,
-                window=5, n_threads=1):
-    """FISTA with backtracking on ``h(g) = (1/2n)||y - Z(g) a||^2`` over the simplex of ``radius``.
+                window=5, n_threads=1, sample_weight=None):
+    """FISTA with backtracking on ``h(g) = (1/2n)||y - Z(g) a||^2`` over the simplex of ``radius``
+    (with ``sample_weight``: the weighted mean, :func:`weighted_loss_and_grad`).
 
     Returns the iterate with the smallest ``h`` seen and the number of iterations.
     """
     def value_grad(g):
+        if sample_weight is not None:
+            return weighted_loss_and_grad(X, y, directions, b, a, g, sample_weight, n_threads=n_threads)
         v, _, gt = kernels.loss_and_grad(X, y, directions, b, a, theta=g, loss="squared", scale=1.0,
                                          n_threads=n_threads)
         return v, gt
 
     def value(g):
+        if sample_weight is not None:
+            return weighted_loss_and_grad(X, y, directions, b, a, g, sample_weight, want_grad=False,
+                                          n_threads=n_threads)[0]
         return kernels.loss_and_grad(X, y, directions, b, a, theta=g, loss="squared", scale=1.0,
                                      want_theta=False, n_threads=n_threads)[0]
 
@@ -120,11 +206,12 @@ def fista_gamma(X, y, directions, b, a, gamma, radius, *, step_init=100.0, max_i
 
 
 def srff_fit_path(X, y, directions, b, lam, gamma0, *, max_iter=1000, max_inner_iter=100, tol=1e-5,
-                  window=5, step_init=100.0, n_threads=1, verbose=0, gamma_start=None):
+                  window=5, step_init=100.0, n_threads=1, verbose=0, gamma_start=None, sample_weight=None):
     """Alternate the ridge step and the gamma step for one lambda; returns (a, gamma, objective history).
 
     The simplex has the size of ``gamma0``; the iterations start from ``gamma_start`` (a warm start,
-    e.g. the previous lambda's gamma on a path) or from ``gamma0``.
+    e.g. the previous lambda's gamma on a path) or from ``gamma0``. ``sample_weight`` (positive,
+    or None) weights the squared errors of both steps.
     """
     radius = float(gamma0.sum())
     gamma = (gamma0 if gamma_start is None else gamma_start).copy()
@@ -132,34 +219,40 @@ def srff_fit_path(X, y, directions, b, lam, gamma0, *, max_iter=1000, max_inner_
     a = None
     log = verbose if isinstance(verbose, ProgressLog) else ProgressLog("SRFFRegressor", verbose)
     for it in range(max_iter):
-        a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads)
+        a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads, sample_weight)
         hist.append(J)
         log.step("outer iteration", it + 1, max_iter, f"lambda {lam:.4g}, objective {J:.6g}", level=2)
         if stall(hist, window, tol):
             return a, gamma, hist
         gamma, _ = fista_gamma(X, y, directions, b, a, gamma, radius, step_init=step_init,
-                               max_iter=max_inner_iter, tol=tol, window=window, n_threads=n_threads)
-    a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads)
+                               max_iter=max_inner_iter, tol=tol, window=window, n_threads=n_threads,
+                               sample_weight=sample_weight)
+    a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads, sample_weight)
     hist.append(J)
     return a, gamma, hist
 
 
-def path_start(Xtr, ytr, Xva, yva, directions, b, gamma0, lambdas, n_threads):
+def path_start(Xtr, ytr, Xva, yva, directions, b, gamma0, lambdas, n_threads, wtr=None, wva=None):
     """Index (into ``lambdas``, sorted from large to small) where the path starts.
 
     The held-out MSE of plain ridge on the initial features (gamma = gamma0) for every lambda, from
     one Gram pass and one eigendecomposition: lambdas so large that this ridge fit is the constant
     give the same error as the mean, and a path started there would stop early on that flat stretch.
     The start is one grid step above the first lambda that achieves a tenth of the best improvement
-    over the mean, and at most three steps above the lambda of the least error.
+    over the mean, and at most three steps above the lambda of the least error. ``wtr`` and ``wva``
+    (sample weights of the two splits, or None) weight the fit and the errors.
     """
-    n = Xtr.shape[0]
-    G, Zty = kernels.gram(Xtr, directions, b, ytr, theta=gamma0, scale=1.0, n_threads=n_threads)
+    if wtr is None:
+        n = Xtr.shape[0]
+        G, Zty = kernels.gram(Xtr, directions, b, ytr, theta=gamma0, scale=1.0, n_threads=n_threads)
+    else:
+        n = float(wtr.sum())
+        G, Zty = _weighted_gram(Xtr, directions, b, ytr, gamma0, wtr, n_threads)
     eig = RidgeEigen(G, Zty.reshape(-1, 1))
     coefs = np.hstack([eig.coef(n * lam) for lam in lambdas])
     F = kernels.features(Xva, directions, b, theta=gamma0, scale=1.0, n_threads=n_threads) @ coefs
-    errors = ((F - yva[:, None]) ** 2).mean(0)
-    null = float(np.mean(yva**2))
+    errors = np.average((F - yva[:, None]) ** 2, axis=0, weights=wva)
+    null = float(np.average(yva**2, weights=wva))
     gain = null - errors
     if not np.isfinite(gain).all() or gain.max() <= 0:
         return 0
@@ -326,13 +419,14 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     def _gamma0(self, d):
         return np.full(d, 1.0 / self.length_scale_)
 
-    def _fit_one(self, X, y, lam, n_threads, gamma_start=None):
+    def _fit_one(self, X, y, lam, n_threads, gamma_start=None, sample_weight=None):
         return srff_fit_path(X, y, self.weights_, self.offsets_, lam, self._gamma0(X.shape[1]),
                              max_iter=self.max_iter, max_inner_iter=self.max_inner_iter, tol=self.tol,
                              window=self.stall_window, step_init=self.step_init, n_threads=n_threads,
-                             verbose=getattr(self, "_log", self.verbose), gamma_start=gamma_start)
+                             verbose=getattr(self, "_log", self.verbose), gamma_start=gamma_start,
+                             sample_weight=sample_weight)
 
-    def _scale_targets(self, y):
+    def _scale_targets(self, y, sample_weight=None):
         """Fit the target scaler on y; returns the scaled (centred) targets."""
         if not self.normalize_y:
             y_centred = y - y.mean()
@@ -342,11 +436,11 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
                 raise ValueError("y is too large in magnitude: the sum of squares of the centred targets, "
                                  "on which SRFF's objective and gradient are built, overflows float64; "
                                  "divide y by its scale first or use normalize_y=True")
-        scaler = TargetScaler(self.normalize_y).fit(y)
+        scaler = TargetScaler(self.normalize_y).fit(y, sample_weight)
         self.y_mean_, self.y_scale_ = float(scaler.mean_[0]), float(scaler.scale_[0])
         return scaler.transform(y)
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> SRFFRegressor:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> SRFFRegressor:
         """Fit the relevances and the ridge model, choosing lambda on a held-out split.
 
         Parameters
@@ -355,6 +449,15 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
             Training data.
         y : array-like of shape (n_samples,)
             Real-valued targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each sample (None: all 1). Rows of zero weight are dropped
+            first; the others weight the standardisation, the target scaling, the objective's data
+            term (``sum_i w_i (y_i - f(x_i))^2 / (2 sum_i w_i)``, in the coefficient step and in the
+            gamma step), the lambda grid (``||X.T diag(w) X||_2``) and the held-out error that
+            chooses lambda. The held-out split is drawn over the rows of positive weight, and
+            ``length_scale="auto"`` counts integer weights as repeated rows. A weighted fit
+            costs more per iteration (two compiled passes per gamma-gradient, the Gram from blocks
+            of features). Not supported for a Dask ``X`` (``ValueError``).
 
         Returns
         -------
@@ -371,32 +474,42 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         (10,)
         """
         if is_dask_array(X):  # data terms on the workers, the alternating minimisation here
+            _refuse_dask_weights(sample_weight)
             from rffkern._dask_fits import fit_srff
             return fit_srff(self, X, y)
         self._validate_params()
         self._log = ProgressLog(self, self.verbose)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        w = check_sample_weight(sample_weight, X.shape[0])
+        if w is not None and not (w > 0).all():  # zero weights: the rows are dropped
+            keep = w > 0
+            X, y, w = X[keep], y[keep], w[keep]
         n, d = X.shape
         rng = as_generator(self.random_state)
         n_threads = resolve_n_threads(self.n_jobs)
         if self.standardize:
-            self.x_mean_, self.x_scale_ = mean_and_scale(X)
+            self.x_mean_, self.x_scale_ = mean_and_scale(X, w)
         else:
             self.x_mean_, self.x_scale_ = np.zeros(d), np.ones(d)
         Xs = np.ascontiguousarray(self._standardise(X))
-        self.length_scale_ = (median_knn_distance(Xs, rng=rng) if self.length_scale == "auto"
-                              else float(self.length_scale))
+        if self.length_scale != "auto":
+            self.length_scale_ = float(self.length_scale)
+        elif w is None:
+            self.length_scale_ = median_knn_distance(Xs, rng=rng)
+        else:
+            self.length_scale_ = weighted_median_knn_distance(Xs, w, rng=rng)
         self.weights_ = rng.standard_normal((d, self.n_components))
         self.offsets_ = rng.uniform(0.0, 2.0 * np.pi, self.n_components)
         if self.alpha is None:
-            alphas = srff_alpha_grid(Xs, PATH_EXPONENTS)
+            alphas = srff_alpha_grid(Xs if w is None else Xs * np.sqrt(w)[:, None], PATH_EXPONENTS)
         else:
             alphas = np.atleast_1d(np.asarray(self.alpha, np.float64))
         alphas = alphas[np.argsort(-alphas, kind="stable")]
         self.alphas_ = alphas
         self.n_outer_iter_total_ = 0
         if alphas.size == 1:
-            a, gamma, hist = self._fit_one(Xs, self._scale_targets(y), float(alphas[0]), n_threads)
+            a, gamma, hist = self._fit_one(Xs, self._scale_targets(y, w), float(alphas[0]), n_threads,
+                                           sample_weight=w)
             self.n_outer_iter_total_ = len(hist)
             self.validation_errors_ = None
             best = float(alphas[0])
@@ -406,12 +519,14 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
                 raise ValueError(f"choosing lambda needs a validation split; validation_fraction="
                                  f"{self.validation_fraction} of {n} sample(s) leaves too few")
             tr, va = holdout_split(n, n_val, rng)
-            ytr = self._scale_targets(y[tr])
+            wtr, wva = (None, None) if w is None else (w[tr], w[va])
+            ytr = self._scale_targets(y[tr], wtr)
             yva = (y[va] - self.y_mean_) / self.y_scale_
             Xtr, Xva = np.ascontiguousarray(Xs[tr]), np.ascontiguousarray(Xs[va])
-            a, gamma, hist, best = self._fit_path(Xtr, ytr, Xva, yva, alphas, n_threads)
+            a, gamma, hist, best = self._fit_path(Xtr, ytr, Xva, yva, alphas, n_threads, wtr, wva)
             if self.refit:
-                a, gamma, hist = self._fit_one(Xs, self._scale_targets(y), best, n_threads, gamma_start=gamma)
+                a, gamma, hist = self._fit_one(Xs, self._scale_targets(y, w), best, n_threads, gamma_start=gamma,
+                                               sample_weight=w)
                 self.n_outer_iter_total_ += len(hist)
         self.alpha_ = best
         self.coef_, self.gamma_, self.objective_ = a, gamma, hist
@@ -421,20 +536,20 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self.feature_importances_ = gamma / total if total > 0 else np.full(d, 1.0 / d)
         return self
 
-    def _fit_path(self, Xtr, ytr, Xva, yva, alphas, n_threads):
+    def _fit_path(self, Xtr, ytr, Xva, yva, alphas, n_threads, wtr=None, wva=None):
         """The warm-started lambda path on the training split; returns the best (a, gamma, hist, lambda)."""
         gamma0 = self._gamma0(Xtr.shape[1])
-        start = path_start(Xtr, ytr, Xva, yva, self.weights_, self.offsets_, gamma0, alphas, n_threads)
+        start = path_start(Xtr, ytr, Xva, yva, self.weights_, self.offsets_, gamma0, alphas, n_threads, wtr, wva)
         errors = np.full(alphas.size, np.nan)
         best_err, best_fit, since_best = np.inf, None, 0
         gamma = None
         for k in range(start, alphas.size):
             lam = float(alphas[k])
-            a, gamma, hist = self._fit_one(Xtr, ytr, lam, n_threads, gamma_start=gamma)
+            a, gamma, hist = self._fit_one(Xtr, ytr, lam, n_threads, gamma_start=gamma, sample_weight=wtr)
             self.n_outer_iter_total_ += len(hist)
             pred = kernels.predict(Xva, self.weights_, self.offsets_, a, theta=gamma, scale=1.0,
                                    n_threads=n_threads)
-            errors[k] = float(np.mean((pred - yva) ** 2))
+            errors[k] = float(np.average((pred - yva) ** 2, weights=wva))
             self._log.step("lambda", k + 1, alphas.size,
                            f"lambda {lam:.4g}, outer iterations {len(hist)}, "
                            f"validation MSE {errors[k] * np.float64(self.y_scale_) ** 2:.5g}")
