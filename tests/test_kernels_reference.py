@@ -476,7 +476,8 @@ def test_isas_agree_with_each_other_closely():
 
 
 @pytest.mark.skipif("avx2" not in available_isas(), reason="the CPU has no AVX2")
-@pytest.mark.xfail(strict=True, reason=(
+@pytest.mark.xfail(strict=False, reason=(  # not strict: the -O1 sanitizer build rounds differently and passes
+
     "known, not yet explained: on this cancellation-heavy float32 example (found by Hypothesis) "
     "the AVX2 theta-gradient of the squared loss is 1.5x outside the first-order rounding bound "
     "of loss_grad_magnitudes (|diff| 6.3e-7 > 4.2e-7, all 8 entries, relative 1.3e-3; the AVX-512 "
