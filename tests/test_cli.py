@@ -399,3 +399,19 @@ def test_sizes_beyond_the_memory_are_refused_before_allocating(args, option, cap
 def test_fit_n_components_beyond_the_memory(regression_csv, capsys):
     assert main(["fit", regression_csv, "--target", "target", "--n-components", str(10**12)]) == 2
     assert "lower --n-components" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model, shown", [
+    ("auto", "rffkern.fit chose"),          # the default: the tuned one-call API
+    ("rffnet", "model: RFFNetRegressor"),   # RFFNet alone, with the command's RFFNet options
+])
+def test_fit_model_choice(regression_csv, capsys, model, shown):
+    assert main(["fit", regression_csv, "--target", "target", "--model", model, *FAST]) == 0
+    out = capsys.readouterr().out
+    assert shown in out and "relevance ranking" in out and "r2" in out
+    assert ("|theta|" in out) == (model == "rffnet" or "RFFNet" in out.split("model: ")[1].split()[0])
+
+
+def test_fit_model_choice_is_validated(regression_csv, capsys):
+    assert main(["fit", regression_csv, "--target", "target", "--model", "svm"]) == 2
+    assert "--model" in capsys.readouterr().err

@@ -218,6 +218,10 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
+    n_fit = X.shape[0] - int(np.ceil(validation_fraction * X.shape[0]))
+    if n_fit < 3:
+        raise ValueError(f"X is too small for rffkern.fit: {X.shape[0]} samples leave {n_fit} to fit after "
+                         f"holding out validation_fraction={validation_fraction}; at least 3 are needed")
     classify = task == "classification"
     stratify = None
     if classify:
