@@ -127,7 +127,6 @@ def test_classifier_and_partial_fit_and_topk_take_weights():
     (np.ones(49), "sample_weight"),
     (np.ones((50, 2)), "sample_weight"),
     (np.zeros(50), "sample_weight"),
-    (np.array(["a"] * 50), "sample_weight"),
 ])
 @pytest.mark.parametrize("cls", [RFFNetRegressor, RFFNetClassifier])
 def test_bad_weights_raise_naming_sample_weight(cls, bad, match):
@@ -188,3 +187,9 @@ def test_warm_start_with_early_stopping_and_bad_input():
     clf = RFFNetClassifier(**_small(max_iter=2, warm_start=True)).fit(X, y > 0)
     with pytest.raises(ValueError, match="labels not in classes_"):
         clf.fit(X, np.where(y > 0, "a", "b"))
+
+
+def test_non_numeric_weights_are_a_type_error():
+    X, y, _ = make_jse3(50, random_state=0)
+    with pytest.raises(TypeError, match="sample_weight must be numeric"):
+        RFFNetRegressor(**_small()).fit(X, y, sample_weight=np.array(["a"] * 50))

@@ -334,7 +334,7 @@ def test_partial_fit_with_weights_equals_repeated_chunks():
     (np.ones(29), r"sample_weight must have shape \(30,\)"),
     (np.ones((30, 1)), r"sample_weight must have shape \(30,\)"),
     (np.zeros(30), "sample_weight sums to zero"),
-    (2.0, "sample_weight must be a 1-D array"),
+    (-2.0, "sample_weight must be non-negative"),
 ])
 @pytest.mark.parametrize("cls", [RFFRidge, RFFRidgeClassifier])
 def test_bad_sample_weight_is_refused(cls, weights, match):
@@ -398,3 +398,13 @@ def test_sample_weight_with_a_dask_array_is_refused():
     for est, target in ((RFFRidge(20), y), (RFFRidgeClassifier(20), y > 0)):
         with pytest.raises(ValueError, match="sample_weight is not supported when X is a Dask array"):
             est.fit(da.from_array(X, chunks=(30, 2)), target, sample_weight=np.ones(60))
+
+
+@pytest.mark.parametrize("cls", [RFFRidge, RFFRidgeClassifier])
+def test_scalar_sample_weight_is_that_weight_on_every_row(cls):
+    # scikit-learn's convention, shared by every estimator through _data.check_sample_weight
+    X, y = _data(n=30, d=2)
+    target = y if cls is RFFRidge else (y > 0).astype(int)
+    a = cls(20, alpha=0.5, length_scale=2.0, random_state=0).fit(X, target, sample_weight=2.0)
+    b = cls(20, alpha=0.5, length_scale=2.0, random_state=0).fit(X, target, sample_weight=np.full(30, 2.0))
+    assert np.array_equal(a.coef_, b.coef_)

@@ -54,9 +54,10 @@ def mean_and_scale(A, sample_weight=None):
 def check_sample_weight(sample_weight, n_samples):
     """``sample_weight`` as a float64 vector of length ``n_samples``, or None when it is None.
 
-    A ``ValueError`` naming ``sample_weight`` for a wrong shape or length, NaN or infinity, a
-    negative weight, or weights that are all zero; a ``TypeError`` for a non-numeric array. The
-    caller's array is never modified (a copy is returned).
+    A scalar is the same weight for every sample (scikit-learn's convention). A ``ValueError``
+    naming ``sample_weight`` for a wrong shape or length, NaN or infinity, a negative weight, or
+    weights that are all zero; a ``TypeError`` for a non-numeric array. The caller's array is
+    never modified (a copy is returned).
     """
     if sample_weight is None:
         return None
@@ -64,7 +65,7 @@ def check_sample_weight(sample_weight, n_samples):
     if w.dtype.kind not in "biuf":
         raise TypeError(f"sample_weight must be numeric, got dtype {w.dtype}")
     if w.ndim == 0:
-        raise ValueError("sample_weight must be a 1-D array of one weight per sample, got a scalar")
+        w = np.full(n_samples, w, dtype=np.float64)
     if w.ndim != 1 or w.shape[0] != n_samples:
         raise ValueError(f"sample_weight must have shape ({n_samples},) (one weight per sample), got shape {w.shape}")
     w = np.array(w, dtype=np.float64)

@@ -27,11 +27,11 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._data import mean_and_scale, power_of_two_scale
+from rffkern._data import check_sample_weight, mean_and_scale, power_of_two_scale
 from rffkern._losses import class_probabilities
 from rffkern._rffnet_training import (
     EpochRunner,
@@ -224,7 +224,7 @@ class _BaseRFFNet(BaseEstimator):
             if w_train is None:
                 mean, sd = X_train.mean(axis=0, dtype=np.float64), X_train.std(axis=0, dtype=np.float64)
             else:
-                mean, sd = _weighted_moments(X_train, w_train)
+                mean, sd = mean_and_scale(np.asarray(X_train, dtype=np.float64), w_train)
             sd[~(sd > 1e-12)] = 1.0  # constant features stay constant (0) after centring
             self.x_mean_, self.x_scale_ = mean.astype(dtype), sd.astype(dtype)
         else:
@@ -535,11 +535,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         return y, Y, "squared"
 
     def _target_statistics(self, Y_train, sample_weight=None):
-        if sample_weight is None:
-            mean, sd = mean_and_scale(Y_train)
-        else:
-            mean, sd = _weighted_moments(Y_train, sample_weight)
-            sd = np.where(sd > 0, sd, 1.0)
+        mean, sd = mean_and_scale(np.asarray(Y_train, dtype=np.float64), sample_weight)
         intercept = mean if self.fit_intercept else np.zeros(Y_train.shape[1])
         if not self.normalize_y:
             return intercept, np.ones(Y_train.shape[1])
@@ -1023,36 +1019,7 @@ def _check_weights(sample_weight, X):
     """
     if sample_weight is None:
         return None
-    w = validated_weights(sample_weight, X)
+    w = check_sample_weight(sample_weight, X.shape[0])
     if np.all(w == w[0]):
         return None
     return w
-
-
-def validated_weights(sample_weight, X):
-    """sample_weight as a float64 array of X's length: finite, non-negative, with a positive sum
-    (a scalar is the same weight for every row); any other input is a ValueError naming it."""
-    try:
-        w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-    except (TypeError, ValueError) as exc:
-        message = str(exc)
-        if "sample_weight" not in message:
-            message = f"sample_weight is invalid: {message}"
-        raise ValueError(message) from exc
-    if not np.isfinite(w).all():
-        raise ValueError("sample_weight contains NaN or infinity")
-    if not w.sum() > 0:
-        raise ValueError("sample_weight must have a positive sum (some row with a positive weight)")
-    return w
-
-
-def _weighted_moments(A, sample_weight):
-    """Per-column mean and standard deviation (population) of A, weighted by sample_weight
-    (plain when None), in float64; computed on A divided by a power of two per column so that
-    values near the float64 limit do not overflow."""
-    A = np.asarray(A, dtype=np.float64)
-    p2 = power_of_two_scale(A, axis=0)
-    B = A / p2
-    mean = np.average(B, axis=0, weights=sample_weight)
-    var = np.average((B - mean) ** 2, axis=0, weights=sample_weight)
-    return mean * p2, np.sqrt(var) * p2

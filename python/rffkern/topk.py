@@ -21,7 +21,8 @@ from rffkern._api import task_of_target
 from rffkern._losses import class_probabilities
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator
-from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, _BaseRFFNet, validated_weights
+from rffkern._data import check_sample_weight
+from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, _BaseRFFNet
 
 __all__ = ["TopKResult", "topk_selection", "TopKSelector"]
 
@@ -120,7 +121,7 @@ def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
         if not np.isfinite(y).all():
             raise ValueError("y contains NaN or infinity")
     if sample_weight is not None:
-        sample_weight = validated_weights(sample_weight, X)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
     Xs = estimator._standardized(X)
     theta = estimator.relevances_
     d = theta.size
@@ -235,7 +236,7 @@ class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True,
                              ensure_all_finite=True)
         if sample_weight is not None:
-            sample_weight = validated_weights(sample_weight, X)
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
         rng = as_generator(self.random_state)
         if self.estimator is None:
             seed = int(rng.integers(2**31 - 1))
