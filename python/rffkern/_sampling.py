@@ -98,6 +98,34 @@ def knn_distances(X, n_neighbors, max_samples=2000, rng=None):
     return dist[:, 1:]
 
 
+def weighted_knn_blocks(X, sample_weight, k, block=256):
+    """Yield, by blocks of query rows, ``(rows, D, C)``: the sorted distances ``D`` from each query
+    row to every row and the weight ``C`` with which each distance counts among the query's ``k``
+    nearest neighbours, integer weights counting as repeated rows.
+
+    The neighbours of row i are the other rows, each counted ``w_j`` times, and ``w_i - 1`` copies
+    of row i itself at distance 0; ``C`` is their weight cut where the cumulative weight reaches
+    ``k`` (each row of C sums to ``min(k, total weight of the neighbours)``). With integer weights
+    this is exactly what :func:`knn_distances` gives on the repeated rows.
+    """
+    from scipy.spatial.distance import cdist
+
+    w = np.asarray(sample_weight, np.float64)
+    for start in range(0, X.shape[0], block):
+        D = cdist(X[start:start + block], X)
+        rows = np.arange(D.shape[0])
+        own = start + rows
+        D[rows, own] = 0.0
+        order = np.argsort(D, axis=1, kind="stable")
+        W = np.broadcast_to(w, D.shape).copy()
+        W[rows, own] = np.maximum(w[own] - 1.0, 0.0)  # the other copies of row i, at distance 0
+        W = np.take_along_axis(W, order, axis=1)
+        cum = np.cumsum(W, axis=1)
+        C = np.clip(np.minimum(cum, k) - (cum - W), 0.0, None)
+        C[C < 1e-9 * k] = 0.0  # round-off of the cumulative sums
+        yield own, np.take_along_axis(D, order, axis=1), C
+
+
 def median_distance(X, max_samples=2000, rng=None):
     """Median pairwise Euclidean distance between rows of X (the median heuristic for a kernel
     width), on a random subsample of at most ``max_samples`` rows; 1.0 when every distance is 0."""

@@ -42,7 +42,7 @@ from rffkern._data import TargetScaler, check_sample_weight, labels_from_decisio
 from rffkern._losses import class_probabilities
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
-from rffkern._sampling import knn_distances
+from rffkern._sampling import knn_distances, weighted_knn_blocks
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.ridge import DEFAULT_ALPHAS, _refuse_dask_weights
@@ -162,37 +162,9 @@ def _scoring_targets(Y, sample_weight):
     return Y - np.average(Y, axis=0, weights=sample_weight)
 
 
-def weighted_knn_blocks(X, sample_weight, k, block=256):
-    """Yield, by blocks of query rows, ``(rows, D, C)``: the sorted distances ``D`` from each query
-    row to every row and the weight ``C`` with which each distance counts among the query's ``k``
-    nearest neighbours, integer weights counting as repeated rows.
-
-    The neighbours of row i are the other rows, each counted ``w_j`` times, and ``w_i - 1`` copies
-    of row i itself at distance 0; ``C`` is their weight cut where the cumulative weight reaches
-    ``k`` (each row of C sums to ``min(k, total weight of the neighbours)``). With integer weights
-    this is exactly what :func:`rffkern._sampling.knn_distances` gives on the repeated rows.
-    """
-    from scipy.spatial.distance import cdist
-
-    w = np.asarray(sample_weight, np.float64)
-    for start in range(0, X.shape[0], block):
-        D = cdist(X[start:start + block], X)
-        rows = np.arange(D.shape[0])
-        own = start + rows
-        D[rows, own] = 0.0
-        order = np.argsort(D, axis=1, kind="stable")
-        W = np.broadcast_to(w, D.shape).copy()
-        W[rows, own] = np.maximum(w[own] - 1.0, 0.0)  # the other copies of row i, at distance 0
-        W = np.take_along_axis(W, order, axis=1)
-        cum = np.cumsum(W, axis=1)
-        C = np.clip(np.minimum(cum, k) - (cum - W), 0.0, None)
-        C[C < 1e-9 * k] = 0.0  # round-off of the cumulative sums
-        yield own, np.take_along_axis(D, order, axis=1), C
-
-
 def _weighted_knn_length_scale(X, sample_weight, rng, n_neighbors=50, max_samples=2000):
     """:func:`knn_length_scale` of rows with positive weights ``sample_weight``, integer weights
-    counting as repeated rows (:func:`weighted_knn_blocks`).
+    counting as repeated rows (:func:`rffkern._sampling.weighted_knn_blocks`).
 
     On a subsample of at most ``max_samples`` rows (drawn as :func:`knn_distances` draws it), the
     k-th neighbour distance of row i is the least distance at which the cumulative weight of its

@@ -36,7 +36,7 @@ from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, check_sample_weight, holdout_split, mean_and_scale
 from rffkern._progress import ProgressLog
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
-from rffkern._sampling import knn_distances
+from rffkern._sampling import knn_distances, weighted_knn_blocks
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.ridge import _refuse_dask_weights
@@ -60,12 +60,10 @@ def median_knn_distance(X, n_neighbors=20, max_samples=2000, rng=None):
 def weighted_median_knn_distance(X, sample_weight, n_neighbors=20, max_samples=2000, rng=None):
     """:func:`median_knn_distance` with positive row weights, integer weights counting as repeated
     rows: the median of every query's ``k = min(n_neighbors, sum(w) - 1)`` neighbour distances
-    (:func:`rffkern.eerf.weighted_knn_blocks`), each query counted ``w_i`` times; for integer
+    (:func:`rffkern._sampling.weighted_knn_blocks`), each query counted ``w_i`` times; for integer
     weights and at most ``max_samples`` rows, exactly the rule on the repeated rows. The median of
     an even count is the mean of the two middle values, as :func:`numpy.median`; other weights
     interpolate the same formula. A total weight below 2: the unweighted rule of the rows."""
-    from rffkern.eerf import weighted_knn_blocks
-
     X = np.asarray(X, np.float64)
     w = np.asarray(sample_weight, np.float64)
     if X.shape[0] > max_samples:
