@@ -67,6 +67,25 @@ def test_loo_is_exact_leave_one_out():
     assert m.alpha_ == alphas[int(np.argmin(brute))]
 
 
+def test_float32_loo_pass_is_leave_one_out_to_float32_accuracy(monkeypatch):
+    """Large passes multiply in float32 (FLOAT32_LOO_MIN_WORK): forced here on a small problem, the
+    errors still match brute-force leave-one-out closely and choose the same penalty."""
+    from rffkern import _ridge_solvers
+    monkeypatch.setattr(_ridge_solvers, "FLOAT32_LOO_MIN_WORK", 0.0)
+    X, y = _data(n=60)
+    alphas = [0.003, 0.1, 3.0]
+    m = RFFRidge(25, alpha=alphas, alpha_selection="loo", random_state=4, **PLAIN).fit(X, y)
+    Z = reference.features(X, m.weights_, m.offsets_, scale=m.scale_)
+    brute = []
+    for a in alphas:
+        res = [y[i] - Z[i] @ c - b for i in range(len(y))
+               for c, b in [_numpy_ridge(Z[np.arange(len(y)) != i], y[np.arange(len(y)) != i], a)]]
+        brute.append(float(np.mean(np.square(res))))
+    np.testing.assert_allclose(m.selection_errors_, brute, rtol=1e-4)
+    assert not np.allclose(m.selection_errors_, brute, rtol=1e-12, atol=0)  # the float32 path ran
+    assert m.alpha_ == alphas[int(np.argmin(brute))]
+
+
 def test_gcv_matches_hat_matrix():
     X, y = _data(n=60)
     alphas = [0.05, 1.0]
