@@ -48,6 +48,8 @@ def test_the_chosen_ridge_holds_every_row(small_search):
     refit = RFFRidge(length_scale=model.length_scale_, alpha=model.alpha_,
                      random_state=model.random_state)
     assert model.score(X, y) > 0.9
+    # importances are skipped in the intermediate fits, computed for the returned model
+    assert sorted(np.argsort(-model.feature_importances_)[:2].tolist()) == [0, 1]
     assert model.alpha_ in RFFRidge().alpha and model.length_scale_ > 0
     assert refit.get_params()["alpha"] == model.alpha_
     again = rffkern.fit(X, y, random_state=0, max_iter=1)
@@ -61,3 +63,4 @@ def test_classification_through_the_staged_search(small_search):
     assert isinstance(model, RFFRidgeClassifier) and model.n_samples_seen_ == 900
     assert set(model.classes_) == {"low", "mid", "high"}
     assert np.mean(model.predict(X) == labels) > 0.7
+    assert sorted(np.argsort(-model.feature_importances_)[:2].tolist()) == [0, 1]

@@ -427,3 +427,14 @@ def test_scalar_sample_weight_is_that_weight_on_every_row(cls):
     a = cls(20, alpha=0.5, length_scale=2.0, random_state=0).fit(X, target, sample_weight=2.0)
     b = cls(20, alpha=0.5, length_scale=2.0, random_state=0).fit(X, target, sample_weight=np.full(30, 2.0))
     assert np.array_equal(a.coef_, b.coef_)
+
+
+@pytest.mark.parametrize("n, d", [(2, 200), (3, 130), (50, 128), (300, 200)])
+def test_median_distance_by_matrix_product_equals_pdist(n, d):
+    """From _GEMM_DISTANCE_MIN_FEATURES columns the median heuristic uses |a|^2 + |b|^2 - 2 a.b."""
+    from scipy.spatial.distance import pdist
+
+    from rffkern._sampling import _GEMM_DISTANCE_MIN_FEATURES, median_distance
+    assert d >= _GEMM_DISTANCE_MIN_FEATURES
+    X = np.random.default_rng(n).standard_normal((n, d)) * 3 + 100  # far from the origin
+    np.testing.assert_allclose(median_distance(X), np.median(pdist(X)), rtol=1e-12)

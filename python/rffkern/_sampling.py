@@ -126,6 +126,11 @@ def weighted_knn_blocks(X, sample_weight, k, block=256):
         yield own, np.take_along_axis(D, order, axis=1), C
 
 
+#: From this many columns the median heuristic's distances come from one matrix product (on 2000
+#: rows, one thread: 0.24 vs 0.55 s at d = 300, 0.55 vs 1.27 s at d = 784; a tie near d = 100).
+_GEMM_DISTANCE_MIN_FEATURES = 128
+
+
 def median_distance(X, max_samples=2000, rng=None):
     """Median pairwise Euclidean distance between rows of X (the median heuristic for a kernel
     width), on a random subsample of at most ``max_samples`` rows; 1.0 when every distance is 0."""
@@ -137,6 +142,24 @@ def median_distance(X, max_samples=2000, rng=None):
         X = X[rng.choice(X.shape[0], max_samples, replace=False)]
     if X.shape[0] < 2:
         return 1.0
-    value = float(np.median(pdist(X)))
+    if X.shape[1] < _GEMM_DISTANCE_MIN_FEATURES:
+        distances = pdist(X)
+    else:
+        # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b with one GEMM (centred first: no distance changes, and
+        # the cancellation error, ~1e-16 |a|^2, shrinks); the median agrees with pdist's to ~1e-15
+        # relative on Gaussian data
+        Xc = X - X.mean(axis=0)
+        sq = np.einsum("ij,ij->i", Xc, Xc)
+        D2 = Xc @ Xc.T
+        D2 *= -2.0
+        D2 += sq[:, None]
+        D2 += sq[None, :]
+        n = X.shape[0]
+        # the off-diagonal entries (every pair twice: the same median as once each)
+        off = D2.reshape(-1)[1:].reshape(n - 1, n + 1)[:, :-1].reshape(-1)
+        mid = off.size // 2
+        two = np.partition(off, (mid - 1, mid))[mid - 1:mid + 1]
+        distances = np.sqrt(np.maximum(two, 0.0))
+    value = float(np.median(distances))
     return value if value > 0 and np.isfinite(value) else 1.0
 
