@@ -75,24 +75,29 @@ def _dask(X, rows=700):
 X_E, Y_E = _data(3000, 6)
 LABELS_3 = np.array(["a", "b", "c"])[np.digitize(Y_E, np.quantile(Y_E, [1 / 3, 2 / 3]))]
 
-EERF_FITTED = ("weights_", "offsets_", "scores_", "coef_", "intercept_", "alpha_", "selection_errors_",
+EERF_FITTED = ("weights_", "offsets_", "scores_", "coef_", "intercept_", "alpha_", "selection_errors_", "width_errors_",
                "length_scale_", "n_subsample_", "n_candidates_", "x_mean_", "x_scale_", "scale_")
 
 
 @pytest.mark.parametrize("params, passes", [
-    (dict(), 4),                                                 # k-NN width, 10 % scoring rows, LOO
-    (dict(alpha_selection="gcv", n_subsample=2500), 3),          # > 2000 scoring rows: k-NN subsample
-    (dict(alpha_selection="validation", normalize_y=False), 4),  # the held-out split
-    (dict(kernel="arccos1", alpha=0.1), 3),
-    (dict(kernel="linear", n_components=4), 4),
-], ids=["loo", "gcv", "validation", "arccos1", "linear"])
+    # passes per width: scores, Gram (+ LOO or held-out errors); plus one for the statistics
+    (dict(), 3),                                                 # k-NN widths, 10 % scoring rows, LOO
+    (dict(alpha_selection="gcv", n_subsample=2500), 2),          # > 2000 scoring rows: k-NN subsample
+    (dict(alpha_selection="validation", normalize_y=False), 3),  # the held-out split
+    (dict(length_scale="knn"), 3),                               # the paper's single k-NN width
+    (dict(kernel="arccos1", alpha=0.1), 2),
+    (dict(kernel="linear", n_components=4), 3),
+], ids=["loo", "gcv", "validation", "knn", "arccos1", "linear"])
 def test_eerf_regressor_equals_single_machine(client, params, passes):
     params = {"n_components": 25, "random_state": 0, **params}
     single = EERFRegressor(**params).fit(X_E, Y_E)
     dist = _fit(EERFRegressor(**params), _dask(X_E), _dask(Y_E, 1000))
     names = EERF_FITTED if params.get("kernel") != "linear" else EERF_FITTED + ("support_",)
     _assert_same(dist, single, names + ("y_mean_", "y_scale_"))
-    assert dist._n_dask_passes == passes  # statistics, scores, Gram (+ LOO or held-out errors)
+    assert dist.widths_ == single.widths_
+    n_widths = 1 if single.widths_ is None else len(single.widths_)
+    assert n_widths == 1 if ("length_scale" in params or "kernel" in params) else n_widths >= 4
+    assert dist._n_dask_passes == 1 + passes * n_widths
     np.testing.assert_allclose(dist.predict(X_E), single.predict(X_E), rtol=RTOL, atol=RTOL * 10)
 
 

@@ -253,12 +253,13 @@ def _train_val_split(mb):
     return [~mb, mb]
 
 
-def _fit_ridge_map(data, fmap, inputs, alphas, selection, validation_fraction, rng, fit_intercept=True):
+def _fit_ridge_map(data, fmap, inputs, alphas, selection, validation_fraction, rng, fit_intercept=True,
+                   score_single=False):
     """``rffkern._ridge_solvers.fit_ridge_map`` on distributed data: the same tuple
     ``(coef, intercept, alpha, errors, stats)``. ``inputs(Xb, yb)`` gives a chunk's (X, Y) as the
     single-machine fit passes them."""
     ctx = {"fmap": fmap, "inputs": inputs, "split": _no_split}
-    if len(alphas) > 1 and selection == "validation":
+    if (len(alphas) > 1 or score_single) and selection == "validation":
         n = data.n
         n_val = int(round(validation_fraction * n))
         if n_val < 1 or n - n_val < 1:
@@ -282,7 +283,7 @@ def _fit_ridge_map(data, fmap, inputs, alphas, selection, validation_fraction, r
         stats = stats.merge(stats_val) if stats_val is not None else stats
         return (*solve_ridge(stats, best, fit_intercept), best, errors, stats)
     ((stats,),) = data.compute(data.reduce(_chunk_gram, ctx))
-    if len(alphas) == 1:
+    if len(alphas) == 1 and not score_single:
         return (*solve_ridge(stats, alphas[0], fit_intercept), alphas[0], None, stats)
     if selection == "loo":
         lctx = {**ctx, "loo": LooPass(stats, alphas, fit_intercept)}
@@ -383,7 +384,7 @@ def fit_eerf(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
 
-    from rffkern.eerf import knn_length_scale
+    from rffkern.eerf import _WIDTH_FITTED, WIDTH_FACTORS, knn_length_scale, next_width
 
     est._validate_params()
     name = type(est).__name__
@@ -430,9 +431,11 @@ def fit_eerf(est, X, y):
     inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
     rng = as_generator(est.random_state)
 
-    # the selection: _EERFBase._select with the scores summed over the chunks
+    # the candidates: _EERFBase._candidates
     t0 = time.perf_counter()
     M = est.n_components
+    widths: list = [None]
+    base = None
     est.n_subsample_ = min(n, est.n_subsample or max(int(0.1 * n), 1000))
     rows = np.sort(rng.choice(n, est.n_subsample_, replace=False)) if est.n_subsample_ < n else None
     if est.kernel == "linear":
@@ -440,62 +443,89 @@ def fit_eerf(est, X, y):
             raise ValueError(f"the linear kernel selects input coordinates: n_components={M} > n_features={d}")
         est.n_candidates_ = d
         W0 = b0 = None
-        est.length_scale_ = None
     else:
         est.n_candidates_ = est.n_candidates or 10 * M
         if est.n_candidates_ < M:
             raise ValueError(f"n_candidates={est.n_candidates_} must be >= n_components={M}")
         if est.kernel == "gaussian":
-            if est.length_scale == "auto":
-                sample = data.gather_rows(_sample_rows(n, 2000, rng, rows), inputs.x)
-                est.length_scale_ = knn_length_scale(sample, rng=rng)  # <= 2000 rows: draws nothing
+            if not isinstance(est.length_scale, str):
+                widths = [float(v) for v in np.atleast_1d(est.length_scale)]
             else:
-                est.length_scale_ = float(est.length_scale)
-            W0 = rng.standard_normal((d, est.n_candidates_)) / est.length_scale_
-            b0 = rng.uniform(0.0, 2.0 * np.pi, est.n_candidates_)
-        else:
-            est.length_scale_ = None
-            W0, b0 = rng.standard_normal((d, est.n_candidates_)), None
+                sample = data.gather_rows(_sample_rows(n, 2000, rng, rows), inputs.x)
+                knn = knn_length_scale(sample, rng=rng)  # <= 2000 rows: draws nothing
+                widths = [knn] if est.length_scale == "knn" else [knn * f for f in WIDTH_FACTORS]
+                base = None if est.length_scale == "knn" else knn
+        W0 = rng.standard_normal((d, est.n_candidates_))
+        b0 = rng.uniform(0.0, 2.0 * np.pi, est.n_candidates_) if est.kernel == "gaussian" else None
     if rows is not None:
         mask = np.zeros(n, bool)
         mask[rows] = True
         data.set_mask("score", mask)
     else:
         data.set_mask("score", None)
-    ctx = {"inputs": inputs, "t_mean": t_mean, "t_scale": t_scale, "W0": W0, "b0": b0, "kernel": est.kernel,
-           "n_threads": resolve_n_threads(est.n_jobs)}
-    (S,) = data.compute(data.reduce(_chunk_scores, ctx, mask="score"))
-    S = S / est.n_subsample_
-    energy = (S**2).sum(axis=1)
-    keep = np.argsort(-energy, kind="stable")[:M]
-    est.scores_ = np.sqrt(energy[keep])
-    if est.kernel == "linear":
-        est.support_ = np.sort(keep)
-        est.weights_ = est.offsets_ = None
-        est.scale_ = 1.0
-    else:
-        assert W0 is not None  # drawn for every kernel but "linear"
-        est.weights_ = np.ascontiguousarray(W0[:, keep])
-        est.offsets_ = None if b0 is None else b0[keep]
-        est.scale_ = float(np.sqrt(2.0 / M))
-    est.preprocessing_time_ = time.perf_counter() - t0
-    log.step("select", 1, 2, f"candidates {est.n_candidates_}, kept {M}, scoring rows {est.n_subsample_}, "
-             f"length_scale {est.length_scale_}")
-
-    # the final ridge: _EERFBase._fit_ridge on reduced statistics
-    t0 = time.perf_counter()
     alphas = as_alpha_list(est.alpha)
-    coef, intercept, alpha, errors, _ = _fit_ridge_map(data, est._map(), inputs, alphas, est.alpha_selection,
-                                                       0.1, rng)
     y_scale, y_mean = (1.0, 0.0) if classifier else (est.y_scale_, est.y_mean_)
-    coef, intercept = coef * y_scale, intercept * y_scale + y_mean
-    est.coef_ = coef[:, 0] if ravel else coef
-    est.intercept_ = float(intercept[0]) if ravel else intercept
-    est.alpha_ = float(alpha)
-    est.selection_errors_ = None if errors is None else errors * np.mean(np.square(y_scale))
-    est.training_time_ = time.perf_counter() - t0
+    select_time = time.perf_counter() - t0
+    ridge_time = 0.0
+    several = len(widths) > 1
+    split_seed = int(rng.integers(2**32 - 1)) if several else None  # one held-out split for every width
+    best = None
+    est.width_errors_ = [] if several else None
+    i = 0
+    while i < len(widths):
+        width = widths[i]
+        # the selection: _EERFBase._keep with the scores summed over the chunks
+        t1 = time.perf_counter()
+        W = None if W0 is None else (W0 if width is None else W0 / width)
+        ctx = {"inputs": inputs, "t_mean": t_mean, "t_scale": t_scale, "W0": W, "b0": b0, "kernel": est.kernel,
+               "n_threads": resolve_n_threads(est.n_jobs)}
+        (S,) = data.compute(data.reduce(_chunk_scores, ctx, mask="score"))
+        S = S / est.n_subsample_
+        energy = (S**2).sum(axis=1)
+        keep = np.argsort(-energy, kind="stable")[:M]
+        est.length_scale_ = width
+        est.scores_ = np.sqrt(energy[keep])
+        if est.kernel == "linear":
+            est.support_ = np.sort(keep)
+            est.weights_ = est.offsets_ = None
+            est.scale_ = 1.0
+        else:
+            assert W is not None  # drawn for every kernel but "linear"
+            est.weights_ = np.ascontiguousarray(W[:, keep])
+            est.offsets_ = None if b0 is None else b0[keep]
+            est.scale_ = float(np.sqrt(2.0 / M))
+        select_time += time.perf_counter() - t1
+        log.step("select", 1, 2, f"candidates {est.n_candidates_}, kept {M}, scoring rows {est.n_subsample_}, "
+                 f"length_scale {est.length_scale_}")
+
+        # the ridge: _EERFBase._fit_ridge on reduced statistics
+        t1 = time.perf_counter()
+        split_rng = np.random.default_rng(split_seed) if several else rng
+        coef, intercept, alpha, errors, _ = _fit_ridge_map(data, est._map(), inputs, alphas, est.alpha_selection,
+                                                           0.1, split_rng, score_single=several)
+        coef, intercept = coef * y_scale, intercept * y_scale + y_mean
+        est.coef_ = coef[:, 0] if ravel else coef
+        est.intercept_ = float(intercept[0]) if ravel else intercept
+        est.alpha_ = float(alpha)
+        est.selection_errors_ = None if errors is None else errors * np.mean(np.square(y_scale))
+        ridge_time += time.perf_counter() - t1
+        log.step("ridge", 2, 2, f"alpha {est.alpha_:.3g}, alphas searched {len(alphas)}, data passes {data.passes}")
+        if several:
+            error = float(np.min(est.selection_errors_))
+            est.width_errors_.append(error)
+            if best is None or error < best[0]:
+                best = (error, {k: getattr(est, k) for k in _WIDTH_FITTED})
+        i += 1
+        if i == len(widths) and base is not None:
+            extra = next_width(widths, est.width_errors_, base)
+            if extra is not None:
+                widths.append(extra)
+    est.widths_ = list(widths) if several else None
+    if best is not None:
+        for k, v in best[1].items():
+            setattr(est, k, v)
+    est.preprocessing_time_, est.training_time_ = select_time, ridge_time
     est._n_dask_passes = data.passes
-    log.step("ridge", 2, 2, f"alpha {est.alpha_:.3g}, alphas searched {len(alphas)}, data passes {data.passes}")
     return est
 
 

@@ -51,6 +51,14 @@ __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
 
 EERF_KERNELS = ("gaussian", "arccos0", "arccos1", "arccos2", "linear")
 _BLOCK_ROWS = 2048
+#: ``length_scale="auto"`` compares these multiples of the paper's k-NN width by the selection error.
+WIDTH_FACTORS = (0.5, 1.0, 2.0, 4.0)
+#: ... and, where the best of them is the smallest (largest), halves (doubles) it while it stays the
+#: best, down to (up to) these multiples.
+WIDTH_LIMITS = (0.125, 16.0)
+#: What a width's selection and ridge fit set (kept for the width of least selection error).
+_WIDTH_FITTED = ("length_scale_", "weights_", "offsets_", "scores_", "scale_", "coef_",
+                 "intercept_", "alpha_", "selection_errors_")
 
 
 class ArcCosineMap:
@@ -154,6 +162,18 @@ def knn_length_scale(X, n_neighbors=50, max_samples=2000, rng=None):
     return value if value > 0 else 1.0
 
 
+def next_width(widths, errors, base):
+    """The width to try after ``widths`` (with selection ``errors``), or None: half the smallest
+    when it is the best so far, twice the largest when it is, within ``WIDTH_LIMITS`` times
+    ``base`` (the k-NN width); ``length_scale="auto"`` searches this way."""
+    best = widths[int(np.argmin(errors))]
+    if best == min(widths) and best / 2 >= base * WIDTH_LIMITS[0] * (1 - 1e-12):
+        return best / 2
+    if best == max(widths) and best * 2 <= base * WIDTH_LIMITS[1] * (1 + 1e-12):
+        return best * 2
+    return None
+
+
 def _scoring_targets(Y, sample_weight):
     """The centred scoring targets: ``Y`` minus its (weighted) column means; rows of zero weight
     are centred too but take no part in the mean."""
@@ -195,7 +215,8 @@ class _EERFBase(BaseEstimator):
         "n_candidates": [IntInterval(1, None, closed="left"), None],
         "n_subsample": [IntInterval(1, None, closed="left"), None],
         "kernel": [StrOptions(set(EERF_KERNELS))],
-        "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"),
+                         StrOptions({"auto", "knn"})],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],
         "alpha_selection": [StrOptions({"loo", "gcv", "validation"})],
         "standardize": ["boolean"],
@@ -204,7 +225,7 @@ class _EERFBase(BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components: int = 100, *, n_candidates: int | None = None,
+    def __init__(self, n_components: int = 1000, *, n_candidates: int | None = None,
                  n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
                  alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
                  standardize: bool = True, random_state: RandomStateLike = None,
@@ -236,18 +257,20 @@ class _EERFBase(BaseEstimator):
     def _transform_input(self, X):
         return np.ascontiguousarray(((X - self.x_mean_) / self.x_scale_).astype(X.dtype, copy=False))
 
-    def _select(self, Xs, T, rng, sample_weight=None):
-        """Draw M0 candidates, score them on N0 rows against the centred targets T, keep the top M.
+    def _candidates(self, Xs, T, rng, sample_weight=None):
+        """Draw the scoring subsample and the M0 candidates at unit width; the widths to compare.
 
         With ``sample_weight`` only the rows of positive weight take part (N0 and the subsample are
         drawn among them, so zero weights equal dropping the rows) and the scores are weighted
-        means ``sum_n w_n y_n phi(x_n) / sum_n w_n`` over the subsample."""
+        means ``sum_n w_n y_n phi(x_n) / sum_n w_n`` over the subsample. Returns the scoring rows
+        and targets, the unit-width candidates ``W0`` and phases ``b0`` (None where the kernel has
+        none), the list of widths (``[None]`` for the kernels without one) and the k-NN width
+        when the list may be extended (``length_scale="auto"``; else None)."""
         if sample_weight is not None and not (sample_weight > 0).all():
             keep_rows = np.flatnonzero(sample_weight > 0)
             Xs, T, sample_weight = np.ascontiguousarray(Xs[keep_rows]), T[keep_rows], sample_weight[keep_rows]
         n, d = Xs.shape
         M = self.n_components
-        t0 = time.perf_counter()
         self.n_subsample_ = min(n, self.n_subsample or max(int(0.1 * n), 1000))
         rows = np.sort(rng.choice(n, self.n_subsample_, replace=False)) if self.n_subsample_ < n else None
         Xsub = Xs if rows is None else np.ascontiguousarray(Xs[rows])
@@ -255,48 +278,100 @@ class _EERFBase(BaseEstimator):
         if sample_weight is not None:  # the weighted mean: eerf_scores divides by the row count
             wsub = sample_weight if rows is None else sample_weight[rows]
             Tsub = Tsub * (wsub / wsub.mean())[:, None]
-        n_threads = resolve_n_threads(self.n_jobs)
         b0: NDArray[np.float64] | None  # the candidates' phases (Gaussian kernel only)
+        widths: list[float | None] = [None]
+        base = None
         if self.kernel == "linear":
             if M > d:
                 raise ValueError(f"the linear kernel selects input coordinates: n_components={M} > "
                                  f"n_features={d}")
             self.n_candidates_ = d
             W0 = b0 = None
-            self.length_scale_ = None
         else:
             self.n_candidates_ = self.n_candidates or 10 * M
             if self.n_candidates_ < M:
                 raise ValueError(f"n_candidates={self.n_candidates_} must be >= n_components={M}")
             if self.kernel == "gaussian":
-                if self.length_scale != "auto":
-                    self.length_scale_ = float(self.length_scale)
-                elif sample_weight is None:
-                    self.length_scale_ = knn_length_scale(Xsub, rng=rng)
+                if not isinstance(self.length_scale, str):
+                    widths = [float(v) for v in np.atleast_1d(self.length_scale)]
                 else:
-                    self.length_scale_ = _weighted_knn_length_scale(
-                        Xsub, sample_weight if rows is None else sample_weight[rows], rng)
-                W0 = rng.standard_normal((d, self.n_candidates_)) / self.length_scale_
-                b0 = rng.uniform(0.0, 2.0 * np.pi, self.n_candidates_)
-            else:
-                self.length_scale_ = None
-                W0, b0 = rng.standard_normal((d, self.n_candidates_)), None
-        S = eerf_scores(Xsub, Tsub, W0, b0, kernel=self.kernel, n_threads=n_threads).astype(np.float64)
+                    if sample_weight is None:
+                        knn = knn_length_scale(Xsub, rng=rng)
+                    else:
+                        knn = _weighted_knn_length_scale(
+                            Xsub, sample_weight if rows is None else sample_weight[rows], rng)
+                    widths = [knn] if self.length_scale == "knn" else [knn * f for f in WIDTH_FACTORS]
+                    base = None if self.length_scale == "knn" else knn
+            W0 = rng.standard_normal((d, self.n_candidates_))
+            b0 = rng.uniform(0.0, 2.0 * np.pi, self.n_candidates_) if self.kernel == "gaussian" else None
+        return Xsub, Tsub, W0, b0, widths, base
+
+    def _keep(self, Xsub, Tsub, W0, b0, width):
+        """Score the candidates ``W0 / width`` on the subsample and keep the top M."""
+        M = self.n_components
+        W = None if W0 is None else (W0 if width is None else W0 / width)
+        S = eerf_scores(Xsub, Tsub, W, b0, kernel=self.kernel,
+                        n_threads=resolve_n_threads(self.n_jobs)).astype(np.float64)
         energy = (S**2).sum(axis=1)  # |S|^2 for one output, summed squared scores for several
         # stable: ties keep the draw order, so results do not depend on the sort implementation
         keep = np.argsort(-energy, kind="stable")[:M]
+        self.length_scale_ = width
         self.scores_ = np.sqrt(energy[keep])
         if self.kernel == "linear":
             self.support_ = np.sort(keep)
             self.weights_ = self.offsets_ = None
             self.scale_ = 1.0
         else:
-            self.weights_ = np.ascontiguousarray(W0[:, keep])  # type: ignore[index]  # W0 is drawn unless linear
+            self.weights_ = np.ascontiguousarray(W[:, keep])  # type: ignore[index]  # W is drawn unless linear
             self.offsets_ = None if b0 is None else b0[keep]
             self.scale_ = float(np.sqrt(2.0 / M))
-        self.preprocessing_time_ = time.perf_counter() - t0
-        self._log("select", 1, 2, f"candidates {self.n_candidates_}, kept {M}, scoring rows {self.n_subsample_}, "
-                  f"length_scale {self.length_scale_}")
+
+    def _select_and_fit(self, Xs, T, Y, rng, ravel, sample_weight=None, ridge=True):
+        """The candidates, then for each width the selection and the ridge fit; the width of least
+        selection error (LOO by default) is kept. ``ridge=False`` (the logistic solver) with one
+        width skips the ridge fit."""
+        t0 = time.perf_counter()
+        Xsub, Tsub, W0, b0, widths, base = self._candidates(Xs, T, rng, sample_weight)
+        select_time = time.perf_counter() - t0
+        if len(widths) == 1:
+            self.widths_ = self.width_errors_ = None
+            self._keep(Xsub, Tsub, W0, b0, widths[0])
+            self.preprocessing_time_ = time.perf_counter() - t0
+            self._log_select()
+            if ridge:
+                self._fit_ridge(Xs, Y, rng, ravel, sample_weight)
+            return
+        split_seed = int(rng.integers(2**32 - 1))  # one held-out split shared by every width
+        best = None
+        self.width_errors_ = []
+        ridge_time = 0.0
+        i = 0
+        while i < len(widths):
+            width = widths[i]
+            t1 = time.perf_counter()
+            self._keep(Xsub, Tsub, W0, b0, width)
+            select_time += time.perf_counter() - t1
+            self._log_select()
+            self._fit_ridge(Xs, Y, np.random.default_rng(split_seed), ravel, sample_weight, score_single=True)
+            ridge_time += self.training_time_
+            error = float(np.min(self.selection_errors_))
+            self.width_errors_.append(error)
+            if best is None or error < best[0]:
+                best = (error, {k: getattr(self, k) for k in _WIDTH_FITTED})
+            i += 1
+            if i == len(widths) and base is not None:
+                extra = next_width(widths, self.width_errors_, base)
+                if extra is not None:
+                    widths.append(extra)
+        self.widths_ = list(widths)
+        for k, v in best[1].items():  # type: ignore[index]  # set: there are several widths
+            setattr(self, k, v)
+        self.preprocessing_time_, self.training_time_ = select_time, ridge_time
+        self._log("width", 2, 2, f"chose length_scale {self.length_scale_:.4g}, alpha {self.alpha_:.3g}")
+
+    def _log_select(self):
+        self._log("select", 1, 2, f"candidates {self.n_candidates_}, kept {self.n_components}, scoring rows "
+                  f"{self.n_subsample_}, length_scale {self.length_scale_}")
 
     def _map(self):
         if self.kernel == "gaussian":
@@ -305,11 +380,12 @@ class _EERFBase(BaseEstimator):
             return ColumnMap(self.support_)
         return ArcCosineMap(self.weights_, int(self.kernel[-1]), self.scale_)
 
-    def _fit_ridge(self, Xs, Y, rng, ravel, sample_weight=None):
+    def _fit_ridge(self, Xs, Y, rng, ravel, sample_weight=None, score_single=False):
         t0 = time.perf_counter()
         coef, intercept, alpha, errors, _ = fit_ridge_map(
             self._map(), Xs, Y.astype(Xs.dtype), as_alpha_list(self.alpha), fit_intercept=True,
-            selection=self.alpha_selection, validation_fraction=0.1, rng=rng, sample_weight=sample_weight)
+            selection=self.alpha_selection, validation_fraction=0.1, rng=rng, score_single=score_single,
+            sample_weight=sample_weight)
         # back to the caller's units (identity unless the regressor scaled its targets)
         y_scale, y_mean = getattr(self, "_target_scale", (1.0, 0.0))
         coef, intercept = coef * y_scale, intercept * y_scale + y_mean
@@ -413,7 +489,7 @@ class EERFRegressor(RegressorMixin, _EERFBase):
 
     _parameter_constraints = {**_EERFBase._parameter_constraints, "normalize_y": ["boolean"]}
 
-    def __init__(self, n_components: int = 100, *, n_candidates: int | None = None,
+    def __init__(self, n_components: int = 1000, *, n_candidates: int | None = None,
                  n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
                  alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
                  standardize: bool = True, normalize_y: bool = True,
@@ -474,9 +550,8 @@ class EERFRegressor(RegressorMixin, _EERFBase):
         T = _scoring_targets(Y, w)
         top = np.abs(T if w is None else T[w > 0]).max(0)
         T /= np.where(top > 0, top, 1.0)
-        self._select(Xs, T, rng, w)
         try:
-            self._fit_ridge(Xs, Y, rng, ravel=y.ndim == 1, sample_weight=w)
+            self._select_and_fit(Xs, T, Y, rng, ravel=y.ndim == 1, sample_weight=w)
         finally:
             del self._target_scale
         return self
@@ -540,7 +615,7 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
     _parameter_constraints = {**_EERFBase._parameter_constraints,
                               "solver": [StrOptions({"ridge", "logistic"})]}
 
-    def __init__(self, n_components: int = 100, *, n_candidates: int | None = None,
+    def __init__(self, n_components: int = 1000, *, n_candidates: int | None = None,
                  n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
                  alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
                  solver: str = "ridge", standardize: bool = True, random_state: RandomStateLike = None,
@@ -600,10 +675,9 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         Y = binarizer.transform(y).astype(np.float64)
         rng = as_generator(self.random_state)
         Xs = self._prepare(X, w)
-        self._select(Xs, _scoring_targets(Y, w), rng, w)
-        if self.solver == "ridge":
-            self._fit_ridge(Xs, Y, rng, ravel=Y.shape[1] == 1, sample_weight=w)
-        else:
+        self._select_and_fit(Xs, _scoring_targets(Y, w), Y, rng, ravel=Y.shape[1] == 1, sample_weight=w,
+                             ridge=self.solver == "ridge")
+        if self.solver == "logistic":
             alphas = as_alpha_list(self.alpha)
             t0 = time.perf_counter()
             Z = self._map().features(Xs)
