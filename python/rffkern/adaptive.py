@@ -37,9 +37,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale
+from rffkern._data import TargetScaler, holdout_split, labels_from_decision, mean_and_scale
 from rffkern._linalg import RidgeEigen, ridge_solve
 from rffkern._progress import ProgressLog
+from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
 from rffkern._sampling import median_distance
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
@@ -48,6 +49,22 @@ __all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept",
 
 #: A list of lambdas (``(S.T S + lambda N I) beta = S.T y``) searched by GCV.
 DEFAULT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 0, 9))
+#: ``init_scale="auto"`` compares the median-heuristic width times these factors (frequency scales
+#: ``1 / (median distance * factor)``) at the initial frequencies.
+WIDTH_FACTORS = (0.5, 1.0, 2.0, 4.0)
+#: ``final_alpha``'s default: the final amplitudes' lambdas, 1e-8 to 10, searched by exact leave-one-out.
+FINAL_ALPHAS = tuple(float(a) for a in np.logspace(-8, 1, 19))
+
+
+def final_alpha_choice(fit_ridge_map, fmap, lambdas, n):
+    """The final lambda by exact leave-one-out, through a ``fit_ridge_map`` (the single-machine
+    :func:`rffkern._ridge_solvers.fit_ridge_map` or the distributed one bound to its data):
+    ``fit_ridge_map(fmap, penalties, score_single)`` with the penalties ``lambda N``. Returns
+    (lambda, beta, LOO errors or None)."""
+    lambdas = [float(v) for v in lambdas]
+    coef, _, penalty, errors, _ = fit_ridge_map(fmap, [lam * n for lam in lambdas], False)
+    lam = lambdas[0] if errors is None else lambdas[int(np.argmin(errors))]
+    return lam, coef, errors
 
 
 def gcv_lambda(X, Y, W, lambdas, n_threads):
@@ -60,6 +77,20 @@ def gcv_lambda(X, Y, W, lambdas, n_threads):
     errors = np.array([eig.gcv(lam * n, yty, n).mean() for lam in lambdas])
     errors = np.where(np.isfinite(errors), errors, np.inf)
     return float(lambdas[int(np.argmin(errors))]), errors
+
+
+def holdout_errors(X, Y, X_val, Y_val, W, lambdas, n_threads):
+    """Held-out mean squared error of the least-squares amplitudes of ``W`` fitted on (X, Y), for
+    every lambda (one Gram pass, one eigendecomposition, one prediction pass)."""
+    G, SY = kernels.gram(X, W, None, Y, scale=1.0, pair=True, n_threads=n_threads)
+    eig = RidgeEigen(G.astype(np.float64), SY.astype(np.float64))
+    n, m = X.shape[0], SY.shape[1]
+    coefs = np.hstack([eig.coef(lam * n) for lam in lambdas])                      # (2K, m * n_lambdas)
+    F = kernels.predict(X_val, W.astype(X_val.dtype), None, coefs.astype(X_val.dtype), scale=1.0, pair=True,
+                        n_threads=n_threads).astype(np.float64)
+    R = F - np.tile(np.asarray(Y_val, np.float64), len(lambdas))
+    errors = (R**2).reshape(X_val.shape[0], len(lambdas), m).mean(axis=(0, 2))
+    return np.where(np.isfinite(errors), errors, np.inf)
 
 
 def metropolis_accept(amp_old, amp_new, gamma, u):
@@ -172,18 +203,23 @@ class RunningCovariance:
 
 
 class _AdaptiveRFFBase(BaseEstimator):
+    _chain_alpha_from_holdout = False
     _parameter_constraints = {
         "n_components": [IntInterval(1, None, closed="left")],
         "n_iter": [IntInterval(0, None, closed="left")],
         "step": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "gamma": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "alpha": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither")],
+        "final_alpha": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"),
+                        None],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "adaptive_covariance": ["boolean", StrOptions({"unscaled"})],
         "burn_in": [Interval(numbers.Real, 0, 1, closed="both")],
         "omega_max": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "resample": ["boolean"],
         "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
-        "init_scale": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "init_scale": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto", "median"})],
         "keep_frequency_history": [IntInterval(0, None, closed="left")],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
@@ -192,6 +228,8 @@ class _AdaptiveRFFBase(BaseEstimator):
 
     def __init__(self, n_components: int = 256, *, n_iter: int = 100, step: float | str = "auto",
                  gamma: float | None = None, alpha: float | Sequence[float] = 1e-3,
+                 final_alpha: float | Sequence[float] | None = FINAL_ALPHAS, early_stopping: bool = True,
+                 validation_fraction: float = 0.2,
                  adaptive_covariance: bool | str = True, burn_in: float = 0.1, omega_max: float | None = None,
                  resample: bool = False, resample_threshold: float = 0.5, init_scale: float | str = "auto",
                  keep_frequency_history: int = 0, random_state: RandomStateLike = None,
@@ -201,6 +239,9 @@ class _AdaptiveRFFBase(BaseEstimator):
         self.step = step
         self.gamma = gamma
         self.alpha = alpha
+        self.final_alpha = final_alpha
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
         self.adaptive_covariance = adaptive_covariance
         self.burn_in = burn_in
         self.omega_max = omega_max
@@ -227,15 +268,51 @@ class _AdaptiveRFFBase(BaseEstimator):
         Y = np.ascontiguousarray(Y, dtype=Xs.dtype)
         self.gamma_ = float(self.gamma) if self.gamma is not None else float(max(3 * d - 2, 1))
         self.step_ = 2.4**2 / d if self.step == "auto" else float(self.step)
-        self.init_scale_ = (1.0 / median_distance(Xs, rng=rng) if self.init_scale == "auto"
-                            else float(self.init_scale))
-        W = rng.standard_normal((d, K)) * self.init_scale_
+        if isinstance(self.init_scale, str):
+            median_scale = 1.0 / median_distance(Xs, rng=rng)
+            scales = [median_scale] if self.init_scale == "median" else [median_scale / f for f in WIDTH_FACTORS]
+        else:
+            scales = [float(self.init_scale)]
+        W_unit = rng.standard_normal((d, K))
+        self.init_scale_ = scales[0]
+        W = W_unit * self.init_scale_
         lambdas = np.atleast_1d(np.asarray(self.alpha, np.float64))
+        finals = None if self.final_alpha is None else np.atleast_1d(np.asarray(self.final_alpha, np.float64))
+        Xc, Yc = Xs, Y   # the rows of the chain: all of them, or the training part
+        if self.early_stopping:
+            n_val = int(round(self.validation_fraction * n))
+            if n_val < 1 or n - n_val < 2:
+                raise ValueError(f"validation_fraction={self.validation_fraction} leaves no training or "
+                                 f"validation sample out of {n}")
+            tr, va = holdout_split(n, n_val, rng)
+            Xc, Yc = np.ascontiguousarray(Xs[tr]), np.ascontiguousarray(Y[tr])
+            Xv, Yv = np.ascontiguousarray(Xs[va]), Y[va]
+            grid = finals if finals is not None else lambdas
+            check_every = max(1, self.n_iter // 10)
         if lambdas.size > 1:
-            lam, _ = gcv_lambda(Xs, Y, W, lambdas, n_threads)
+            lam, _ = gcv_lambda(Xc, Yc, W, lambdas, n_threads)
         else:
             lam = float(lambdas[0])
-        amp = amplitudes(least_squares(Xs, Y, W, lam, n_threads), K)
+        best = None
+        val_errors = []
+        self.init_scale_errors_ = None
+        if len(scales) > 1:  # the initial width: least held-out (or exact LOO) error over the grid
+            self.init_scale_errors_ = []
+            search = finals if finals is not None else lambdas
+            for scale in scales:
+                fmap = FourierFeatureMap(W_unit * scale, None, 1.0, True, n_threads)
+                loo = fit_ridge_map(fmap, Xc, Yc, [v * Xc.shape[0] for v in search], fit_intercept=False,
+                                    selection="loo", score_single=True)[3]
+                self.init_scale_errors_.append(float(np.min(loo)))
+            self.init_scale_ = scales[int(np.argmin(self.init_scale_errors_))]
+            W = W_unit * self.init_scale_
+        if self.early_stopping:
+            errs = holdout_errors(Xc, Yc, Xv, Yv, W, grid, n_threads)
+            val_errors.append(float(errs.min()))
+            best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), 0)
+            if self._chain_alpha_from_holdout:
+                lam = best[2]
+        amp = amplitudes(least_squares(Xc, Yc, W, lam, n_threads), K)
         t0 = int(np.ceil(self.burn_in * self.n_iter))
         running = RunningCovariance(W)
         chol = np.eye(d)
@@ -246,7 +323,7 @@ class _AdaptiveRFFBase(BaseEstimator):
         for it in range(self.n_iter):
             zeta = rng.standard_normal((K, d)) @ chol.T
             u = rng.random(K)
-            W, amp, _, acc, mse = metropolis_step(Xs, Y, W, amp, zeta, u, delta=self.step_, gamma=self.gamma_,
+            W, amp, _, acc, mse = metropolis_step(Xc, Yc, W, amp, zeta, u, delta=self.step_, gamma=self.gamma_,
                                                     lam=lam, omega_max=self.omega_max, n_threads=n_threads)
             hist_acc.append(float(acc.mean()))
             hist_mse.append(mse)
@@ -259,19 +336,35 @@ class _AdaptiveRFFBase(BaseEstimator):
                 if ess < self.resample_threshold * K:
                     p = amp / amp.sum()
                     W = W[:, np.sort(rng.choice(K, K, p=p))]
-                    amp = amplitudes(least_squares(Xs, Y, W, lam, n_threads), K)
+                    amp = amplitudes(least_squares(Xc, Yc, W, lam, n_threads), K)
                     resamples += 1
             if self.keep_frequency_history and (it + 1) % self.keep_frequency_history == 0:
                 snapshots.append(W.copy())
+            if self.early_stopping and ((it + 1) % check_every == 0 or it + 1 == self.n_iter):
+                errs = holdout_errors(Xc, Yc, Xv, Yv, W, grid, n_threads)
+                val_errors.append(float(errs.min()))
+                if val_errors[-1] < best[0]:  # type: ignore[index]  # set before the loop
+                    best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), it + 1)
             if (it + 1) % max(1, self.n_iter // 10) == 0:
                 log.step("iteration", it + 1, self.n_iter,
                          f"acceptance {hist_acc[-1]:.3f}, proposal training MSE {mse:.4g}")
-        if lambdas.size > 1:  # the final frequencies may want another penalty than the initial ones
-            lam, self.gcv_errors_ = gcv_lambda(Xs, Y, W, lambdas, n_threads)
+        self.gcv_errors_ = self.loo_errors_ = None
+        self.validation_errors_ = np.array(val_errors) if self.early_stopping else None
+        if self.early_stopping:  # the checked frequencies and lambda of least held-out error, all rows
+            _, W, lam, self.best_iteration_ = best  # type: ignore[misc]
+            beta = least_squares(Xs, Y, W, lam, n_threads)
+        elif finals is not None:  # exact LOO over final_alpha (one Gram pass, one LOO pass)
+            self.best_iteration_ = self.n_iter
+            fmap = FourierFeatureMap(W, None, 1.0, True, n_threads)
+            lam, beta, self.loo_errors_ = final_alpha_choice(
+                lambda f, pens, intercept: fit_ridge_map(f, Xs, Y, pens, fit_intercept=intercept, selection="loo"),
+                fmap, finals, n)
         else:
-            self.gcv_errors_ = None
+            self.best_iteration_ = self.n_iter
+            if lambdas.size > 1:  # the final frequencies may want another penalty than the initial ones
+                lam, self.gcv_errors_ = gcv_lambda(Xs, Y, W, lambdas, n_threads)
+            beta = least_squares(Xs, Y, W, lam, n_threads)
         self.alpha_ = lam
-        beta = least_squares(Xs, Y, W, lam, n_threads)
         self.frequencies_ = W
         self.coef_ = beta
         self.amplitudes_ = amplitudes(beta, K)
@@ -397,11 +490,14 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
 
     def __init__(self, n_components: int = 256, *, n_iter: int = 100, step: float | str = "auto",
                  gamma: float | None = None, alpha: float | Sequence[float] = 1e-3,
+                 final_alpha: float | Sequence[float] | None = FINAL_ALPHAS, early_stopping: bool = True,
+                 validation_fraction: float = 0.2,
                  adaptive_covariance: bool | str = True, burn_in: float = 0.1, omega_max: float | None = None,
                  resample: bool = False, resample_threshold: float = 0.5, init_scale: float | str = "auto",
                  keep_frequency_history: int = 0, normalize_y: bool = True,
                  random_state: RandomStateLike = None, n_jobs: int | None = None, verbose: int = 0) -> None:
-        super().__init__(n_components, n_iter=n_iter, step=step, gamma=gamma, alpha=alpha,
+        super().__init__(n_components, n_iter=n_iter, step=step, gamma=gamma, alpha=alpha, final_alpha=final_alpha,
+                         early_stopping=early_stopping, validation_fraction=validation_fraction,
                          adaptive_covariance=adaptive_covariance, burn_in=burn_in, omega_max=omega_max,
                          resample=resample, resample_threshold=resample_threshold, init_scale=init_scale,
                          keep_frequency_history=keep_frequency_history, random_state=random_state,
