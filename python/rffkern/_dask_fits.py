@@ -54,7 +54,7 @@ from rffkern._dask import _Moments, _aligned_targets, _row_chunked, _tree_reduce
 from rffkern._data import TargetScaler, holdout_split
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._progress import ProgressLog
-from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
+from rffkern._ridge_solvers import FourierFeatureMap, GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["fit_eerf", "fit_srff", "fit_adaptive"]
@@ -229,6 +229,8 @@ def _chunk_gram(ctx, Xb, yb, mb):
 
 def _chunk_loo(ctx, Xb, yb, mb):
     Xs, Y = _ridge_inputs(ctx, Xb, yb)
+    if mb is not None:
+        Xs, Y = np.ascontiguousarray(Xs[mb]), Y[mb]
     if not Xs.shape[0]:
         return None
     return ctx["loo"].sse(ctx["fmap"], Xs, Y)
@@ -253,12 +255,17 @@ def _train_val_split(mb):
     return [~mb, mb]
 
 
+def _mask_split(mb):
+    return [mb]
+
+
 def _fit_ridge_map(data, fmap, inputs, alphas, selection, validation_fraction, rng, fit_intercept=True,
-                   score_single=False):
+                   score_single=False, mask="all"):
     """``rffkern._ridge_solvers.fit_ridge_map`` on distributed data: the same tuple
     ``(coef, intercept, alpha, errors, stats)``. ``inputs(Xb, yb)`` gives a chunk's (X, Y) as the
-    single-machine fit passes them."""
-    ctx = {"fmap": fmap, "inputs": inputs, "split": _no_split}
+    single-machine fit passes them; ``mask`` names the rows fitted (``"all"``, or a mask set on
+    ``data``; not with ``selection="validation"``)."""
+    ctx = {"fmap": fmap, "inputs": inputs, "split": _no_split if mask == "all" else _mask_split}
     if (len(alphas) > 1 or score_single) and selection == "validation":
         n = data.n
         n_val = int(round(validation_fraction * n))
@@ -282,12 +289,12 @@ def _fit_ridge_map(data, fmap, inputs, alphas, selection, validation_fraction, r
         best, errors = choose_alpha(alphas, sse / (n_val * m), stats)
         stats = stats.merge(stats_val) if stats_val is not None else stats
         return (*solve_ridge(stats, best, fit_intercept), best, errors, stats)
-    ((stats,),) = data.compute(data.reduce(_chunk_gram, ctx))
+    ((stats,),) = data.compute(data.reduce(_chunk_gram, ctx, mask=mask))
     if len(alphas) == 1 and not score_single:
         return (*solve_ridge(stats, alphas[0], fit_intercept), alphas[0], None, stats)
     if selection == "loo":
         lctx = {**ctx, "loo": LooPass(stats, alphas, fit_intercept)}
-        (sse,) = data.compute(data.reduce(_chunk_loo, lctx))
+        (sse,) = data.compute(data.reduce(_chunk_loo, lctx, mask=mask))
         errors = sse / (stats.n * (stats.ZtY.shape[1] - 1))
     else:
         errors = gcv_errors(stats, alphas, fit_intercept)
@@ -535,6 +542,10 @@ def _chunk_pair_gram(ctx, Xb, yb, mb):
     from rffkern import kernels
 
     Xs, Y = ctx["inputs"](Xb, yb)
+    if mb is not None:
+        Xs, Y = np.ascontiguousarray(Xs[mb]), Y[mb]
+    if not Xs.shape[0]:
+        return None
     Y = np.ascontiguousarray(Y, dtype=Xs.dtype)
     G, SY = kernels.gram(Xs, ctx["W"].astype(Xs.dtype), None, Y, scale=1.0, pair=True,
                          n_threads=ctx["n_threads"])
@@ -558,21 +569,49 @@ class _CentredTargets:
         return Y - self.y_mean
 
 
-class _PairLeastSquares:
-    """The reduced statistics of one least-squares problem of adaptive RFF (one pass each)."""
+def _chunk_pair_holdout(ctx, Xb, yb, mb):
+    from rffkern import kernels
 
-    def __init__(self, data, inputs, n_threads):
+    Xs, Y = ctx["inputs"](Xb, yb)
+    Xv, Yv = np.ascontiguousarray(Xs[mb]), Y[mb]
+    if not Xv.shape[0]:
+        return None
+    coefs, n_lambdas = ctx["coefs"], ctx["n_lambdas"]
+    F = kernels.predict(Xv, ctx["W"].astype(Xv.dtype), None, coefs.astype(Xv.dtype), scale=1.0, pair=True,
+                        n_threads=ctx["n_threads"]).astype(np.float64)
+    R = F - np.tile(np.asarray(Yv, np.float64), n_lambdas)
+    return (R**2).reshape(Xv.shape[0], n_lambdas, -1).sum(axis=(0, 2))
+
+
+class _PairLeastSquares:
+    """The reduced statistics of one least-squares problem of adaptive RFF (one pass each), on the
+    rows of the mask ``mask`` (``n`` of them)."""
+
+    def __init__(self, data, inputs, n_threads, mask="all", n=None):
         self.data, self.inputs, self.n_threads = data, inputs, n_threads
+        self.mask, self.n = mask, data.n if n is None else n
 
     def stats(self, W):
         (out,) = self.data.compute(self.data.reduce(
-            _chunk_pair_gram, {"inputs": self.inputs, "W": W, "n_threads": self.n_threads}))
+            _chunk_pair_gram, {"inputs": self.inputs, "W": W, "n_threads": self.n_threads}, mask=self.mask))
         return out
+
+    def holdout(self, W, lambdas, mask, n_val):
+        """``holdout_errors`` of :mod:`rffkern.adaptive`: fitted on this object's rows, scored on
+        the ``n_val`` rows of ``mask``."""
+        G, SY, _ = self.stats(W)
+        eig = RidgeEigen(G, SY)
+        coefs = np.hstack([eig.coef(lam * self.n) for lam in lambdas])
+        ctx = {"inputs": self.inputs, "W": W, "coefs": coefs, "n_lambdas": len(lambdas),
+               "n_threads": self.n_threads}
+        (sse,) = self.data.compute(self.data.reduce(_chunk_pair_holdout, ctx, mask=mask))
+        errors = sse / (n_val * SY.shape[1])
+        return np.where(np.isfinite(errors), errors, np.inf)
 
     def solve(self, stats, lam, with_mse=False):
         """``least_squares`` of :mod:`rffkern.adaptive` from the reduced ``(G, S.T Y, Y.T Y)``."""
         G, SY, yty = stats
-        n = self.data.n
+        n = self.n
         beta = ridge_solve(G, SY, lam * n)
         if not with_mse:
             return beta
@@ -582,7 +621,7 @@ class _PairLeastSquares:
     def gcv(self, stats, lambdas):
         """``gcv_lambda`` of :mod:`rffkern.adaptive` from the reduced statistics."""
         G, SY, yty = stats
-        n = self.data.n
+        n = self.n
         eig = RidgeEigen(G, SY)
         errors = np.array([eig.gcv(lam * n, yty, n).mean() for lam in lambdas])
         errors = np.where(np.isfinite(errors), errors, np.inf)
@@ -621,7 +660,8 @@ def fit_adaptive(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
 
-    from rffkern.adaptive import RunningCovariance, amplitudes, metropolis_accept
+    from rffkern.adaptive import (WIDTH_FACTORS, RunningCovariance, amplitudes, final_alpha_choice,
+                                  metropolis_accept)
     from rffkern._sampling import median_distance
 
     est._validate_params()
@@ -654,7 +694,7 @@ def fit_adaptive(est, X, y):
     mean, scale = moments.mean_and_scale()
     est.x_mean_, est.x_scale_ = mean[:d], scale[:d]
     inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
-    ls = _PairLeastSquares(data, inputs, resolve_n_threads(est.n_jobs))
+    n_threads = resolve_n_threads(est.n_jobs)
     log = ProgressLog(est, est.verbose)
 
     # _AdaptiveRFFBase._run, with every least-squares problem on reduced statistics
@@ -662,15 +702,51 @@ def fit_adaptive(est, X, y):
     rng = as_generator(est.random_state)
     est.gamma_ = float(est.gamma) if est.gamma is not None else float(max(3 * d - 2, 1))
     est.step_ = 2.4**2 / d if est.step == "auto" else float(est.step)
-    if est.init_scale == "auto":
+    if isinstance(est.init_scale, str):
         sample = data.gather_rows(_sample_rows(n, 2000, rng), inputs.x)
-        est.init_scale_ = 1.0 / median_distance(sample, rng=rng)   # <= 2000 rows: draws nothing
+        median_scale = 1.0 / median_distance(sample, rng=rng)   # <= 2000 rows: draws nothing
+        scales = [median_scale] if est.init_scale == "median" else [median_scale / f for f in WIDTH_FACTORS]
     else:
-        est.init_scale_ = float(est.init_scale)
-    W = rng.standard_normal((d, K)) * est.init_scale_
+        scales = [float(est.init_scale)]
+    W_unit = rng.standard_normal((d, K))
+    est.init_scale_ = scales[0]
+    W = W_unit * est.init_scale_
     lambdas = np.atleast_1d(np.asarray(est.alpha, np.float64))
+    finals = None if est.final_alpha is None else np.atleast_1d(np.asarray(est.final_alpha, np.float64))
+    chain_mask, n_chain = "all", n   # the rows of the chain: all of them, or the training part
+    if est.early_stopping:
+        n_val = int(round(est.validation_fraction * n))
+        if n_val < 1 or n - n_val < 2:
+            raise ValueError(f"validation_fraction={est.validation_fraction} leaves no training or "
+                             f"validation sample out of {n}")
+        _, va = holdout_split(n, n_val, rng)
+        val_mask = np.zeros(n, bool)
+        val_mask[va] = True
+        data.set_mask("adaptive_val", val_mask)
+        data.set_mask("adaptive_train", ~val_mask)
+        chain_mask, n_chain = "adaptive_train", n - n_val
+        grid = finals if finals is not None else lambdas
+        check_every = max(1, est.n_iter // 10)
+    ls = _PairLeastSquares(data, inputs, n_threads, chain_mask, n_chain)
+    best = None
+    val_errors = []
+    est.init_scale_errors_ = None
+    if len(scales) > 1:  # the initial width: least exact LOO error over the grid, on the chain's rows
+        est.init_scale_errors_ = []
+        search = finals if finals is not None else lambdas
+        for scale in scales:
+            fmap = FourierFeatureMap(W_unit * scale, None, 1.0, True, n_threads)
+            loo = _fit_ridge_map(data, fmap, inputs, [v * n_chain for v in search], "loo", 0.1, rng,
+                                 fit_intercept=False, score_single=True, mask=chain_mask)[3]
+            est.init_scale_errors_.append(float(np.min(loo)))
+        est.init_scale_ = scales[int(np.argmin(est.init_scale_errors_))]
+        W = W_unit * est.init_scale_
     stats = ls.stats(W)
     lam = ls.gcv(stats, lambdas)[0] if lambdas.size > 1 else float(lambdas[0])
+    if est.early_stopping:
+        errs = ls.holdout(W, grid, "adaptive_val", n_val)
+        val_errors.append(float(errs.min()))
+        best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), 0)
     amp = amplitudes(ls.solve(stats, lam), K)
     t0 = int(np.ceil(est.burn_in * est.n_iter))
     running = RunningCovariance(W)
@@ -706,16 +782,34 @@ def fit_adaptive(est, X, y):
                 resamples += 1
         if est.keep_frequency_history and (it + 1) % est.keep_frequency_history == 0:
             snapshots.append(W.copy())
+        if est.early_stopping and ((it + 1) % check_every == 0 or it + 1 == est.n_iter):
+            errs = ls.holdout(W, grid, "adaptive_val", n_val)
+            val_errors.append(float(errs.min()))
+            if val_errors[-1] < best[0]:  # type: ignore[index]  # set before the loop
+                best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), it + 1)
         if (it + 1) % max(1, est.n_iter // 10) == 0:
             log.step("iteration", it + 1, est.n_iter, f"acceptance {hist_acc[-1]:.3f}, proposal training MSE "
                      f"{mse:.4g}, data passes {data.passes}")
-    stats = ls.stats(W)
-    if lambdas.size > 1:
-        lam, est.gcv_errors_ = ls.gcv(stats, lambdas)
+    est.gcv_errors_ = est.loo_errors_ = None
+    est.validation_errors_ = np.array(val_errors) if est.early_stopping else None
+    ls_all = _PairLeastSquares(data, inputs, n_threads)
+    if est.early_stopping:  # the checked frequencies and lambda of least held-out error, all rows
+        _, W, lam, est.best_iteration_ = best  # type: ignore[misc]
+        beta = ls_all.solve(ls_all.stats(W), lam)
+    elif finals is not None:  # exact LOO over final_alpha
+        est.best_iteration_ = est.n_iter
+        fmap = FourierFeatureMap(W, None, 1.0, True, n_threads)
+        lam, beta, est.loo_errors_ = final_alpha_choice(
+            lambda f, pens, intercept: _fit_ridge_map(data, f, inputs, pens, "loo", 0.1, rng,
+                                                      fit_intercept=intercept),
+            fmap, finals, n)
     else:
-        est.gcv_errors_ = None
+        est.best_iteration_ = est.n_iter
+        stats = ls_all.stats(W)
+        if lambdas.size > 1:
+            lam, est.gcv_errors_ = ls_all.gcv(stats, lambdas)
+        beta = ls_all.solve(stats, lam)
     est.alpha_ = lam
-    beta = ls.solve(stats, lam)
     est.frequencies_ = W
     est.coef_ = beta
     est.amplitudes_ = amplitudes(beta, K)
