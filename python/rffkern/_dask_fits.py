@@ -718,7 +718,7 @@ def fit_adaptive(est, X, y):
         n_val = int(round(est.validation_fraction * n))
         if n_val < 1 or n - n_val < 2:
             raise ValueError(f"validation_fraction={est.validation_fraction} leaves no training or "
-                             f"validation sample out of {n}")
+                             f"validation sample out of n_samples={n}")
         _, va = holdout_split(n, n_val, rng)
         val_mask = np.zeros(n, bool)
         val_mask[va] = True

@@ -283,7 +283,7 @@ class _AdaptiveRFFBase(BaseEstimator):
             n_val = int(round(self.validation_fraction * n))
             if n_val < 1 or n - n_val < 2:
                 raise ValueError(f"validation_fraction={self.validation_fraction} leaves no training or "
-                                 f"validation sample out of {n}")
+                                 f"validation sample out of n_samples={n}")
             tr, va = holdout_split(n, n_val, rng)
             Xc, Yc = np.ascontiguousarray(Xs[tr]), np.ascontiguousarray(Y[tr])
             Xv, Yv = np.ascontiguousarray(Xs[va]), Y[va]
