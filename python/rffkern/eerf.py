@@ -213,6 +213,8 @@ def _weighted_knn_length_scale(X, sample_weight, rng, n_neighbors=50, max_sample
 
 
 class _EERFBase(BaseEstimator):
+    training_time_: float  # declared for type checkers only
+    selection_errors_: NDArray[np.float64] | None
     _parameter_constraints = {
         "n_components": [IntInterval(1, None, closed="left")],
         "n_candidates": [IntInterval(1, None, closed="left"), None],
@@ -357,7 +359,7 @@ class _EERFBase(BaseEstimator):
             self._log_select()
             self._fit_ridge(Xs, Y, np.random.default_rng(split_seed), ravel, sample_weight, score_single=True)
             ridge_time += self.training_time_
-            error = float(np.min(self.selection_errors_))
+            error = float(np.min(self.selection_errors_))  # type: ignore[arg-type]  # score_single: set
             self.width_errors_.append(error)
             if best is None or error < best[0]:
                 best = (error, {k: getattr(self, k) for k in _WIDTH_FITTED})
