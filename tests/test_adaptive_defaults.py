@@ -59,11 +59,22 @@ def test_early_stopping_beats_the_whole_chain_on_noisy_data():
 def test_initial_width_is_the_least_loo_error_of_the_grid():
     X, y = _target(400, 0.1)
     m = AdaptiveRFFRegressor(32, n_iter=0, random_state=0, n_jobs=1).fit(X, y)
-    assert len(m.init_scale_errors_) == len(WIDTH_FACTORS)
     Xs = (X - X.mean(0)) / X.std(0)
     median_scale = 1.0 / median_distance(Xs, rng=np.random.default_rng(0))
-    scales = [median_scale / f for f in WIDTH_FACTORS]
-    assert m.init_scale_ == pytest.approx(scales[int(np.argmin(m.init_scale_errors_))])
+    np.testing.assert_allclose(m.init_scales_[:len(WIDTH_FACTORS)], [median_scale / f for f in WIDTH_FACTORS])
+    assert len(m.init_scale_errors_) == len(m.init_scales_)
+    assert m.init_scale_ == m.init_scales_[int(np.argmin(m.init_scale_errors_))]
+
+
+def test_initial_width_search_extends_past_the_grid():
+    """A nearly linear target wants a width beyond 4 times the median: the search doubles it."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = X[:, 0] + 0.5 * X[:, 1] + 0.01 * rng.normal(size=400)
+    m = AdaptiveRFFRegressor(32, n_iter=0, random_state=0, n_jobs=1).fit(X, y)
+    median_scale = m.init_scales_[1]
+    assert len(m.init_scales_) > len(WIDTH_FACTORS)
+    assert m.init_scale_ < median_scale / WIDTH_FACTORS[-1]     # wider than the grid's widest
     single = AdaptiveRFFRegressor(32, n_iter=0, init_scale="median", random_state=0, n_jobs=1).fit(X, y)
     assert single.init_scale_errors_ is None and single.init_scale_ == pytest.approx(median_scale)
 

@@ -134,7 +134,7 @@ def test_eerf_refuses_logistic_and_bad_input(client):
 
 X_A, Y_A = _data(2500, 4, seed=1)
 ADAPTIVE_FITTED = ("frequencies_", "coef_", "amplitudes_", "acceptance_rate_", "alpha_", "gcv_errors_",
-                   "loo_errors_", "validation_errors_", "init_scale_errors_", "best_iteration_",
+                   "loo_errors_", "validation_errors_", "init_scale_errors_", "init_scales_", "best_iteration_",
                    "init_scale_", "proposal_covariance_", "x_mean_", "x_scale_", "y_mean_")
 ADAPTIVE_RTOL = 1e-8
 PAPER_ADAPTIVE = dict(early_stopping=False, final_alpha=None, init_scale="median")
@@ -162,7 +162,8 @@ def test_adaptive_regressor_equals_single_machine(client, params):
     # width of the grid and for the final LOO; a Gram and a prediction pass per held-out check
     passes = params["n_iter"] + 3 + dist.history_["n_resamples"]
     if params.get("init_scale", "auto") == "auto":
-        passes += 2 * len(WIDTH_FACTORS)
+        passes += 2 * len(dist.init_scales_)
+        assert len(dist.init_scales_) >= len(WIDTH_FACTORS)
     if params.get("early_stopping", True):
         passes += 2 * len(dist.validation_errors_)
         assert len(dist.validation_errors_) == params["n_iter"] + 1  # n_iter < 10: a check per iteration

@@ -661,7 +661,7 @@ def fit_adaptive(est, X, y):
     from sklearn.preprocessing import LabelBinarizer
 
     from rffkern.adaptive import (WIDTH_FACTORS, RunningCovariance, amplitudes, final_alpha_choice,
-                                  metropolis_accept)
+                                  metropolis_accept, search_scales)
     from rffkern._sampling import median_distance
 
     est._validate_params()
@@ -730,16 +730,18 @@ def fit_adaptive(est, X, y):
     ls = _PairLeastSquares(data, inputs, n_threads, chain_mask, n_chain)
     best = None
     val_errors = []
-    est.init_scale_errors_ = None
+    est.init_scale_errors_ = est.init_scales_ = None
     if len(scales) > 1:  # the initial width: least exact LOO error over the grid, on the chain's rows
-        est.init_scale_errors_ = []
-        search = finals if finals is not None else lambdas
-        for scale in scales:
+        search = [v * n_chain for v in (finals if finals is not None else lambdas)]
+
+        def loo_error(scale):
             fmap = FourierFeatureMap(W_unit * scale, None, 1.0, True, n_threads)
-            loo = _fit_ridge_map(data, fmap, inputs, [v * n_chain for v in search], "loo", 0.1, rng,
-                                 fit_intercept=False, score_single=True, mask=chain_mask)[3]
-            est.init_scale_errors_.append(float(np.min(loo)))
-        est.init_scale_ = scales[int(np.argmin(est.init_scale_errors_))]
+            loo = _fit_ridge_map(data, fmap, inputs, search, "loo", 0.1, rng, fit_intercept=False, score_single=True,
+                                 mask=chain_mask)[3]
+            return float(np.min(loo))
+
+        est.init_scales_, est.init_scale_errors_ = search_scales(scales, median_scale, loo_error)
+        est.init_scale_ = est.init_scales_[int(np.argmin(est.init_scale_errors_))]
         W = W_unit * est.init_scale_
     stats = ls.stats(W)
     lam = ls.gcv(stats, lambdas)[0] if lambdas.size > 1 else float(lambdas[0])

@@ -46,6 +46,7 @@ from rffkern._linalg import RidgeEigen, ridge_solve
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
 from rffkern._sampling import median_distance
+from rffkern.eerf import next_width
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -81,6 +82,23 @@ def gcv_lambda(X, Y, W, lambdas, n_threads):
     errors = np.array([eig.gcv(lam * n, yty, n).mean() for lam in lambdas])
     errors = np.where(np.isfinite(errors), errors, np.inf)
     return float(lambdas[int(np.argmin(errors))]), errors
+
+
+def search_scales(scales, median_scale, loo_error):
+    """The initial frequency scales compared by ``init_scale="auto"`` and their errors
+    ``loo_error(scale)``: ``scales`` in order, then, as :func:`rffkern.eerf.next_width` extends
+    EERF's widths, half (twice) the scale while the largest (smallest) is the best, within
+    ``1 / WIDTH_LIMITS`` times ``median_scale``. Returns (scales, errors) as lists."""
+    scales = list(scales)
+    errors: list[float] = []
+    while len(errors) < len(scales):
+        errors.append(loo_error(scales[len(errors)]))
+        if len(errors) == len(scales):
+            # in widths (1 / scale), the rule of EERF's widths around the median width
+            extra = next_width([1.0 / v for v in scales], errors, 1.0 / median_scale)
+            if extra is not None:
+                scales.append(1.0 / extra)
+    return scales, errors
 
 
 def holdout_errors(X, Y, X_val, Y_val, W, lambdas, n_threads):
@@ -272,6 +290,7 @@ class _AdaptiveRFFBase(BaseEstimator):
         Y = np.ascontiguousarray(Y, dtype=Xs.dtype)
         self.gamma_ = float(self.gamma) if self.gamma is not None else float(max(3 * d - 2, 1))
         self.step_ = 2.4**2 / d if self.step == "auto" else float(self.step)
+        median_scale = None
         if isinstance(self.init_scale, str):
             median_scale = 1.0 / median_distance(Xs, rng=rng)
             scales = [median_scale] if self.init_scale == "median" else [median_scale / f for f in WIDTH_FACTORS]
@@ -299,16 +318,17 @@ class _AdaptiveRFFBase(BaseEstimator):
             lam = float(lambdas[0])
         best = None
         val_errors = []
-        self.init_scale_errors_ = None
+        self.init_scale_errors_ = self.init_scales_ = None
         if len(scales) > 1:  # the initial width: least held-out (or exact LOO) error over the grid
-            self.init_scale_errors_ = []
-            search = finals if finals is not None else lambdas
-            for scale in scales:
+            search = [v * Xc.shape[0] for v in (finals if finals is not None else lambdas)]
+
+            def loo_error(scale):
                 fmap = FourierFeatureMap(W_unit * scale, None, 1.0, True, n_threads)
-                loo = fit_ridge_map(fmap, Xc, Yc, [v * Xc.shape[0] for v in search], fit_intercept=False,
-                                    selection="loo", score_single=True)[3]
-                self.init_scale_errors_.append(float(np.min(loo)))
-            self.init_scale_ = scales[int(np.argmin(self.init_scale_errors_))]
+                loo = fit_ridge_map(fmap, Xc, Yc, search, fit_intercept=False, selection="loo", score_single=True)[3]
+                return float(np.min(loo))
+
+            self.init_scales_, self.init_scale_errors_ = search_scales(scales, median_scale, loo_error)
+            self.init_scale_ = self.init_scales_[int(np.argmin(self.init_scale_errors_))]
             W = W_unit * self.init_scale_
         if self.early_stopping:
             errs = holdout_errors(Xc, Yc, Xv, Yv, W, grid, n_threads)
@@ -449,7 +469,9 @@ _DOC = """
         Initial frequencies ``N(0, init_scale^2 I)`` (0 starts them all at the origin). "median"
         is the median heuristic: ``1 / median pairwise distance`` of the standardised X (subsample
         of 2000 rows), the Gaussian kernel of that width. "auto" compares that width times
-        ``WIDTH_FACTORS`` = (0.5, 1, 2, 4) (the same unit draw scaled) by the exact LOO error of
+        ``WIDTH_FACTORS`` = (0.5, 1, 2, 4), extended by halving (doubling) the width while the
+        smallest (largest) is the best, within 1/8 to 16 times the median width (EERF's rule,
+        :func:`rffkern.eerf.next_width`), (the same unit draw scaled) by the exact LOO error of
         their ridge fits on the chain's rows over the lambdas of ``final_alpha`` (one Gram and one
         LOO pass each; the initial frequencies do not depend on y, so the LOO error is an honest
         one) and starts the chain from the best; the Metropolis steps of ``2.4^2 / d`` rarely move
@@ -497,8 +519,9 @@ _DOC = """
         the initial frequencies first; else None.
     best_iteration_ : int
         The iteration whose frequencies were kept (``n_iter`` without early stopping).
-    init_scale_errors_ : list of float or None
-        The LOO error of each initial width of ``init_scale="auto"`` (else None).
+    init_scales_, init_scale_errors_ : list of float or None
+        The initial frequency scales compared by ``init_scale="auto"``, in the order tried, and
+        the least LOO error (over the lambdas) of each; None for a single scale.
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
         The standardisation of X.
 """
