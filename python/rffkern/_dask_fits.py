@@ -21,7 +21,9 @@ What runs where:
   (summed, divided by ``N0`` on the client); the top-M selection on the client; pass 3 the
   :class:`~rffkern._ridge_solvers.GramStats` of the M kept features (train and validation rows
   separately for ``alpha_selection="validation"``); pass 4 only for an alpha list with ``"loo"``
-  (leave-one-out sums) or ``"validation"`` (held-out squared errors). 3 to 4 passes.
+  (leave-one-out sums) or ``"validation"`` (held-out squared errors). 3 to 4 passes per width:
+  ``length_scale="auto"`` repeats passes 2 to 4 for each width of the search (4 to 7 widths, the
+  candidates drawn once), so ``1 + 3 * widths`` passes with LOO.
 * SRFF (:func:`fit_srff`): pass 1 column statistics of X, a gather for the k-NN width, pass 2 the
   d x d Gram of the standardised X (the lambda grid) and the target statistics on the training
   rows; then the alternating minimisation with the whole loop on the client and every data term
@@ -36,7 +38,11 @@ What runs where:
   then one pass per least-squares problem: the ``2K x 2K`` Gram of the pair features, ``S.T Y`` and
   ``Y.T Y`` (GCV and the training MSE come from the same reduced statistics). The Metropolis loop
   (proposals, acceptance, covariance) runs on the client. Passes: ``n_iter + 3`` plus one per
-  resampling (the single-machine fit does ``n_iter + 2``, or ``n_iter + 4`` with GCV).
+  resampling (the single-machine fit does ``n_iter + 2``, or ``n_iter + 4`` with GCV); plus a Gram
+  and a LOO pass per initial width of ``init_scale="auto"`` (on the chain's rows), a Gram and a
+  held-out prediction pass per check of ``early_stopping`` (the chain's least squares on the
+  training rows through a persisted mask), or a Gram and a LOO pass for the final lambda without
+  it.
 
 The iterative fits re-read X on every pass: persist it (``X = X.persist()``) when it fits in the
 workers' memory. ``X.dtype`` float32 runs the chunk kernels in float32 as on one machine, but the
