@@ -484,6 +484,7 @@ def fit_eerf(est, X, y):
     split_seed = int(rng.integers(2**32 - 1)) if several else None  # one held-out split for every width
     best = None
     est.width_errors_ = [] if several else None
+    scaled_errors: list[float] = []
     i = 0
     while i < len(widths):
         width = widths[i]
@@ -524,13 +525,14 @@ def fit_eerf(est, X, y):
         ridge_time += time.perf_counter() - t1
         log.step("ridge", 2, 2, f"alpha {est.alpha_:.3g}, alphas searched {len(alphas)}, data passes {data.passes}")
         if several:
-            error = float(np.min(est.selection_errors_))
-            est.width_errors_.append(error)
+            error = float(np.min(errors))  # in the units of the scaled targets, as on one machine
+            scaled_errors.append(error)
+            est.width_errors_.append(float(np.min(est.selection_errors_)))
             if best is None or error < best[0]:
                 best = (error, {k: getattr(est, k) for k in _WIDTH_FITTED})
         i += 1
         if i == len(widths) and base is not None:
-            extra = next_width(widths, est.width_errors_, base)
+            extra = next_width(widths, scaled_errors, base)
             if extra is not None:
                 widths.append(extra)
     est.widths_ = list(widths) if several else None

@@ -349,6 +349,7 @@ class _EERFBase(BaseEstimator):
         split_seed = int(rng.integers(2**32 - 1))  # one held-out split shared by every width
         best = None
         self.width_errors_ = []
+        scaled_errors: list[float] = []  # what the widths are compared on
         ridge_time = 0.0
         i = 0
         while i < len(widths):
@@ -357,15 +358,16 @@ class _EERFBase(BaseEstimator):
             self._keep(Xsub, Tsub, W0, b0, width)
             select_time += time.perf_counter() - t1
             self._log_select()
-            self._fit_ridge(Xs, Y, np.random.default_rng(split_seed), ravel, sample_weight, score_single=True)
+            error = self._fit_ridge(Xs, Y, np.random.default_rng(split_seed), ravel, sample_weight,
+                                    score_single=True)
             ridge_time += self.training_time_
-            error = float(np.min(self.selection_errors_))  # type: ignore[arg-type]  # score_single: set
-            self.width_errors_.append(error)
+            scaled_errors.append(error)
+            self.width_errors_.append(float(np.min(self.selection_errors_)))  # type: ignore[arg-type]
             if best is None or error < best[0]:
                 best = (error, {k: getattr(self, k) for k in _WIDTH_FITTED})
             i += 1
             if i == len(widths) and base is not None:
-                extra = next_width(widths, self.width_errors_, base)
+                extra = next_width(widths, scaled_errors, base)
                 if extra is not None:
                     widths.append(extra)
         self.widths_ = list(widths)
@@ -400,6 +402,8 @@ class _EERFBase(BaseEstimator):
         self.selection_errors_ = None if errors is None else errors * np.mean(np.square(y_scale))
         self.training_time_ = time.perf_counter() - t0
         self._log("ridge", 2, 2, f"alpha {self.alpha_:.3g}, alphas searched {len(as_alpha_list(self.alpha))}")
+        # the least selection error in the units of the scaled targets (finite where y's overflow)
+        return None if errors is None else float(np.min(errors))
 
     def _decision(self, X):
         check_is_fitted(self)
@@ -475,7 +479,8 @@ _DOC_ATTRS = """
         The sigma used (None for the arc-cosine and linear kernels).
     widths_, width_errors_ : list of float or None
         The widths compared, in the order tried, and the least selection error (over the alphas)
-        of each, in y's units; None when one width is used.
+        of each, in y's units (compared in the units of the scaled targets, so a y near the float
+        limit, whose errors overflow to inf, chooses as y does); None when one width is used.
     n_candidates_, n_subsample_ : int
         M0 and N0 as used.
     preprocessing_time_, training_time_ : float
