@@ -24,10 +24,11 @@ def test_next_width_extends_only_at_the_edge():
     base = 1.0
     widths = [0.5, 1.0, 2.0, 4.0]
     assert next_width(widths, [3.0, 2.0, 1.0, 0.5], base) == 8.0      # largest best: double
-    assert next_width(widths, [0.5, 2.0, 1.0, 3.0], base) == 0.25     # smallest best: halve
+    assert next_width(widths, [0.5, 2.0, 1.0, 3.0], base) is None     # WIDTH_LIMITS[0] = 0.5
+    assert next_width([1.0, 2.0, 4.0], [0.5, 2.0, 1.0], base) == 0.5  # smallest best: halve
     assert next_width(widths, [3.0, 0.5, 1.0, 3.0], base) is None     # inside: stop
     assert next_width([0.5, 1, 2, 4, 8, 16], [6, 5, 4, 3, 2, 1], base) is None   # WIDTH_LIMITS[1]
-    assert next_width([0.125, 0.25, 0.5, 1], [1, 2, 3, 4], base) is None          # WIDTH_LIMITS[0]
+    assert WIDTH_LIMITS == (0.5, 16.0)
 
 
 def test_default_searches_widths_and_keeps_the_least_loo_error():

@@ -470,7 +470,7 @@ _DOC = """
         is the median heuristic: ``1 / median pairwise distance`` of the standardised X (subsample
         of 2000 rows), the Gaussian kernel of that width. "auto" compares that width times
         ``WIDTH_FACTORS`` = (0.5, 1, 2, 4), extended by halving (doubling) the width while the
-        smallest (largest) is the best, within 1/8 to 16 times the median width (EERF's rule,
+        smallest (largest) is the best, within 0.5 to 16 times the median width (EERF's rule,
         :func:`rffkern.eerf.next_width`), (the same unit draw scaled) by the exact LOO error of
         their ridge fits on the chain's rows over the lambdas of ``final_alpha`` (one Gram and one
         LOO pass each; the initial frequencies do not depend on y, so the LOO error is an honest
