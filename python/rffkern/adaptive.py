@@ -225,7 +225,6 @@ class RunningCovariance:
 
 
 class _AdaptiveRFFBase(BaseEstimator):
-    _chain_alpha_from_holdout = False
     _parameter_constraints = {
         "n_components": [IntInterval(1, None, closed="left")],
         "n_iter": [IntInterval(0, None, closed="left")],
@@ -334,8 +333,6 @@ class _AdaptiveRFFBase(BaseEstimator):
             errs = holdout_errors(Xc, Yc, Xv, Yv, W, grid, n_threads)
             val_errors.append(float(errs.min()))
             best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), 0)
-            if self._chain_alpha_from_holdout:
-                lam = best[2]
         amp = amplitudes(least_squares(Xc, Yc, W, lam, n_threads), K)
         t0 = int(np.ceil(self.burn_in * self.n_iter))
         running = RunningCovariance(W)
