@@ -494,20 +494,7 @@ def fit_eerf(est, X, y):
         ctx = {"inputs": inputs, "t_mean": t_mean, "t_scale": t_scale, "W0": W, "b0": b0, "kernel": est.kernel,
                "n_threads": resolve_n_threads(est.n_jobs)}
         (S,) = data.compute(data.reduce(_chunk_scores, ctx, mask="score"))
-        S = S / est.n_subsample_
-        energy = (S**2).sum(axis=1)
-        keep = np.argsort(-energy, kind="stable")[:M]
-        est.length_scale_ = width
-        est.scores_ = np.sqrt(energy[keep])
-        if est.kernel == "linear":
-            est.support_ = np.sort(keep)
-            est.weights_ = est.offsets_ = None
-            est.scale_ = 1.0
-        else:
-            assert W is not None  # drawn for every kernel but "linear"
-            est.weights_ = np.ascontiguousarray(W[:, keep])
-            est.offsets_ = None if b0 is None else b0[keep]
-            est.scale_ = float(np.sqrt(2.0 / M))
+        est._store_top(S / est.n_subsample_, W, b0, width)
         select_time += time.perf_counter() - t1
         log.step("select", 1, 2, f"candidates {est.n_candidates_}, kept {M}, scoring rows {est.n_subsample_}, "
                  f"length_scale {est.length_scale_}")

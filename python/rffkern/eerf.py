@@ -315,10 +315,15 @@ class _EERFBase(BaseEstimator):
 
     def _keep(self, Xsub, Tsub, W0, b0, width):
         """Score the candidates ``W0 / width`` on the subsample and keep the top M."""
-        M = self.n_components
         W = None if W0 is None else (W0 if width is None else W0 / width)
         S = eerf_scores(Xsub, Tsub, W, b0, kernel=self.kernel,
                         n_threads=resolve_n_threads(self.n_jobs)).astype(np.float64)
+        self._store_top(S, W, b0, width)
+
+    def _store_top(self, S, W, b0, width):
+        """Keep the M candidates of largest energy from the scores ``S`` (M0, m) of the candidates
+        ``W`` (phases ``b0``) at ``width``: the fitted selection attributes."""
+        M = self.n_components
         energy = (S**2).sum(axis=1)  # |S|^2 for one output, summed squared scores for several
         # stable: ties keep the draw order, so results do not depend on the sort implementation
         keep = np.argsort(-energy, kind="stable")[:M]
@@ -329,7 +334,7 @@ class _EERFBase(BaseEstimator):
             self.weights_ = self.offsets_ = None
             self.scale_ = 1.0
         else:
-            self.weights_ = np.ascontiguousarray(W[:, keep])  # type: ignore[index]  # W is drawn unless linear
+            self.weights_ = np.ascontiguousarray(W[:, keep])  # W is drawn unless linear
             self.offsets_ = None if b0 is None else b0[keep]
             self.scale_ = float(np.sqrt(2.0 / M))
 
