@@ -397,7 +397,7 @@ def fit_eerf(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
 
-    from rffkern.eerf import _WIDTH_FITTED, WIDTH_FACTORS, knn_length_scale, next_width
+    from rffkern.eerf import _WIDTH_FITTED, WIDTH_FACTORS, _width_extension, knn_length_scale, search_widths
 
     est._validate_params()
     name = type(est).__name__
@@ -478,16 +478,13 @@ def fit_eerf(est, X, y):
         data.set_mask("score", None)
     alphas = as_alpha_list(est.alpha)
     y_scale, y_mean = (1.0, 0.0) if classifier else (est.y_scale_, est.y_mean_)
-    select_time = time.perf_counter() - t0
-    ridge_time = 0.0
     several = len(widths) > 1
     split_seed = int(rng.integers(2**32 - 1)) if several else None  # one held-out split for every width
-    best = None
     est.width_errors_ = [] if several else None
-    scaled_errors: list[float] = []
-    i = 0
-    while i < len(widths):
-        width = widths[i]
+    times = [time.perf_counter() - t0, 0.0]
+    best: list = []
+
+    def error_of(width):
         # the selection: _EERFBase._keep with the scores summed over the chunks
         t1 = time.perf_counter()
         W = None if W0 is None else (W0 if width is None else W0 / width)
@@ -495,7 +492,7 @@ def fit_eerf(est, X, y):
                "n_threads": resolve_n_threads(est.n_jobs)}
         (S,) = data.compute(data.reduce(_chunk_scores, ctx, mask="score"))
         est._store_top(S / est.n_subsample_, W, b0, width)
-        select_time += time.perf_counter() - t1
+        times[0] += time.perf_counter() - t1
         log.step("select", 1, 2, f"candidates {est.n_candidates_}, kept {M}, scoring rows {est.n_subsample_}, "
                  f"length_scale {est.length_scale_}")
 
@@ -509,23 +506,22 @@ def fit_eerf(est, X, y):
         est.intercept_ = float(intercept[0]) if ravel else intercept
         est.alpha_ = float(alpha)
         est.selection_errors_ = None if errors is None else errors * np.mean(np.square(y_scale))
-        ridge_time += time.perf_counter() - t1
+        times[1] += time.perf_counter() - t1
         log.step("ridge", 2, 2, f"alpha {est.alpha_:.3g}, alphas searched {len(alphas)}, data passes {data.passes}")
-        if several:
-            error = float(np.min(errors))  # in the units of the scaled targets, as on one machine
-            scaled_errors.append(error)
-            est.width_errors_.append(float(np.min(est.selection_errors_)))
-            if best is None or error < best[0]:
-                best = (error, {k: getattr(est, k) for k in _WIDTH_FITTED})
-        i += 1
-        if i == len(widths) and base is not None:
-            extra = next_width(widths, scaled_errors, base)
-            if extra is not None:
-                widths.append(extra)
-    est.widths_ = list(widths) if several else None
-    if best is not None:
+        if not several:
+            return 0.0
+        error = float(np.min(errors))  # in the units of the scaled targets, as on one machine
+        est.width_errors_.append(float(np.min(est.selection_errors_)))
+        if not best or error < best[0]:
+            best[:] = [error, {k: getattr(est, k) for k in _WIDTH_FITTED}]
+        return error
+
+    tried, _ = search_widths(widths, _width_extension(base), error_of)
+    est.widths_ = tried if several else None
+    if best:
         for k, v in best[1].items():
             setattr(est, k, v)
+    select_time, ridge_time = times
     est.preprocessing_time_, est.training_time_ = select_time, ridge_time
     est._n_dask_passes = data.passes
     return est

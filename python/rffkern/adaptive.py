@@ -46,7 +46,7 @@ from rffkern._linalg import RidgeEigen, ridge_solve
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
 from rffkern._sampling import median_distance
-from rffkern.eerf import next_width
+from rffkern.eerf import next_width, search_widths
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -89,16 +89,11 @@ def search_scales(scales, median_scale, loo_error):
     ``loo_error(scale)``: ``scales`` in order, then, as :func:`rffkern.eerf.next_width` extends
     EERF's widths, half (twice) the scale while the largest (smallest) is the best, within
     ``1 / WIDTH_LIMITS`` times ``median_scale``. Returns (scales, errors) as lists."""
-    scales = list(scales)
-    errors: list[float] = []
-    while len(errors) < len(scales):
-        errors.append(loo_error(scales[len(errors)]))
-        if len(errors) == len(scales):
-            # in widths (1 / scale), the rule of EERF's widths around the median width
-            extra = next_width([1.0 / v for v in scales], errors, 1.0 / median_scale)
-            if extra is not None:
-                scales.append(1.0 / extra)
-    return scales, errors
+    def extend(values, errors):  # in widths (1 / scale), EERF's rule around the median width
+        extra = next_width([1.0 / v for v in values], errors, 1.0 / median_scale)
+        return None if extra is None else 1.0 / extra
+
+    return search_widths(scales, extend, loo_error)
 
 
 def holdout_errors(X, Y, X_val, Y_val, W, lambdas, n_threads):

@@ -167,6 +167,11 @@ def knn_length_scale(X, n_neighbors=50, max_samples=2000, rng=None):
     return value if value > 0 else 1.0
 
 
+def _width_extension(base):
+    """``extend`` of :func:`search_widths` by :func:`next_width` around ``base`` (None: none)."""
+    return lambda widths, errors: None if base is None else next_width(widths, errors, base)
+
+
 def next_width(widths, errors, base):
     """The width to try after ``widths`` (with selection ``errors``), or None: half the smallest
     when it is the best so far, twice the largest when it is, within ``WIDTH_LIMITS`` times
@@ -177,6 +182,21 @@ def next_width(widths, errors, base):
     if best == max(widths) and best * 2 <= base * WIDTH_LIMITS[1] * (1 + 1e-12):
         return best * 2
     return None
+
+
+def search_widths(values, extend, error_of):
+    """``error_of(v)`` of every value in order, then of the values ``extend(values, errors)`` adds
+    (None: stop). Returns (values, errors) as lists: the width searches of EERF (single-machine and
+    distributed) and of adaptive RFF's initial scale."""
+    values = list(values)
+    errors: list[float] = []
+    while len(errors) < len(values):
+        errors.append(error_of(values[len(errors)]))
+        if len(errors) == len(values):
+            extra = extend(values, errors)
+            if extra is not None:
+                values.append(extra)
+    return values, errors
 
 
 def _scoring_targets(Y, sample_weight):
@@ -216,6 +236,7 @@ def _weighted_knn_length_scale(X, sample_weight, rng, n_neighbors=50, max_sample
 
 class _EERFBase(BaseEstimator):
     training_time_: float  # declared for type checkers only
+    width_errors_: list[float] | None
     selection_errors_: NDArray[np.float64] | None
     _parameter_constraints = {
         "n_components": [IntInterval(1, None, closed="left")],
@@ -354,32 +375,28 @@ class _EERFBase(BaseEstimator):
                 self._fit_ridge(Xs, Y, rng, ravel, sample_weight)
             return
         split_seed = int(rng.integers(2**32 - 1))  # one held-out split shared by every width
-        best = None
-        self.width_errors_ = []
-        scaled_errors: list[float] = []  # what the widths are compared on
-        ridge_time = 0.0
-        i = 0
-        while i < len(widths):
-            width = widths[i]
+        best: list = []
+        width_errors: list[float] = []
+        times = [select_time, 0.0]
+
+        def error_of(width):
             t1 = time.perf_counter()
             self._keep(Xsub, Tsub, W0, b0, width)
-            select_time += time.perf_counter() - t1
+            times[0] += time.perf_counter() - t1
             self._log_select()
             error = self._fit_ridge(Xs, Y, np.random.default_rng(split_seed), ravel, sample_weight,
                                     score_single=True)
-            ridge_time += self.training_time_
-            scaled_errors.append(error)
-            self.width_errors_.append(float(np.min(self.selection_errors_)))  # type: ignore[arg-type]
-            if best is None or error < best[0]:
-                best = (error, {k: getattr(self, k) for k in _WIDTH_FITTED})
-            i += 1
-            if i == len(widths) and base is not None:
-                extra = next_width(widths, scaled_errors, base)
-                if extra is not None:
-                    widths.append(extra)
-        self.widths_ = list(widths)
-        for k, v in best[1].items():  # type: ignore[index]  # set: there are several widths
+            times[1] += self.training_time_
+            width_errors.append(float(np.min(self.selection_errors_)))  # type: ignore[arg-type]
+            if not best or error < best[0]:
+                best[:] = [error, {k: getattr(self, k) for k in _WIDTH_FITTED}]
+            return error  # compared in the units of the scaled targets
+
+        self.widths_, _ = search_widths(widths, _width_extension(base), error_of)
+        self.width_errors_ = width_errors
+        for k, v in best[1].items():
             setattr(self, k, v)
+        select_time, ridge_time = times
         self.preprocessing_time_, self.training_time_ = select_time, ridge_time
         self._log("width", 2, 2, f"chose length_scale {self.length_scale_:.4g}, alpha {self.alpha_:.3g}")
 
