@@ -35,7 +35,7 @@ def rmse(model):
 
 # %%
 # Both use the same kernel width: EERF's rule (mean distance to the 50th nearest neighbour).
-width = rffkern.EERFRegressor(10, random_state=0).fit(X_train, y_train).length_scale_
+width = rffkern.EERFRegressor(10, length_scale="knn", random_state=0).fit(X_train, y_train).length_scale_
 results = {"EERF": [], "plain RFF": []}
 for m in feature_counts:
     results["EERF"].append(np.mean([rmse(rffkern.EERFRegressor(m, length_scale=width, random_state=s)

@@ -66,7 +66,8 @@ def test_estimator_replays_algorithm_1():
     X, Y = _data(n=200, seed=4)
     y = Y[:, 0]
     m = AdaptiveRFFRegressor(8, n_iter=3, step=0.5, alpha=1e-3, adaptive_covariance=False,
-                             init_scale=1.0, random_state=7, n_jobs=1).fit(X, y)
+                             init_scale=1.0, early_stopping=False, final_alpha=None, random_state=7,
+                             n_jobs=1).fit(X, y)
     Xs = (X - X.mean(0)) / X.std(0)
     Ys = ((y - y.mean()) / y.std())[:, None]
     rng = np.random.default_rng(7)
@@ -124,8 +125,10 @@ def test_default_fits_two_sines_in_1d_with_bounded_frequencies():
     assert m.score(xt, yt) > 0.9
     assert np.abs(m.frequencies_).max() < 1e3
     np.testing.assert_allclose(m.proposal_covariance_, [[1.0]])   # 1-D: the shape is the scale of Alg. 1
-    # the paper's unscaled covariance, same chain otherwise: the feedback the default removes
-    kw = dict(n_components=32, n_iter=60, random_state=0)
+    # the paper's unscaled covariance, same chain otherwise: the feedback the default removes (the
+    # whole chain on every row, as the paper runs it: early stopping would stop before the drift)
+    kw = dict(n_components=32, n_iter=60, random_state=0, early_stopping=False, final_alpha=None,
+              init_scale="median")
     unscaled = AdaptiveRFFRegressor(adaptive_covariance="unscaled", **kw).fit(x, y)
     shaped = AdaptiveRFFRegressor(**kw).fit(x, y)
     assert np.abs(unscaled.frequencies_).max() > 1e3 * np.abs(shaped.frequencies_).max()

@@ -35,16 +35,26 @@ def test_eerf_integer_weights_equal_repeated_rows(kernel):
 
 @pytest.mark.parametrize("selection", ["loo", "gcv"])
 def test_eerf_defaults_with_integer_weights_equal_repeated_rows(selection):
-    # length_scale="auto" (weighted neighbours) and the searched alpha too
+    # the k-NN rule (weighted neighbours) and the searched alpha too
     X, y, w = _data()
     rep = np.repeat(np.arange(len(y)), w.astype(int))
-    kw = dict(n_components=20, alpha_selection=selection, random_state=0)
+    kw = dict(n_components=20, alpha_selection=selection, length_scale="knn", random_state=0)
     a = EERFRegressor(**kw).fit(X, y, sample_weight=w)
     b = EERFRegressor(**kw).fit(X[rep], y[rep])
     np.testing.assert_allclose(a.length_scale_, b.length_scale_, rtol=1e-10)
     assert a.alpha_ == b.alpha_
     np.testing.assert_allclose(a.selection_errors_, b.selection_errors_, rtol=1e-8)
     np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-8, atol=1e-10)
+    # the default width search: the same widths, choices and model. On this nearly linear target it
+    # keeps a width of 16 times the k-NN one with alpha 1e-8, where the solve's conditioning turns
+    # the different summation orders of weighted and repeated rows into ~1e-8 relative differences
+    kw.pop("length_scale")
+    a = EERFRegressor(**kw).fit(X, y, sample_weight=w)
+    b = EERFRegressor(**kw).fit(X[rep], y[rep])
+    np.testing.assert_allclose(a.widths_, b.widths_, rtol=1e-10)
+    assert a.length_scale_ == b.length_scale_ and a.alpha_ == b.alpha_
+    np.testing.assert_allclose(a.width_errors_, b.width_errors_, rtol=1e-6)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-5, atol=1e-7)
 
 
 def test_weighted_knn_rule_with_fractional_weights():

@@ -21,7 +21,9 @@ What runs where:
   (summed, divided by ``N0`` on the client); the top-M selection on the client; pass 3 the
   :class:`~rffkern._ridge_solvers.GramStats` of the M kept features (train and validation rows
   separately for ``alpha_selection="validation"``); pass 4 only for an alpha list with ``"loo"``
-  (leave-one-out sums) or ``"validation"`` (held-out squared errors). 3 to 4 passes.
+  (leave-one-out sums) or ``"validation"`` (held-out squared errors). 3 to 4 passes per width:
+  ``length_scale="auto"`` repeats passes 2 to 4 for each width of the search (4 to 7 widths, the
+  candidates drawn once), so ``1 + 3 * widths`` passes with LOO.
 * SRFF (:func:`fit_srff`): pass 1 column statistics of X, a gather for the k-NN width, pass 2 the
   d x d Gram of the standardised X (the lambda grid) and the target statistics on the training
   rows; then the alternating minimisation with the whole loop on the client and every data term
@@ -36,7 +38,11 @@ What runs where:
   then one pass per least-squares problem: the ``2K x 2K`` Gram of the pair features, ``S.T Y`` and
   ``Y.T Y`` (GCV and the training MSE come from the same reduced statistics). The Metropolis loop
   (proposals, acceptance, covariance) runs on the client. Passes: ``n_iter + 3`` plus one per
-  resampling (the single-machine fit does ``n_iter + 2``, or ``n_iter + 4`` with GCV).
+  resampling (the single-machine fit does ``n_iter + 2``, or ``n_iter + 4`` with GCV); plus a Gram
+  and a LOO pass per initial width of ``init_scale="auto"`` (on the chain's rows), a Gram and a
+  held-out prediction pass per check of ``early_stopping`` (the chain's least squares on the
+  training rows through a persisted mask), or a Gram and a LOO pass for the final lambda without
+  it.
 
 The iterative fits re-read X on every pass: persist it (``X = X.persist()``) when it fits in the
 workers' memory. ``X.dtype`` float32 runs the chunk kernels in float32 as on one machine, but the
@@ -54,7 +60,7 @@ from rffkern._dask import _Moments, _aligned_targets, _row_chunked, _tree_reduce
 from rffkern._data import TargetScaler, holdout_split
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._progress import ProgressLog
-from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
+from rffkern._ridge_solvers import FourierFeatureMap, GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["fit_eerf", "fit_srff", "fit_adaptive"]
@@ -229,6 +235,8 @@ def _chunk_gram(ctx, Xb, yb, mb):
 
 def _chunk_loo(ctx, Xb, yb, mb):
     Xs, Y = _ridge_inputs(ctx, Xb, yb)
+    if mb is not None:
+        Xs, Y = np.ascontiguousarray(Xs[mb]), Y[mb]
     if not Xs.shape[0]:
         return None
     return ctx["loo"].sse(ctx["fmap"], Xs, Y)
@@ -253,12 +261,18 @@ def _train_val_split(mb):
     return [~mb, mb]
 
 
-def _fit_ridge_map(data, fmap, inputs, alphas, selection, validation_fraction, rng, fit_intercept=True):
+def _mask_split(mb):
+    return [mb]
+
+
+def _fit_ridge_map(data, fmap, inputs, alphas, selection, validation_fraction, rng, fit_intercept=True,
+                   score_single=False, mask="all"):
     """``rffkern._ridge_solvers.fit_ridge_map`` on distributed data: the same tuple
     ``(coef, intercept, alpha, errors, stats)``. ``inputs(Xb, yb)`` gives a chunk's (X, Y) as the
-    single-machine fit passes them."""
-    ctx = {"fmap": fmap, "inputs": inputs, "split": _no_split}
-    if len(alphas) > 1 and selection == "validation":
+    single-machine fit passes them; ``mask`` names the rows fitted (``"all"``, or a mask set on
+    ``data``; not with ``selection="validation"``)."""
+    ctx = {"fmap": fmap, "inputs": inputs, "split": _no_split if mask == "all" else _mask_split}
+    if (len(alphas) > 1 or score_single) and selection == "validation":
         n = data.n
         n_val = int(round(validation_fraction * n))
         if n_val < 1 or n - n_val < 1:
@@ -281,12 +295,12 @@ def _fit_ridge_map(data, fmap, inputs, alphas, selection, validation_fraction, r
         best, errors = choose_alpha(alphas, sse / (n_val * m), stats)
         stats = stats.merge(stats_val) if stats_val is not None else stats
         return (*solve_ridge(stats, best, fit_intercept), best, errors, stats)
-    ((stats,),) = data.compute(data.reduce(_chunk_gram, ctx))
-    if len(alphas) == 1:
+    ((stats,),) = data.compute(data.reduce(_chunk_gram, ctx, mask=mask))
+    if len(alphas) == 1 and not score_single:
         return (*solve_ridge(stats, alphas[0], fit_intercept), alphas[0], None, stats)
     if selection == "loo":
         lctx = {**ctx, "loo": LooPass(stats, alphas, fit_intercept)}
-        (sse,) = data.compute(data.reduce(_chunk_loo, lctx))
+        (sse,) = data.compute(data.reduce(_chunk_loo, lctx, mask=mask))
         errors = sse / (stats.n * (stats.ZtY.shape[1] - 1))
     else:
         errors = gcv_errors(stats, alphas, fit_intercept)
@@ -383,7 +397,7 @@ def fit_eerf(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
 
-    from rffkern.eerf import knn_length_scale
+    from rffkern.eerf import _WIDTH_FITTED, WIDTH_FACTORS, _width_extension, knn_length_scale, search_widths
 
     est._validate_params()
     name = type(est).__name__
@@ -430,9 +444,11 @@ def fit_eerf(est, X, y):
     inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
     rng = as_generator(est.random_state)
 
-    # the selection: _EERFBase._select with the scores summed over the chunks
+    # the candidates: _EERFBase._candidates
     t0 = time.perf_counter()
     M = est.n_components
+    widths: list = [None]
+    base = None
     est.n_subsample_ = min(n, est.n_subsample or max(int(0.1 * n), 1000))
     rows = np.sort(rng.choice(n, est.n_subsample_, replace=False)) if est.n_subsample_ < n else None
     if est.kernel == "linear":
@@ -440,62 +456,74 @@ def fit_eerf(est, X, y):
             raise ValueError(f"the linear kernel selects input coordinates: n_components={M} > n_features={d}")
         est.n_candidates_ = d
         W0 = b0 = None
-        est.length_scale_ = None
     else:
         est.n_candidates_ = est.n_candidates or 10 * M
         if est.n_candidates_ < M:
             raise ValueError(f"n_candidates={est.n_candidates_} must be >= n_components={M}")
         if est.kernel == "gaussian":
-            if est.length_scale == "auto":
-                sample = data.gather_rows(_sample_rows(n, 2000, rng, rows), inputs.x)
-                est.length_scale_ = knn_length_scale(sample, rng=rng)  # <= 2000 rows: draws nothing
+            if not isinstance(est.length_scale, str):
+                widths = [float(v) for v in np.atleast_1d(est.length_scale)]
             else:
-                est.length_scale_ = float(est.length_scale)
-            W0 = rng.standard_normal((d, est.n_candidates_)) / est.length_scale_
-            b0 = rng.uniform(0.0, 2.0 * np.pi, est.n_candidates_)
-        else:
-            est.length_scale_ = None
-            W0, b0 = rng.standard_normal((d, est.n_candidates_)), None
+                sample = data.gather_rows(_sample_rows(n, 2000, rng, rows), inputs.x)
+                knn = knn_length_scale(sample, rng=rng)  # <= 2000 rows: draws nothing
+                widths = [knn] if est.length_scale == "knn" else [knn * f for f in WIDTH_FACTORS]
+                base = None if est.length_scale == "knn" else knn
+        W0 = rng.standard_normal((d, est.n_candidates_))
+        b0 = rng.uniform(0.0, 2.0 * np.pi, est.n_candidates_) if est.kernel == "gaussian" else None
     if rows is not None:
         mask = np.zeros(n, bool)
         mask[rows] = True
         data.set_mask("score", mask)
     else:
         data.set_mask("score", None)
-    ctx = {"inputs": inputs, "t_mean": t_mean, "t_scale": t_scale, "W0": W0, "b0": b0, "kernel": est.kernel,
-           "n_threads": resolve_n_threads(est.n_jobs)}
-    (S,) = data.compute(data.reduce(_chunk_scores, ctx, mask="score"))
-    S = S / est.n_subsample_
-    energy = (S**2).sum(axis=1)
-    keep = np.argsort(-energy, kind="stable")[:M]
-    est.scores_ = np.sqrt(energy[keep])
-    if est.kernel == "linear":
-        est.support_ = np.sort(keep)
-        est.weights_ = est.offsets_ = None
-        est.scale_ = 1.0
-    else:
-        assert W0 is not None  # drawn for every kernel but "linear"
-        est.weights_ = np.ascontiguousarray(W0[:, keep])
-        est.offsets_ = None if b0 is None else b0[keep]
-        est.scale_ = float(np.sqrt(2.0 / M))
-    est.preprocessing_time_ = time.perf_counter() - t0
-    log.step("select", 1, 2, f"candidates {est.n_candidates_}, kept {M}, scoring rows {est.n_subsample_}, "
-             f"length_scale {est.length_scale_}")
-
-    # the final ridge: _EERFBase._fit_ridge on reduced statistics
-    t0 = time.perf_counter()
     alphas = as_alpha_list(est.alpha)
-    coef, intercept, alpha, errors, _ = _fit_ridge_map(data, est._map(), inputs, alphas, est.alpha_selection,
-                                                       0.1, rng)
     y_scale, y_mean = (1.0, 0.0) if classifier else (est.y_scale_, est.y_mean_)
-    coef, intercept = coef * y_scale, intercept * y_scale + y_mean
-    est.coef_ = coef[:, 0] if ravel else coef
-    est.intercept_ = float(intercept[0]) if ravel else intercept
-    est.alpha_ = float(alpha)
-    est.selection_errors_ = None if errors is None else errors * np.mean(np.square(y_scale))
-    est.training_time_ = time.perf_counter() - t0
+    several = len(widths) > 1
+    split_seed = int(rng.integers(2**32 - 1)) if several else None  # one held-out split for every width
+    est.width_errors_ = [] if several else None
+    times = [time.perf_counter() - t0, 0.0]
+    best: list = []
+
+    def error_of(width):
+        # the selection: _EERFBase._keep with the scores summed over the chunks
+        t1 = time.perf_counter()
+        W = None if W0 is None else (W0 if width is None else W0 / width)
+        ctx = {"inputs": inputs, "t_mean": t_mean, "t_scale": t_scale, "W0": W, "b0": b0, "kernel": est.kernel,
+               "n_threads": resolve_n_threads(est.n_jobs)}
+        (S,) = data.compute(data.reduce(_chunk_scores, ctx, mask="score"))
+        est._store_top(S / est.n_subsample_, W, b0, width)
+        times[0] += time.perf_counter() - t1
+        log.step("select", 1, 2, f"candidates {est.n_candidates_}, kept {M}, scoring rows {est.n_subsample_}, "
+                 f"length_scale {est.length_scale_}")
+
+        # the ridge: _EERFBase._fit_ridge on reduced statistics
+        t1 = time.perf_counter()
+        split_rng = np.random.default_rng(split_seed) if several else rng
+        coef, intercept, alpha, errors, _ = _fit_ridge_map(data, est._map(), inputs, alphas, est.alpha_selection,
+                                                           0.1, split_rng, score_single=several)
+        coef, intercept = coef * y_scale, intercept * y_scale + y_mean
+        est.coef_ = coef[:, 0] if ravel else coef
+        est.intercept_ = float(intercept[0]) if ravel else intercept
+        est.alpha_ = float(alpha)
+        est.selection_errors_ = None if errors is None else errors * np.mean(np.square(y_scale))
+        times[1] += time.perf_counter() - t1
+        log.step("ridge", 2, 2, f"alpha {est.alpha_:.3g}, alphas searched {len(alphas)}, data passes {data.passes}")
+        if not several:
+            return 0.0
+        error = float(np.min(errors))  # in the units of the scaled targets, as on one machine
+        est.width_errors_.append(float(np.min(est.selection_errors_)))
+        if not best or error < best[0]:
+            best[:] = [error, {k: getattr(est, k) for k in _WIDTH_FITTED}]
+        return error
+
+    tried, _ = search_widths(widths, _width_extension(base), error_of)
+    est.widths_ = tried if several else None
+    if best:
+        for k, v in best[1].items():
+            setattr(est, k, v)
+    select_time, ridge_time = times
+    est.preprocessing_time_, est.training_time_ = select_time, ridge_time
     est._n_dask_passes = data.passes
-    log.step("ridge", 2, 2, f"alpha {est.alpha_:.3g}, alphas searched {len(alphas)}, data passes {data.passes}")
     return est
 
 
@@ -505,6 +533,10 @@ def _chunk_pair_gram(ctx, Xb, yb, mb):
     from rffkern import kernels
 
     Xs, Y = ctx["inputs"](Xb, yb)
+    if mb is not None:
+        Xs, Y = np.ascontiguousarray(Xs[mb]), Y[mb]
+    if not Xs.shape[0]:
+        return None
     Y = np.ascontiguousarray(Y, dtype=Xs.dtype)
     G, SY = kernels.gram(Xs, ctx["W"].astype(Xs.dtype), None, Y, scale=1.0, pair=True,
                          n_threads=ctx["n_threads"])
@@ -528,21 +560,49 @@ class _CentredTargets:
         return Y - self.y_mean
 
 
-class _PairLeastSquares:
-    """The reduced statistics of one least-squares problem of adaptive RFF (one pass each)."""
+def _chunk_pair_holdout(ctx, Xb, yb, mb):
+    from rffkern import kernels
 
-    def __init__(self, data, inputs, n_threads):
+    Xs, Y = ctx["inputs"](Xb, yb)
+    Xv, Yv = np.ascontiguousarray(Xs[mb]), Y[mb]
+    if not Xv.shape[0]:
+        return None
+    coefs, n_lambdas = ctx["coefs"], ctx["n_lambdas"]
+    F = kernels.predict(Xv, ctx["W"].astype(Xv.dtype), None, coefs.astype(Xv.dtype), scale=1.0, pair=True,
+                        n_threads=ctx["n_threads"]).astype(np.float64)
+    R = F - np.tile(np.asarray(Yv, np.float64), n_lambdas)
+    return (R**2).reshape(Xv.shape[0], n_lambdas, -1).sum(axis=(0, 2))
+
+
+class _PairLeastSquares:
+    """The reduced statistics of one least-squares problem of adaptive RFF (one pass each), on the
+    rows of the mask ``mask`` (``n`` of them)."""
+
+    def __init__(self, data, inputs, n_threads, mask="all", n=None):
         self.data, self.inputs, self.n_threads = data, inputs, n_threads
+        self.mask, self.n = mask, data.n if n is None else n
 
     def stats(self, W):
         (out,) = self.data.compute(self.data.reduce(
-            _chunk_pair_gram, {"inputs": self.inputs, "W": W, "n_threads": self.n_threads}))
+            _chunk_pair_gram, {"inputs": self.inputs, "W": W, "n_threads": self.n_threads}, mask=self.mask))
         return out
+
+    def holdout(self, W, lambdas, mask, n_val):
+        """``holdout_errors`` of :mod:`rffkern.adaptive`: fitted on this object's rows, scored on
+        the ``n_val`` rows of ``mask``."""
+        G, SY, _ = self.stats(W)
+        eig = RidgeEigen(G, SY)
+        coefs = np.hstack([eig.coef(lam * self.n) for lam in lambdas])
+        ctx = {"inputs": self.inputs, "W": W, "coefs": coefs, "n_lambdas": len(lambdas),
+               "n_threads": self.n_threads}
+        (sse,) = self.data.compute(self.data.reduce(_chunk_pair_holdout, ctx, mask=mask))
+        errors = sse / (n_val * SY.shape[1])
+        return np.where(np.isfinite(errors), errors, np.inf)
 
     def solve(self, stats, lam, with_mse=False):
         """``least_squares`` of :mod:`rffkern.adaptive` from the reduced ``(G, S.T Y, Y.T Y)``."""
         G, SY, yty = stats
-        n = self.data.n
+        n = self.n
         beta = ridge_solve(G, SY, lam * n)
         if not with_mse:
             return beta
@@ -552,7 +612,7 @@ class _PairLeastSquares:
     def gcv(self, stats, lambdas):
         """``gcv_lambda`` of :mod:`rffkern.adaptive` from the reduced statistics."""
         G, SY, yty = stats
-        n = self.data.n
+        n = self.n
         eig = RidgeEigen(G, SY)
         errors = np.array([eig.gcv(lam * n, yty, n).mean() for lam in lambdas])
         errors = np.where(np.isfinite(errors), errors, np.inf)
@@ -591,7 +651,8 @@ def fit_adaptive(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
 
-    from rffkern.adaptive import RunningCovariance, amplitudes, metropolis_accept
+    from rffkern.adaptive import (WIDTH_FACTORS, RunningCovariance, amplitudes, final_alpha_choice,
+                                  metropolis_accept, search_scales)
     from rffkern._sampling import median_distance
 
     est._validate_params()
@@ -624,7 +685,7 @@ def fit_adaptive(est, X, y):
     mean, scale = moments.mean_and_scale()
     est.x_mean_, est.x_scale_ = mean[:d], scale[:d]
     inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
-    ls = _PairLeastSquares(data, inputs, resolve_n_threads(est.n_jobs))
+    n_threads = resolve_n_threads(est.n_jobs)
     log = ProgressLog(est, est.verbose)
 
     # _AdaptiveRFFBase._run, with every least-squares problem on reduced statistics
@@ -632,15 +693,53 @@ def fit_adaptive(est, X, y):
     rng = as_generator(est.random_state)
     est.gamma_ = float(est.gamma) if est.gamma is not None else float(max(3 * d - 2, 1))
     est.step_ = 2.4**2 / d if est.step == "auto" else float(est.step)
-    if est.init_scale == "auto":
+    if isinstance(est.init_scale, str):
         sample = data.gather_rows(_sample_rows(n, 2000, rng), inputs.x)
-        est.init_scale_ = 1.0 / median_distance(sample, rng=rng)   # <= 2000 rows: draws nothing
+        median_scale = 1.0 / median_distance(sample, rng=rng)   # <= 2000 rows: draws nothing
+        scales = [median_scale] if est.init_scale == "median" else [median_scale / f for f in WIDTH_FACTORS]
     else:
-        est.init_scale_ = float(est.init_scale)
-    W = rng.standard_normal((d, K)) * est.init_scale_
+        scales = [float(est.init_scale)]
+    W_unit = rng.standard_normal((d, K))
+    est.init_scale_ = scales[0]
+    W = W_unit * est.init_scale_
     lambdas = np.atleast_1d(np.asarray(est.alpha, np.float64))
+    finals = None if est.final_alpha is None else np.atleast_1d(np.asarray(est.final_alpha, np.float64))
+    chain_mask, n_chain = "all", n   # the rows of the chain: all of them, or the training part
+    if est.early_stopping:
+        n_val = int(round(est.validation_fraction * n))
+        if n_val < 1 or n - n_val < 2:
+            raise ValueError(f"validation_fraction={est.validation_fraction} leaves no training or "
+                             f"validation sample out of n_samples={n}")
+        _, va = holdout_split(n, n_val, rng)
+        val_mask = np.zeros(n, bool)
+        val_mask[va] = True
+        data.set_mask("adaptive_val", val_mask)
+        data.set_mask("adaptive_train", ~val_mask)
+        chain_mask, n_chain = "adaptive_train", n - n_val
+        grid = finals if finals is not None else lambdas
+        check_every = max(1, est.n_iter // 10)
+    ls = _PairLeastSquares(data, inputs, n_threads, chain_mask, n_chain)
+    best = None
+    val_errors = []
+    est.init_scale_errors_ = est.init_scales_ = None
+    if len(scales) > 1:  # the initial width: least exact LOO error over the grid, on the chain's rows
+        search = [v * n_chain for v in (finals if finals is not None else lambdas)]
+
+        def loo_error(scale):
+            fmap = FourierFeatureMap(W_unit * scale, None, 1.0, True, n_threads)
+            loo = _fit_ridge_map(data, fmap, inputs, search, "loo", 0.1, rng, fit_intercept=False, score_single=True,
+                                 mask=chain_mask)[3]
+            return float(np.min(loo))
+
+        est.init_scales_, est.init_scale_errors_ = search_scales(scales, median_scale, loo_error)
+        est.init_scale_ = est.init_scales_[int(np.argmin(est.init_scale_errors_))]
+        W = W_unit * est.init_scale_
     stats = ls.stats(W)
     lam = ls.gcv(stats, lambdas)[0] if lambdas.size > 1 else float(lambdas[0])
+    if est.early_stopping:
+        errs = ls.holdout(W, grid, "adaptive_val", n_val)
+        val_errors.append(float(errs.min()))
+        best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), 0)
     amp = amplitudes(ls.solve(stats, lam), K)
     t0 = int(np.ceil(est.burn_in * est.n_iter))
     running = RunningCovariance(W)
@@ -676,16 +775,34 @@ def fit_adaptive(est, X, y):
                 resamples += 1
         if est.keep_frequency_history and (it + 1) % est.keep_frequency_history == 0:
             snapshots.append(W.copy())
+        if est.early_stopping and ((it + 1) % check_every == 0 or it + 1 == est.n_iter):
+            errs = ls.holdout(W, grid, "adaptive_val", n_val)
+            val_errors.append(float(errs.min()))
+            if val_errors[-1] < best[0]:  # type: ignore[index]  # set before the loop
+                best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), it + 1)
         if (it + 1) % max(1, est.n_iter // 10) == 0:
             log.step("iteration", it + 1, est.n_iter, f"acceptance {hist_acc[-1]:.3f}, proposal training MSE "
                      f"{mse:.4g}, data passes {data.passes}")
-    stats = ls.stats(W)
-    if lambdas.size > 1:
-        lam, est.gcv_errors_ = ls.gcv(stats, lambdas)
+    est.gcv_errors_ = est.loo_errors_ = None
+    est.validation_errors_ = np.array(val_errors) if est.early_stopping else None
+    ls_all = _PairLeastSquares(data, inputs, n_threads)
+    if est.early_stopping:  # the checked frequencies and lambda of least held-out error, all rows
+        _, W, lam, est.best_iteration_ = best  # type: ignore[misc]
+        beta = ls_all.solve(ls_all.stats(W), lam)
+    elif finals is not None:  # exact LOO over final_alpha
+        est.best_iteration_ = est.n_iter
+        fmap = FourierFeatureMap(W, None, 1.0, True, n_threads)
+        lam, beta, est.loo_errors_ = final_alpha_choice(
+            lambda f, pens, intercept: _fit_ridge_map(data, f, inputs, pens, "loo", 0.1, rng,
+                                                      fit_intercept=intercept),
+            fmap, finals, n)
     else:
-        est.gcv_errors_ = None
+        est.best_iteration_ = est.n_iter
+        stats = ls_all.stats(W)
+        if lambdas.size > 1:
+            lam, est.gcv_errors_ = ls_all.gcv(stats, lambdas)
+        beta = ls_all.solve(stats, lam)
     est.alpha_ = lam
-    beta = ls.solve(stats, lam)
     est.frequencies_ = W
     est.coef_ = beta
     est.amplitudes_ = amplitudes(beta, K)
