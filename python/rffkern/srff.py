@@ -337,10 +337,16 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     max_iter : int, default=30
         Limit of alternating (outer) iterations per lambda (the paper's reference code: 1000); on
         the warm-started path the next lambda goes on from where this one stopped.
-    max_inner_iter : int, default=10
-        Limit of FISTA iterations per gamma step (the paper's reference code: 100).
-    tol : float, default=1e-4
-        Relative objective change that counts as a stall (the paper's reference code: 1e-5).
+    max_inner_iter : int, default=5
+        Limit of FISTA iterations per gamma step (the paper's reference code: 100). Each outer
+        iteration recomputes the coefficients, so an inexact gamma step is refined by the next one.
+    tol : float, default=1e-3
+        Relative objective change that counts as a stall (the paper's reference code: 1e-5). The
+        defaults of ``max_inner_iter``, ``tol`` and ``n_iter_no_change`` (formerly 10, 1e-4, 4)
+        were chosen on ``bench/bench_realdata.py`` (5000 training rows, seed 0): the fits take about
+        half the time with the same or lower held-out error (cpu_act 22.7 s -> 12.7 s, RMSE / sd
+        0.145 -> 0.132; elevators 21.6 s -> 7.9 s, 0.339 -> 0.312); the paper's behaviour is
+        ``max_iter=1000, max_inner_iter=100, tol=1e-5``.
     stall_window : int, default=5
         Iterations over which the stall is measured (both loops).
     step_init : float, default=100.0
@@ -349,10 +355,10 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         from twice the last step the previous one accepted (at most ``step_init``): the steps stay on
         the grid ``step_init / 2^k``, so the iterates are mostly the same, and each outer iteration
         skips the halvings down to the step the objective accepts (cpu_act, 1000 rows: 39 % fewer
-        objective passes, same model). With ``normalize_y=True``
+        objective passes, nearly the same model). With ``normalize_y=True``
         the objective is that of the scaled targets, so this (and ``tol`` and lambda) mean the same
         whatever the units of y.
-    n_iter_no_change : int, default=4
+    n_iter_no_change : int, default=3
         The lambda path stops after this many lambdas without a lower held-out error.
     validation_fraction : float, default=0.2
         Held-out share for choosing lambda (when several are searched). The chosen model is the one
@@ -442,9 +448,9 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     }
 
     def __init__(self, n_components: int = 300, *, alpha: float | Sequence[float] | None = None,
-                 length_scale: float | str = "auto", max_iter: int = 30, max_inner_iter: int = 10,
-                 tol: float = 1e-4, stall_window: int = 5, step_init: float = 100.0,
-                 n_iter_no_change: int = 4, validation_fraction: float = 0.2, refit: bool = False,
+                 length_scale: float | str = "auto", max_iter: int = 30, max_inner_iter: int = 5,
+                 tol: float = 1e-3, stall_window: int = 5, step_init: float = 100.0,
+                 n_iter_no_change: int = 3, validation_fraction: float = 0.2, refit: bool = False,
                  standardize: bool = True, normalize_y: bool = True,
                  random_state: RandomStateLike = None, n_jobs: int | None = None,
                  verbose: int = 0) -> None:
