@@ -26,8 +26,11 @@ n_samples, n_components = (2000, 200) if FAST else (3000, 300)
 X, y, support = make_gse1(n_samples, random_state=0)
 
 # %%
-# The default fit searches lambda on a held-out 20% along a warm-started path.
-default = rffkern.SRFFRegressor(n_components, random_state=0).fit(X, y)
+# The fit searches lambda on a held-out 20% along a warm-started path. ``gse1`` oscillates fast
+# in its relevant inputs, so we start from the paper's narrow width (``length_scale="knn"``, the
+# median distance to the 20 nearest neighbours); the default, the median pairwise distance that
+# suits the real data sets better, gives the constant model here.
+default = rffkern.SRFFRegressor(n_components, length_scale="knn", random_state=0).fit(X, y)
 print(f"chosen lambda {default.alpha_:.3g}; largest gammas:",
       (np.argsort(default.gamma_)[::-1][:5] + 1).tolist(), "true:", (support + 1).tolist())
 
@@ -37,7 +40,8 @@ print(f"chosen lambda {default.alpha_:.3g}; largest gammas:",
 searched = default.alphas_[np.isfinite(default.validation_errors_)]
 lambdas = np.sort(np.unique(np.concatenate([searched[::2], [default.alpha_]])))[::-1]
 lambdas = lambdas[:: max(1, lambdas.size // (4 if FAST else 8))]
-gammas = np.array([rffkern.SRFFRegressor(n_components, alpha=lam, random_state=0).fit(X, y).gamma_
+gammas = np.array([rffkern.SRFFRegressor(n_components, alpha=lam, length_scale="knn", random_state=0)
+                   .fit(X, y).gamma_
                    for lam in lambdas])
 
 keep = np.isfinite(default.validation_errors_)

@@ -78,7 +78,7 @@ def test_outer_step_matches_numpy_reference():
     X, y, directions, b, gamma = _problem(seed=2)
     lam = 1e-3
     a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads=1)
-    g_new, _ = fista_gamma(X, y, directions, b, a, gamma, gamma.sum(), n_threads=1)
+    g_new, _, _ = fista_gamma(X, y, directions, b, a, gamma, gamma.sum(), n_threads=1)
     a_ref, g_ref = ref.srff_outer_step(X, y, directions, b, gamma, lam, gamma.sum())
     np.testing.assert_allclose(a, a_ref, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(g_new, g_ref, rtol=1e-7, atol=1e-10)
@@ -135,3 +135,76 @@ def test_bad_input():
 
 def test_sklearn_estimator_checks():
     check_estimator(SRFFRegressor(20, alpha=0.1, max_iter=3, max_inner_iter=5, random_state=0, n_jobs=1))
+
+
+def _clustered_problem(n, d=8, seed=0):
+    """Inputs near the integer grid (each row has close neighbours, as with the rounded or
+    discrete columns of abalone or cpu_act) and a smooth target of five of them: the distance to
+    the 20 nearest neighbours is about half the median pairwise distance."""
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.normal(size=(n, d))) + 0.05 * rng.normal(size=(n, d))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] * X[:, 2] + np.cos(X[:, 3]) + 0.3 * X[:, 4] + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+def test_default_width_is_the_median_heuristic_and_beats_the_knn_rule():
+    """length_scale="auto" is the median pairwise distance of the standardised rows, "knn" the
+    paper's 20-NN rule (about half as wide here). The wider start generalises better: measured
+    held-out R^2 0.958 ("auto") vs 0.874 ("knn") on this problem (600 training rows, D = 50)."""
+    from rffkern._sampling import median_distance
+    from rffkern.srff import median_knn_distance
+
+    X, y = _clustered_problem(1000)
+    kw = dict(n_components=50, random_state=0, n_jobs=1)
+    auto = SRFFRegressor(**kw).fit(X[:600], y[:600])
+    knn = SRFFRegressor(length_scale="knn", **kw).fit(X[:600], y[:600])
+    Xs = (X[:600] - auto.x_mean_) / auto.x_scale_
+    np.testing.assert_allclose(auto.length_scale_, median_distance(Xs), rtol=1e-12)
+    np.testing.assert_allclose(knn.length_scale_, median_knn_distance(Xs), rtol=1e-12)
+    assert auto.length_scale_ > 1.5 * knn.length_scale_
+    np.testing.assert_allclose(auto.gamma_.sum(), X.shape[1] / auto.length_scale_)
+    assert auto.score(X[600:], y[600:]) > 0.93
+    assert auto.score(X[600:], y[600:]) > knn.score(X[600:], y[600:]) + 0.04
+
+
+def test_weighted_median_distance_equals_repeated_rows():
+    from rffkern._sampling import median_distance
+    from rffkern.srff import weighted_median_distance
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((30, 3))
+    for w in (rng.integers(1, 4, 30).astype(float), np.ones(30), np.r_[np.full(29, 1.0), 5.0]):
+        rep = np.repeat(np.arange(30), w.astype(int))
+        np.testing.assert_allclose(weighted_median_distance(X, w), median_distance(X[rep]), rtol=1e-12)
+    # non-integer weights interpolate: scaling every weight up pulls the median toward the pairs' own
+    w = rng.uniform(0.5, 2.0, 30)
+    assert 0 < weighted_median_distance(X, w) < np.inf
+
+
+def test_gamma_steps_start_from_the_previous_accepted_step():
+    """carry_step skips backtracking halvings: nearly the same model (the steps stay on the grid
+    step_init / 2^k; an iteration may accept a larger one) with fewer objective passes than
+    restarting every gamma step from step_init (the reference code)."""
+    from rffkern.srff import srff_fit_path
+
+    X, y, directions, b, gamma = _problem(seed=3, n=300)
+    calls = {}
+    orig = kernels.loss_and_grad
+
+    def counting(*args, **kw):
+        calls[key] = calls.get(key, 0) + 1
+        return orig(*args, **kw)
+
+    out = {}
+    for key in (True, False):
+        kernels.loss_and_grad = counting
+        try:
+            out[key] = srff_fit_path(X, y, directions, b, 1e-3, gamma, max_iter=15, max_inner_iter=10,
+                                     carry_step=key)
+        finally:
+            kernels.loss_and_grad = orig
+    # measured: 335 vs 416 passes, final objective 0.0048086 vs 0.0048177, gammas within 0.008
+    assert calls[True] < 0.85 * calls[False]
+    assert out[True][2][-1] <= out[False][2][-1] * (1 + 1e-3)
+    np.testing.assert_allclose(out[True][1], out[False][1], atol=0.02)
+    np.testing.assert_allclose(out[True][1].sum(), gamma.sum())

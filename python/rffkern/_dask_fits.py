@@ -957,7 +957,7 @@ def _srff_fista(ops, rows, a, gamma, radius, *, step_init, max_iter, tol, window
         hist.append(f_x)
         if stall(hist, window, tol):
             break
-    return best_x, it
+    return best_x, it, step
 
 
 def _srff_fit_one(est, ops, rows, lam, gamma_start=None, log=None):
@@ -967,6 +967,7 @@ def _srff_fit_one(est, ops, rows, lam, gamma_start=None, log=None):
     gamma = (gamma0 if gamma_start is None else gamma_start).copy()
     hist = []
     a = None
+    step = float(est.step_init)
     for it in range(est.max_iter):
         a, J = ops.ridge_step(rows, gamma, lam)
         hist.append(J)
@@ -974,8 +975,9 @@ def _srff_fit_one(est, ops, rows, lam, gamma_start=None, log=None):
                  f"data passes {ops.data.passes}", level=2)
         if stall(hist, est.stall_window, est.tol):
             return a, gamma, hist
-        gamma, _ = _srff_fista(ops, rows, a, gamma, radius, step_init=est.step_init, max_iter=est.max_inner_iter,
-                               tol=est.tol, window=est.stall_window)
+        gamma, _, last_step = _srff_fista(ops, rows, a, gamma, radius, step_init=step,
+                                          max_iter=est.max_inner_iter, tol=est.tol, window=est.stall_window)
+        step = min(float(est.step_init), 2.0 * last_step)   # srff_fit_path's carry_step
     a, J = ops.ridge_step(rows, gamma, lam)
     hist.append(J)
     return a, gamma, hist
@@ -1042,6 +1044,7 @@ def fit_srff(est, X, y):
         NaN or infinity in X or y, column-chunked X, 2-D y, mismatched lengths, a validation
         split that leaves too few rows, or a bad hyper-parameter.
     """
+    from rffkern._sampling import median_distance
     from rffkern.srff import PATH_EXPONENTS, median_knn_distance
 
     est._validate_params()
@@ -1062,9 +1065,10 @@ def fit_srff(est, X, y):
         est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
     inputs = _Inputs(est.x_mean_, est.x_scale_, None, cast="float64")
     rng = as_generator(est.random_state)
-    if est.length_scale == "auto":
+    if est.length_scale in ("auto", "knn"):
         sample = data.gather_rows(_sample_rows(n, 2000, rng), inputs.x)
-        est.length_scale_ = median_knn_distance(sample, rng=rng)   # <= 2000 rows: draws nothing
+        rule = median_distance if est.length_scale == "auto" else median_knn_distance
+        est.length_scale_ = rule(sample, rng=rng)   # <= 2000 rows: draws nothing
     else:
         est.length_scale_ = float(est.length_scale)
     est.weights_ = rng.standard_normal((d, est.n_components))
