@@ -168,8 +168,7 @@ def test_default_width_is_the_median_heuristic_and_beats_the_knn_rule():
 
 
 def test_weighted_median_distance_equals_repeated_rows():
-    from rffkern._sampling import median_distance
-    from rffkern.srff import weighted_median_distance
+    from rffkern._sampling import median_distance, weighted_median_distance
 
     rng = np.random.default_rng(1)
     X = rng.standard_normal((30, 3))

@@ -38,7 +38,8 @@ from rffkern._data import TargetScaler, check_sample_weight, labels_from_decisio
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
-from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, frequency_count, median_distance
+from rffkern._sampling import (KERNELS, draw_frequencies, draw_offsets, frequency_count, median_distance,
+                               weighted_median_distance)
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -114,7 +115,7 @@ class _RFFRidgeBase(BaseEstimator):
         if sample_weight is None:
             median = median_distance(Xs, rng=rng)
         else:
-            median = _weighted_median_distance(Xs, sample_weight, rng)
+            median = weighted_median_distance(Xs, sample_weight, rng)
         if self.length_scale == "median":
             return [median]
         return [median * f for f in WIDTH_FACTORS]
@@ -282,37 +283,6 @@ class _RFFRidgeBase(BaseEstimator):
         F = self._map().predict(self._standardized(X), coef)
         F = F + np.asarray(self.intercept_, X.dtype)
         return F[:, 0] if self.coef_.ndim == 1 else F
-
-
-def _weighted_median_distance(X, sample_weight, rng, max_samples=2000):
-    """The median heuristic with row weights: the weighted median of the pairwise distances.
-
-    Pair (i, j), i < j, counts ``w_i w_j`` times and each row has ``w_i (w_i - 1) / 2`` pairs at
-    distance 0 with itself, so integer weights give exactly the median of the rows repeated (for
-    at most ``max_samples`` rows of positive weight; beyond, a random subset of them, as
-    :func:`rffkern._sampling.median_distance` does). 1.0 when the median is not positive.
-    """
-    from scipy.spatial.distance import pdist
-
-    keep = sample_weight > 0
-    X, w = np.asarray(X, np.float64)[keep], sample_weight[keep]
-    if X.shape[0] > max_samples:
-        pick = rng.choice(X.shape[0], max_samples, replace=False)
-        X, w = X[pick], w[pick]
-    i, j = np.triu_indices(X.shape[0], k=1)
-    dist = np.concatenate([np.zeros(1), pdist(X)])
-    pair_w = np.concatenate([[0.5 * float(np.sum(w * (w - 1.0)).clip(0.0))], w[i] * w[j]])
-    if not pair_w.sum() > 0:
-        return 1.0
-    order = np.argsort(dist, kind="stable")
-    dist, cum = dist[order], np.cumsum(pair_w[order])
-    total = cum[-1]
-    # the two middle order statistics of the repeated sample (one for an odd count): positions
-    # (total - 1) / 2 and total / 2, 0-based; for non-integer weights the same formula interpolates
-    lo = dist[min(np.searchsorted(cum, np.floor((total - 1) / 2) + 1 - 1e-9 * total), dist.size - 1)]
-    hi = dist[min(np.searchsorted(cum, np.floor(total / 2) + 1 - 1e-9 * total), dist.size - 1)]
-    value = 0.5 * (lo + hi)
-    return value if value > 0 and np.isfinite(value) else 1.0
 
 
 def _refuse_dask_weights(sample_weight):

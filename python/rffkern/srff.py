@@ -37,7 +37,7 @@ from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, check_sample_weight, holdout_split, mean_and_scale
 from rffkern._progress import ProgressLog
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
-from rffkern._sampling import knn_distances, median_distance, weighted_knn_blocks
+from rffkern._sampling import knn_distances, median_distance, weighted_knn_blocks, weighted_median_distance
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.ridge import _refuse_dask_weights
@@ -81,38 +81,6 @@ def weighted_median_knn_distance(X, sample_weight, n_neighbors=20, max_samples=2
         values.append(D[keep])
         counts.append(C[keep])
     v, c = np.concatenate(values), np.concatenate(counts)
-    order = np.argsort(v, kind="stable")
-    v, cum = v[order], np.cumsum(c[order])
-    total = cum[-1]
-    # 0-based positions (total - 1) / 2 and total / 2 of the repeated sample, as numpy.median
-    lo = v[min(np.searchsorted(cum, np.floor((total - 1) / 2) + 1 - 1e-9 * total), v.size - 1)]
-    hi = v[min(np.searchsorted(cum, np.floor(total / 2) + 1 - 1e-9 * total), v.size - 1)]
-    value = 0.5 * (lo + hi)
-    return value if value > 0 and np.isfinite(value) else 1.0
-
-
-def weighted_median_distance(X, sample_weight, max_samples=2000, rng=None):
-    """:func:`rffkern._sampling.median_distance` with positive row weights, integer weights counting
-    as repeated rows: the pair (i, j), i < j, counts ``w_i w_j`` times at its distance and each row
-    ``w_i (w_i - 1) / 2`` times at distance 0 (the pairs among its copies). For integer weights and
-    at most ``max_samples`` rows, exactly the rule on the repeated rows; the median of an even count
-    is the mean of the two middle values, as :func:`numpy.median`, and other weights interpolate the
-    same formula. A total weight below 2: the unweighted rule."""
-    from scipy.spatial.distance import pdist
-
-    X = np.asarray(X, np.float64)
-    w = np.asarray(sample_weight, np.float64)
-    if X.shape[0] > max_samples:
-        rng = np.random.default_rng(0) if rng is None else rng
-        pick = rng.choice(X.shape[0], max_samples, replace=False)
-        X, w = X[pick], w[pick]
-    if float(w.sum()) < 2:
-        return median_distance(X, max_samples, rng)
-    i, j = np.triu_indices(X.shape[0], k=1)
-    v = np.concatenate([pdist(X), np.zeros(X.shape[0])])
-    c = np.concatenate([w[i] * w[j], np.maximum(w * (w - 1.0), 0.0) / 2.0])
-    keep = c > 0
-    v, c = v[keep], c[keep]
     order = np.argsort(v, kind="stable")
     v, cum = v[order], np.cumsum(c[order])
     total = cum[-1]
