@@ -84,6 +84,7 @@ def train_epoch(
     l1_theta: SupportsFloat,
     update_coef: bool,
     update_theta: bool,
+    shared_theta_moment: bool,
     m_coef: _Float,
     v_coef: _Float,
     m_theta: _Float,
