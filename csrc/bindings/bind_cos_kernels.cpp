@@ -149,8 +149,9 @@ py::tuple train_epoch(const py::object& X_, const py::object& Y_, const py::obje
                       const py::object& theta_, double scale, const py::object& coef_,
                       const std::string& loss, bool adam, double lr, double beta1, double beta2,
                       double eps, double l2_coef, double l1_theta, bool update_coef, bool update_theta,
-                      bool shared_theta_moment, const py::object& m_coef_, const py::object& v_coef_, const py::object& m_theta_,
-                      const py::object& v_theta_, std::int64_t step, int n_threads) {
+                      const py::object& m_coef_, const py::object& v_coef_, const py::object& m_theta_,
+                      const py::object& v_theta_, std::int64_t step, int n_threads,
+                      bool shared_theta_moment) {
     return with_float_dtype(X_, "X", [&](auto tag) -> py::tuple {
         using T = decltype(tag);
         require(!theta_.is_none(), "theta is required (it is trained in place)");
@@ -219,8 +220,9 @@ void register_cos_kernels(py::module_& m) {
           py::arg("weights"), py::arg("offsets"), py::arg("theta"), py::arg("scale"), py::arg("coef"),
           py::arg("loss"), py::arg("adam"), py::arg("learning_rate"), py::arg("beta1"), py::arg("beta2"),
           py::arg("eps"), py::arg("l2_coef"), py::arg("l1_theta"), py::arg("update_coef"),
-          py::arg("update_theta"), py::arg("shared_theta_moment"), py::arg("m_coef"), py::arg("v_coef"), py::arg("m_theta"),
-          py::arg("v_theta"), py::arg("step"), py::arg("n_threads"));
+          py::arg("update_theta"), py::arg("m_coef"), py::arg("v_coef"), py::arg("m_theta"),
+          py::arg("v_theta"), py::arg("step"), py::arg("n_threads"),
+          py::arg("shared_theta_moment") = false);
 }
 
 }  // namespace rffkern::bindings

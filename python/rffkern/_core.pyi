@@ -84,13 +84,13 @@ def train_epoch(
     l1_theta: SupportsFloat,
     update_coef: bool,
     update_theta: bool,
-    shared_theta_moment: bool,
     m_coef: _Float,
     v_coef: _Float,
     m_theta: _Float,
     v_theta: _Float,
     step: int,
     n_threads: int,
+    shared_theta_moment: bool = ...,
 ) -> tuple[float, int]: ...
 
 # bind_optim.cpp

@@ -747,8 +747,8 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
     mean_loss, step = _core.train_epoch(
         X, Y, order, batch_size, W, b, theta, dtype.type(scale), coef, loss, solver == "adam",
         learning_rate, beta1, beta2, eps, l2_coef, l1_theta, bool(update_coef), bool(update_theta),
-        theta_moment == "shared", state.m_coef, state.v_coef, state.m_theta, state.v_theta, int(state.step),
-        resolve_n_threads(n_threads))
+        state.m_coef, state.v_coef, state.m_theta, state.v_theta, int(state.step),
+        resolve_n_threads(n_threads), shared_theta_moment=theta_moment == "shared")
     state.step = int(step)
     return float(mean_loss)
 
