@@ -277,7 +277,10 @@ def test_topk_selects_the_true_support():
     result = topk_selection(est, X_sel, y_sel)
     assert set(result.selected.tolist()) == set(support.tolist())
     assert result.scores.shape == (10,) and result.n_selected == 2
-    assert np.argmax(result.scores) == 1
+    # the two-feature set has the best score, up to the tie tolerance (1e-6 relative: the
+    # penalised fit leaves irrelevant relevances at 0 or ~1e-6, whose effect is rounding)
+    assert result.scores[1] >= result.scores.max() - 1e-6 * abs(result.scores.max())
+    assert result.scores[0] < result.scores[1] - 0.5
     # The path is the score of the thresholded model: recompute one entry by hand.
     masked = np.zeros_like(est.relevances_)
     masked[result.order[:1]] = est.relevances_[result.order[:1]]
