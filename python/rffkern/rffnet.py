@@ -6,9 +6,10 @@ with fixed random frequencies ``W`` and phases ``b``), fitted by minimising
     (1/n) sum_i loss(y_i, f(x_i)) + alpha * ||B||^2 + relevance_penalty * ||theta||_1
 
 over the output weights ``B`` and the unconstrained ARD relevances ``theta`` with proximal
-mini-batch Adam (by default with one second moment for the whole ``theta`` block) or SGD (Otto & Izbicki, "RFFNet: Large-Scale Interpretable Kernel Methods via Random
-Fourier Features"; docs/user_guide/rffnet.rst). ``|theta_j|`` measures how much feature ``j``
-matters: the kernel approximated is ``k(theta * (x - x'))``.
+mini-batch Adam (by default with one second moment for the whole ``theta`` block) or SGD
+(Otto & Izbicki, "RFFNet: Large-Scale Interpretable Kernel Methods via Random Fourier Features";
+docs/user_guide/rffnet.rst; the paper leaves ``theta`` unpenalised). ``|theta_j|`` measures how
+much feature ``j`` matters: the kernel approximated is ``k(theta * (x - x'))``.
 
 This module holds the two estimators (parameters, targets, fitted attributes, prediction); the
 training loop is in :mod:`rffkern._rffnet_training` and TopK feature selection in
@@ -452,8 +453,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         features among the 5 largest relevances on every seed (held-out RMSE 0.58, 0.57, 0.57,
         noise 0.5; the paper's settings: 2, 4 and 2 of them, RMSE 1.90, 1.86, 1.84), and on the
         paper's problems (``bench/bench_rffnet_paper.py --quick``) the held-out MSE goes from
-        2.90 to 2.71 on gse2, 0.41 to 0.27 on jse2 and 0.0166 to 0.0131 on jse3 (gse1 0.088 and
-        the AUCs unchanged).
+        2.90 to 2.71 on gse2, 0.41 to 0.27 on jse2 and 0.0166 to 0.0131 on jse3 (gse1 0.088 ->
+        0.089, AUC 0.968 -> 0.971 and 1.0 on moons).
     fit_intercept : bool, default=True
         Centre y by its training mean (stored in ``intercept_``). The kernels have no output bias;
         False reproduces the paper exactly.
