@@ -8,8 +8,12 @@ largest |relevances|, the relevances of x0..x4 and the largest irrelevant one, t
 
     python bench/rffnet_highdim.py                                    # n=5000, d=1000, defaults
     python bench/rffnet_highdim.py --n 2000 --d 200 --seeds 0 1 2 3
-    python bench/rffnet_highdim.py --param solver=sgd --param learning_rate=0.01 \\
-        --param init=median --param relevance_penalty=0.003
+    python bench/rffnet_highdim.py --param solver=adam --param init=constant \\
+        --param learning_rate=0.001 --param relevance_penalty=0     # the paper's settings
+
+Measured (seeds 0 1 2, n=5000, d=1000): the defaults (shared-moment Adam, init="median",
+learning_rate=3e-3, relevance_penalty=0.1) find 5, 5, 5 of the 5 (RMSE 0.58, 0.57, 0.57); the
+paper's settings 2, 4, 2 (RMSE 1.90, 1.86, 1.84).
 """
 from __future__ import annotations
 

@@ -96,6 +96,17 @@ def adam_prox_step(param, grad, m, v, step, *, learning_rate=1e-3, beta1=0.9, be
     return prox(p, learning_rate, l2, l1), m, v
 
 
+def adam_shared_prox_step(param, grad, m, v, step, *, learning_rate=1e-3, beta1=0.9, beta2=0.999,
+                          eps=1e-8, l2=0.0, l1=0.0):
+    """Adam with one second moment for the block: every v_j tracks the block's mean of grad**2."""
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * np.mean(grad**2)
+    m_hat = m / (1 - beta1**step)
+    v_hat = v / (1 - beta2**step)
+    p = param - learning_rate * m_hat / (np.sqrt(v_hat) + eps)
+    return prox(p, learning_rate, l2, l1), m, v
+
+
 def sgd_prox_step(param, grad, *, learning_rate=1e-3, l2=0.0, l1=0.0):
     return prox(param - learning_rate * grad, learning_rate, l2, l1)
 
@@ -110,7 +121,7 @@ def prox(p, learning_rate, l2=0.0, l1=0.0):
 
 def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size=32, loss="squared",
                 solver="adam", learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, l2_coef=0.0,
-                l1_theta=0.0, update_coef=True, update_theta=True, scale=None):
+                l1_theta=0.0, update_coef=True, update_theta=True, scale=None, theta_moment="coordinate"):
     """The mini-batch loop of :func:`rffkern.kernels.train_epoch`; returns (mean loss, theta, coef).
 
     ``state`` is a dict with m_coef, v_coef, m_theta, v_theta and step; it is updated.
@@ -130,7 +141,8 @@ def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size
                     coef, g_coef, state["m_coef"], state["v_coef"], t, learning_rate=learning_rate,
                     beta1=beta1, beta2=beta2, eps=eps, l2=l2_coef)
             if update_theta:
-                theta, state["m_theta"], state["v_theta"] = adam_prox_step(
+                step_theta = adam_shared_prox_step if theta_moment == "shared" else adam_prox_step
+                theta, state["m_theta"], state["v_theta"] = step_theta(
                     theta, g_theta, state["m_theta"], state["v_theta"], t, learning_rate=learning_rate,
                     beta1=beta1, beta2=beta2, eps=eps, l1=l1_theta)
         else:

@@ -395,7 +395,8 @@ def test_train_epoch(dtype, n_threads, data):
     kw = dict(batch_size=data.draw(st.one_of(st.integers(1, 64), st.just(300))), loss=loss, solver=solver,
               learning_rate=data.draw(st.floats(1e-3, 0.05)), eps=data.draw(st.floats(1e-2, 1e-1)),
               l2_coef=data.draw(st.sampled_from([0.0, 0.5])), l1_theta=data.draw(st.sampled_from([0.0, 0.05])),
-              update_coef=flags[0], update_theta=flags[1])
+              update_coef=flags[0], update_theta=flags[1],
+              theta_moment=data.draw(st.sampled_from(["coordinate", "shared"])))
     _check_train_epoch(X, Y, order, W, b, th, coef, state, dtype, n_threads, **kw)
 
 

@@ -1,6 +1,7 @@
-"""RFFNet in high dimension: support recovery on make_hd5 at a reduced size (the full-size problem,
-d=1000 and n=5000, is a benchmark, not a test), the l1 penalty on the relevances
-(``relevance_penalty``) and the dimension-aware initial relevances (``init="median"``)."""
+"""RFFNet in high dimension: support recovery on make_hd5 at reduced sizes and the defaults (the
+full-size problem, d=1000 and n=5000, is a benchmark, not a test), the l1 penalty on the
+relevances (``relevance_penalty``), the shared-moment Adam (``solver="shared-adam"``) and the
+dimension-aware initial relevances (``init="median"``)."""
 import numpy as np
 import pytest
 
@@ -23,10 +24,30 @@ def test_support_recovery_in_high_dimension_at_a_reduced_size():
     assert rmse < 0.8 < y[1500:].std() / 2
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_support_recovery_at_the_defaults_with_200_features(seed):
+    # make_hd5 with d=200 and n=3000 (the benchmark bench/rffnet_highdim.py runs d=1000, n=5000):
+    # at the defaults (shared-moment Adam, median-width start, relevance_penalty=0.1) the five
+    # relevant features are the five largest relevances, every irrelevant one is below a tenth
+    # of the smallest of them, and the held-out RMSE is near the noise (0.5; the mean predicts
+    # with RMSE ~2). The paper's settings (solver="adam", init="constant", learning_rate=1e-3,
+    # relevance_penalty=0) leave irrelevant relevances at 0.3 to 4 times the smallest relevant
+    # one on these seeds and find 3 of the five on seed 0. Not every seed succeeds at this size:
+    # on seed 3 both settings miss one of the five.
+    X, y, support = make_hd5(3500, n_features=200, random_state=seed)
+    model = RFFNetRegressor(random_state=seed, n_jobs=1).fit(X[:3000], y[:3000])
+    r = np.abs(model.relevances_)
+    assert set(np.argsort(-r)[:5].tolist()) == set(support.tolist())
+    assert np.delete(r, support).max() < 0.1 * r[support].min()
+    rmse = np.sqrt(np.mean((model.predict(X[3000:]) - y[3000:]) ** 2))
+    assert rmse < 0.6
+
+
 def test_relevance_penalty_holds_irrelevant_relevances_at_zero():
     X, y, _ = make_jse3(600, random_state=0)  # y = x0 x1 among 10 features
-    kw = dict(n_components=50, learning_rate=1e-2, max_iter=50, random_state=0, n_jobs=1)
-    free = RFFNetRegressor(**kw).fit(X, y)
+    kw = dict(n_components=50, learning_rate=1e-2, max_iter=50, random_state=0, n_jobs=1,
+              solver="adam", init="constant")  # the paper's solver and start
+    free = RFFNetRegressor(**kw, relevance_penalty=0.0).fit(X, y)
     sparse = RFFNetRegressor(**kw, relevance_penalty=0.5).fit(X, y)
     assert np.count_nonzero(free.relevances_[2:]) == 8  # unpenalised: they drift, never exactly 0
     np.testing.assert_array_equal(sparse.relevances_[2:], 0.0)

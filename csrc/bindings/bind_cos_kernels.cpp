@@ -150,7 +150,8 @@ py::tuple train_epoch(const py::object& X_, const py::object& Y_, const py::obje
                       const std::string& loss, bool adam, double lr, double beta1, double beta2,
                       double eps, double l2_coef, double l1_theta, bool update_coef, bool update_theta,
                       const py::object& m_coef_, const py::object& v_coef_, const py::object& m_theta_,
-                      const py::object& v_theta_, std::int64_t step, int n_threads) {
+                      const py::object& v_theta_, std::int64_t step, int n_threads,
+                      bool shared_theta_moment) {
     return with_float_dtype(X_, "X", [&](auto tag) -> py::tuple {
         using T = decltype(tag);
         require(!theta_.is_none(), "theta is required (it is trained in place)");
@@ -180,6 +181,7 @@ py::tuple train_epoch(const py::object& X_, const py::object& Y_, const py::obje
         cfg.l1_theta = T(l1_theta);
         cfg.update_coef = update_coef;
         cfg.update_theta = update_theta;
+        cfg.shared_theta_moment = shared_theta_moment;
         const Loss l = parse_loss(loss);
         const EpochBatches<T> data{a.X.data(), Y.data(), a.n(), order.data(), std::size_t(order.shape(0)),
                                    batch_size};
@@ -219,7 +221,8 @@ void register_cos_kernels(py::module_& m) {
           py::arg("loss"), py::arg("adam"), py::arg("learning_rate"), py::arg("beta1"), py::arg("beta2"),
           py::arg("eps"), py::arg("l2_coef"), py::arg("l1_theta"), py::arg("update_coef"),
           py::arg("update_theta"), py::arg("m_coef"), py::arg("v_coef"), py::arg("m_theta"),
-          py::arg("v_theta"), py::arg("step"), py::arg("n_threads"));
+          py::arg("v_theta"), py::arg("step"), py::arg("n_threads"),
+          py::arg("shared_theta_moment") = false);
 }
 
 }  // namespace rffkern::bindings

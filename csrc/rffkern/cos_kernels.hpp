@@ -87,6 +87,7 @@ struct StepConfig {
     T l1_theta = 0;              // prox of l1 * ||theta||_1: soft-threshold by l1 * lr
     bool update_coef = true;
     bool update_theta = true;
+    bool shared_theta_moment = false;  // Adam on theta with one second moment for the block
 };
 
 // One pass of mini-batch steps over `data` with the cos-only map (map.pair must be false).

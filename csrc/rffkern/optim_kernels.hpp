@@ -65,6 +65,29 @@ inline void adam_prox_apply(T* __restrict param, const T* __restrict grad, T* __
     }
 }
 
+// Adam with one second moment for the whole block: every v[i] holds the same running mean of
+// the block's mean squared gradient (1/len) sum_j g_j^2, so the step of element i is
+// proportional to m_i / RMS_j(g_j): invariant to the block's scale as Adam is, but an element
+// whose gradient is small beside the others' moves little (per-element Adam moves every element
+// by about lr whatever its gradient). v[] must start equal (zeros); elements [0, len) are the
+// whole block (the mean is taken over them).
+template <class T>
+inline void adam_shared_prox_apply(T* __restrict param, const T* __restrict grad, T* __restrict m,
+                                   T* __restrict v, std::size_t len, const StepCoeffs<T>& c) {
+    double sq = 0;
+    for (std::size_t i = 0; i < len; ++i) sq += double(grad[i]) * double(grad[i]);
+    const T g2 = len ? T(sq / double(len)) : T(0);
+#if defined(_OPENMP)
+#pragma omp simd
+#endif
+    for (std::size_t i = 0; i < len; ++i) {
+        m[i] = c.beta1 * m[i] + (T(1) - c.beta1) * grad[i];
+        v[i] = c.beta2 * v[i] + (T(1) - c.beta2) * g2;
+        param[i] = prox(param[i] - c.lr * (m[i] / c.bc1) / (std::sqrt(v[i] / c.bc2) + c.eps),
+                        c.shrink, c.thresh);
+    }
+}
+
 // Plain gradient step p <- p - lr g on elements [0, len), then the proximal maps.
 template <class T>
 inline void sgd_prox_apply(T* __restrict param, const T* __restrict grad, std::size_t len,

@@ -90,6 +90,7 @@ def train_epoch(
     v_theta: _Float,
     step: int,
     n_threads: int,
+    shared_theta_moment: bool = ...,
 ) -> tuple[float, int]: ...
 
 # bind_optim.cpp

@@ -47,7 +47,7 @@ import numpy as np
 from rffkern._dask import _aligned_targets, _Moments, _row_chunked, _tree_reduce
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
-from rffkern._rffnet_training import LR_DECAY, MAX_LR_DECAYS, EpochRunner, TrainingState
+from rffkern._rffnet_training import LR_DECAY, MAX_LR_DECAYS, EpochRunner, TrainingState, median_init
 from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -295,8 +295,9 @@ def fit_rffnet(est, X, y):
     Parameters
     ----------
     est : RFFNetRegressor or RFFNetClassifier
-        Its parameters are used as in ``fit``; ``init`` must be ``"constant"`` or an array
-        (``"regressor"`` and ``"restarter"`` need the whole data set on one machine).
+        Its parameters are used as in ``fit``; ``init`` must be ``"median"`` (the median distance
+        is taken on the first at most 2000 rows), ``"constant"`` or an array (``"regressor"`` and
+        ``"restarter"`` need the whole data set on one machine).
         ``n_jobs=None`` runs each task on one thread (Dask runs one task per worker thread);
         an integer is the compiled kernels' thread count inside every task.
     X : dask.array.Array of shape (n_samples, n_features)
@@ -325,9 +326,9 @@ def fit_rffnet(est, X, y):
     from rffkern.rffnet import _check_initial_relevances
 
     est._validate_params()
-    if isinstance(est.init, str) and est.init != "constant":
+    if isinstance(est.init, str) and est.init not in ("constant", "median"):
         raise ValueError(f"init={est.init!r} is not supported on Dask arrays (it needs all the rows on "
-                         "one machine); use init='constant' or an array of initial relevances")
+                         "one machine); use init='median', 'constant' or an array of initial relevances")
     est.__dict__.pop("feature_names_in_", None)
     X = _row_chunked(X, "fit")
     if X.shape[0] == 0:
@@ -410,7 +411,11 @@ def fit_rffnet(est, X, y):
     est.intercept_, est.y_scale_ = intercept.astype(dtype), y_scale.astype(dtype)
     ctx.x_mean, ctx.x_scale, ctx.intercept, ctx.y_scale = est.x_mean_, est.x_scale_, est.intercept_, est.y_scale_
 
-    if isinstance(est.init, str):  # "constant": (max - min) / d of the standardized training rows
+    if est.init == "median":  # 3 / median distance, on the first (at most 2000) standardized rows
+        head = np.asarray(X[:min(X.shape[0], 2000)].compute(), dtype=np.float64)
+        head = (head - est.x_mean_.astype(np.float64)) / est.x_scale_.astype(np.float64)
+        theta = median_init(head.astype(dtype))
+    elif isinstance(est.init, str):  # "constant": (max - min) / d of the standardized training rows
         theta = ((stats["hi"] - stats["lo"]) / est.x_scale_.astype(np.float64) / d).astype(dtype)
     else:
         _check_initial_relevances(est.init, d)

@@ -136,7 +136,8 @@ class EpochRunner:
         common = dict(batch_size=self.batch_size, loss=self.loss, learning_rate=learning_rate,
                       l2_coef=self.alpha, l1_theta=self.relevance_penalty, scale=self.scale,
                       n_threads=self.n_threads,
-                      solver="sgd" if self.solver.endswith("sgd") else "adam", check_finite=False)
+                      solver="sgd" if self.solver.endswith("sgd") else "adam", check_finite=False,
+                      theta_moment="shared" if self.solver == "shared-adam" else "coordinate")
         n = Xs.shape[0]
         if self.palm:
             kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights, self.offsets,

@@ -629,7 +629,7 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
                 learning_rate: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
                 l2_coef: float = 0.0, l1_theta: float = 0.0, update_coef: bool = True,
                 update_theta: bool = True, scale: float | None = None, check_finite: bool = True,
-                n_threads: int | None = None) -> float:
+                n_threads: int | None = None, theta_moment: str = "coordinate") -> float:
     """One pass of mini-batch steps over ``X[order]``, entirely inside the core (GIL released).
 
     Batches are consecutive chunks of ``order`` of ``batch_size`` rows (the last may be smaller);
@@ -684,6 +684,11 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
     n_threads : int, default=None
         Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
         limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+    theta_moment : {"coordinate", "shared"}, default="coordinate"
+        Adam's second moment of ``theta``: one per coordinate (Adam), or "shared": one for the
+        whole ``theta`` block, the running mean of ``mean_j g_j^2`` (every entry of
+        ``state.v_theta`` then holds it), so that the step of ``theta_j`` is proportional to
+        ``g_j / RMS_j(g_j)`` and coordinates with small gradients move little. Ignored by SGD.
 
     Returns
     -------
@@ -706,6 +711,8 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
     _check_loss(loss)
     if solver not in ("adam", "sgd"):
         raise ValueError(f"solver must be 'adam' or 'sgd', got {solver!r}")
+    if theta_moment not in ("coordinate", "shared"):
+        raise ValueError(f"theta_moment must be 'coordinate' or 'shared', got {theta_moment!r}")
     dtype = theta.dtype if isinstance(theta, np.ndarray) else None
     _check_inplace(theta, "theta")
     dtype = theta.dtype
@@ -741,7 +748,7 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
         X, Y, order, batch_size, W, b, theta, dtype.type(scale), coef, loss, solver == "adam",
         learning_rate, beta1, beta2, eps, l2_coef, l1_theta, bool(update_coef), bool(update_theta),
         state.m_coef, state.v_coef, state.m_theta, state.v_theta, int(state.step),
-        resolve_n_threads(n_threads))
+        resolve_n_threads(n_threads), shared_theta_moment=theta_moment == "shared")
     state.step = int(step)
     return float(mean_loss)
 

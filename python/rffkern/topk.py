@@ -70,13 +70,18 @@ def _topk_score(estimator, F, y, sample_weight=None):
     return -float(mean_squared_error(Y, F, sample_weight=sample_weight))
 
 
+# Relative tolerance under which two TopK scores tie (float32 outputs carry about 7 digits).
+TIE_RTOL = 1e-6
+
+
 def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
                    sample_weight: ArrayLike | None = None) -> TopKResult:
     """Run TopK (Algorithm 3 of the RFFNet paper): score the nested sets of most relevant features.
 
     For ``i = 1..d`` the model keeps its ``i`` largest ``|theta_j|`` (the other relevances set to
     zero, no refit) and is scored on the held-out selection set ``(X, y)``; the set with the best
-    score (the smallest such set on ties) is selected.
+    score (the smallest such set on ties, scores within a relative 1e-6 of each other, below the
+    rounding of float32 outputs, counting as tied) is selected.
 
     Parameters
     ----------
@@ -132,7 +137,12 @@ def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
         masked[j] = theta[j]
         scores[i] = _topk_score(estimator, estimator._raw_outputs(Xs, masked).astype(np.float64), y,
                                 sample_weight)
-    k = int(np.argmax(scores)) + 1
+    # The smallest set whose score ties the best one. The outputs are computed in the model's
+    # dtype, so scores that differ by less than its rounding (a relative TIE_RTOL) are ties: a
+    # relevance of 1e-6 (what the l1 prox leaves of an irrelevant feature) can otherwise "improve"
+    # the score in its 9th digit.
+    best = scores.max()
+    k = int(np.flatnonzero(scores >= best - TIE_RTOL * max(abs(best), 1e-12))[0]) + 1
     relevances = np.zeros_like(theta)
     relevances[order[:k]] = theta[order[:k]]
     thresholded = copy.deepcopy(estimator)

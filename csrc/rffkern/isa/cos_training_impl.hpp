@@ -346,8 +346,12 @@ T train_epoch(const EpochBatches<T>& data, const FourierFeatureMap<T>& fixed_map
                 } else {
                     if (cfg.update_theta) {
                         eng.finish_theta(nb, grad_theta.data());
-                        optimizer_update(state.theta, grad_theta.data(), state.m_theta, state.v_theta,
-                                         d, cfg.adam, ctheta);
+                        if (cfg.adam && cfg.shared_theta_moment)
+                            adam_shared_prox_apply(state.theta, grad_theta.data(), state.m_theta,
+                                                   state.v_theta, d, ctheta);
+                        else
+                            optimizer_update(state.theta, grad_theta.data(), state.m_theta,
+                                             state.v_theta, d, cfg.adam, ctheta);
                     }
                     loss_sum += batch_loss / T(nb);
                     if (bi + 2 < nbatches) prefetch_batch(bi + 2);
