@@ -64,3 +64,19 @@ def test_classification_through_the_staged_search(small_search):
     assert set(model.classes_) == {"low", "mid", "high"}
     assert np.mean(model.predict(X) == labels) > 0.7
     assert sorted(np.argsort(-model.feature_importances_)[:2].tolist()) == [0, 1]
+
+
+def test_rffnet_stage_trains_both_variants_and_keeps_the_better(small_search):
+    X, y, _ = make_jse3(600, random_state=3)
+    model = rffkern.fit(X, y, random_state=0, max_iter=3)
+    report = model.selection_report_
+    scores = report["rffnet_variant_scores"]
+    assert set(scores) == set(_api.RFFNET_VARIANTS) == {"sparse", "dense"}
+    assert scores["sparse"] != scores["dense"]  # two different trainings
+    assert report["rffnet_variant"] == max(scores, key=scores.get)
+    assert report["validation_scores"]["rffnet"] == max(scores.values())
+    # parameters that fix what tells the variants apart leave one run
+    one = rffkern.fit(X, y, random_state=0, max_iter=3, solver="adam", relevance_penalty=0.0,
+                      learning_rate=1e-3).selection_report_
+    assert list(one["rffnet_variant_scores"]) == ["sparse"]
+    assert one["rffnet_variant_scores"]["sparse"] == scores["dense"]  # = the paper's run above
