@@ -124,7 +124,7 @@ def test_fit_matches_numpy_reference(n, d, s, batch, solver, early_stopping, see
     X = data.standard_normal((n, d)) * data.uniform(0.5, 3, d) + data.standard_normal(d)
     y = np.sin(X[:, 0]) + 0.1 * data.standard_normal(n)
     lr = 1e-2 if solver.endswith("adam") else 5e-2
-    est = RFFNetRegressor(n_components=s, batch_size=batch, solver=solver, learning_rate=lr,
+    est = RFFNetRegressor(refit_coef=False, n_components=s, batch_size=batch, solver=solver, learning_rate=lr,
                           learning_rate_schedule=schedule, max_iter=6, early_stopping=early_stopping,
                           n_iter_no_change=1, dtype="float64", random_state=seed, n_jobs=1,
                           init="constant", relevance_penalty=mu).fit(X, y)
@@ -148,7 +148,7 @@ def test_adaptive_schedule_matches_numpy_reference(early_stopping):
     X, y, _ = make_jse3(120, random_state=1)
     kw = dict(n_components=12, batch_size=16, learning_rate=0.1, max_iter=12, n_iter_no_change=1,
               early_stopping=early_stopping, **PAPER_SOLVER)
-    est = RFFNetRegressor(**kw, dtype="float64", random_state=4, n_jobs=1).fit(X, y)
+    est = RFFNetRegressor(refit_coef=False, **kw, dtype="float64", random_state=4, n_jobs=1).fit(X, y)
     ref = reference_fit(X, y, n_components=12, seed=4, lr=0.1, batch=16, max_iter=12,
                         n_iter_no_change=1, early_stopping=early_stopping, schedule="adaptive")
     assert est.learning_rate_ == pytest.approx(0.1 / 125) and ref["lr"] == pytest.approx(0.1 / 125)
@@ -163,7 +163,7 @@ def test_restarter_matches_numpy_reference():
     kw = dict(n_components=10, init="restarter", n_restarts=3, restart_iter=2, max_iter=3,
               learning_rate=1e-2, dtype="float64", random_state=7, n_jobs=1, batch_size=16,
               solver="adam", relevance_penalty=0.0)
-    est = RFFNetRegressor(**kw).fit(X, y)
+    est = RFFNetRegressor(refit_coef=False, **kw).fit(X, y)
     ref = reference_fit(X, y, n_components=10, seed=7, init="restarter", n_restarts=3, restart_iter=2,
                         max_iter=3, lr=1e-2, batch=16)
     np.testing.assert_allclose(est.relevances_, ref["theta"], rtol=1e-8, atol=1e-11)
@@ -420,8 +420,8 @@ def test_multi_output_regression():
 def test_partial_fit_once_equals_one_epoch_of_fit(solver):
     X, y, _ = make_jse3(700, random_state=4)
     kw = dict(n_components=64, solver=solver, random_state=3, dtype="float64")
-    fitted = RFFNetRegressor(max_iter=1, early_stopping=False, **kw).fit(X, y)
-    streamed = RFFNetRegressor(**kw).partial_fit(X, y)
+    fitted = RFFNetRegressor(refit_coef=False, max_iter=1, early_stopping=False, **kw).fit(X, y)
+    streamed = RFFNetRegressor(refit_coef=False, **kw).partial_fit(X, y)
     np.testing.assert_array_equal(fitted.relevances_, streamed.relevances_)
     np.testing.assert_array_equal(fitted.coef_, streamed.coef_)
     assert streamed.n_iter_ == 1 and streamed.loss_curve_ == fitted.loss_curve_
@@ -610,9 +610,34 @@ def test_targets_in_any_unit_fit_alike():
     # y in the 1e5 range fits as well as y itself: the model trains on standardized targets
     X, y, _ = make_jse3(600, random_state=0)
     kw = dict(n_components=50, max_iter=15, dtype="float64", random_state=0, n_jobs=1)
+    refit = RFFNetRegressor(**kw).fit(X, y)  # the closing ridge (refit_coef) is unit-free too
+    np.testing.assert_allclose(RFFNetRegressor(**kw).fit(X, y * 1e5 + 3e5).predict(X),
+                               refit.predict(X) * 1e5 + 3e5, rtol=1e-6, atol=1e-3)
+    kw["refit_coef"] = False  # the trained B alone: what normalize_y changes
     base = RFFNetRegressor(**kw).fit(X, y)
     big = RFFNetRegressor(**kw).fit(X, y * 1e5 + 3e5)
     np.testing.assert_allclose(big.predict(X), base.predict(X) * 1e5 + 3e5, rtol=1e-6, atol=1e-3)
     raw = RFFNetRegressor(**kw, normalize_y=False).fit(X, y * 1e5 + 3e5)
     target = y * 1e5 + 3e5
     assert big.score(X, target) > raw.score(X, target) + 0.1
+
+
+def test_refit_coef_is_the_exact_ridge_on_the_trained_features():
+    """refit_coef: B and the intercept are the ridge solution on z(theta * x) at refit_alpha_, the
+    penalty chosen from the data (a noisy target gets a larger one than a clean target)."""
+    from rffkern.rffnet import REFIT_ALPHAS
+    X, y, _ = make_jse3(400, random_state=0)
+    kw = dict(n_components=40, max_iter=5, early_stopping=False, dtype="float64", random_state=0, n_jobs=1)
+    model = RFFNetRegressor(**kw).fit(X, y)
+    assert model.refit_alpha_ in REFIT_ALPHAS
+    Xs = (X - model.x_mean_) / model.x_scale_
+    Z = model.scale_ * np.cos((Xs * model.relevances_) @ model.weights_ + model.offsets_)
+    Zc, yc = Z - Z.mean(0), y - y.mean()
+    coef = np.linalg.solve(Zc.T @ Zc + model.refit_alpha_ * np.eye(Z.shape[1]), Zc.T @ yc)
+    np.testing.assert_allclose(model.predict(X), Zc @ coef + y.mean(), rtol=1e-7, atol=1e-7)
+    trained = RFFNetRegressor(**kw, refit_coef=False).fit(X, y)
+    assert trained.refit_alpha_ is None
+    np.testing.assert_array_equal(trained.relevances_, model.relevances_)  # the same epochs
+    assert model.score(X, y) > trained.score(X, y)
+    noisy = y + 3.0 * np.random.default_rng(1).standard_normal(y.size)
+    assert RFFNetRegressor(**kw).fit(X, noisy).refit_alpha_ > model.refit_alpha_
