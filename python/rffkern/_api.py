@@ -154,8 +154,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        (Adam with one second moment for the relevances and an L1 penalty on them: sparse
        relevances, for a few relevant inputs among many) and with the paper's Adam and no
        penalty (every input may matter); the better on the held-out rows goes on.
-    5. The two are compared on the held-out rows (R^2, or accuracy for classes); the winner is
-       returned -- the ridge with the held-out rows added to its Gram matrix
+    5. The ridge and the better RFFNet are compared on the held-out rows (R^2, or accuracy for
+       classes); the winner is returned -- the ridge with the held-out rows added to its Gram matrix
        (:meth:`~rffkern.RFFRidge.partial_fit`: same width, standardization and penalty, one pass
        over the held-out rows only), or RFFNet as trained. ``model.selection_report_`` records the
        scores (``rffnet_variant_scores`` for the two RFFNet runs), times and the choice.
