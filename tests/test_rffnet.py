@@ -410,7 +410,7 @@ def test_multi_output_regression():
     X, y, _ = make_jse3(500, random_state=0)
     Y = np.column_stack([y, X[:, 2]])
     est = RFFNetRegressor(n_components=100, max_iter=20, random_state=0).fit(X, Y)
-    assert est.coef_.shape == (100, 2) and est.intercept_.shape == (2,)
+    assert est.coef_.shape == (1000, 2) and est.intercept_.shape == (2,)  # the closing ridge's 1000 features
     assert est.predict(X).shape == (500, 2)
     assert est.score(X, Y) > 0.5
 
@@ -507,7 +507,8 @@ def test_attributes_and_options():
     X, y, _ = make_jse3(300, random_state=0)
     X_copy, y_copy = X.copy(), y.copy()
     est = RFFNetRegressor(n_components=40, max_iter=3, random_state=0, kernel="laplace",
-                          feature_scale="rff", standardize=False, fit_intercept=False).fit(X, y)
+                          feature_scale="rff", standardize=False, fit_intercept=False,
+                          refit_components=None).fit(X, y)
     np.testing.assert_array_equal(X, X_copy)
     np.testing.assert_array_equal(y, y_copy)
     assert est.weights_.shape == (10, 40) and est.offsets_.shape == (40,)
@@ -641,3 +642,35 @@ def test_refit_coef_is_the_exact_ridge_on_the_trained_features():
     assert model.score(X, y) > trained.score(X, y)
     noisy = y + 3.0 * np.random.default_rng(1).standard_normal(y.size)
     assert RFFNetRegressor(**kw).fit(X, noisy).refit_alpha_ > model.refit_alpha_
+
+
+def test_closing_ridge_adds_features_of_the_learned_kernel():
+    """refit_components: the closing ridge uses the trained frequencies plus new draws of the same
+    kernel (at most two per row); training, warm_start and partial_fit go on from the trained map."""
+    X, y, _ = make_jse3(150, random_state=0)
+    kw = dict(n_components=30, max_iter=4, early_stopping=False, dtype="float64", random_state=0, n_jobs=1)
+    wide = RFFNetRegressor(**kw, refit_components=120).fit(X, y)
+    trained = RFFNetRegressor(**kw, refit_coef=False).fit(X, y)
+    narrow = RFFNetRegressor(**kw, refit_components=None).fit(X, y)
+    assert wide.weights_.shape == (X.shape[1], 120) and wide.offsets_.shape == (120,) and wide.coef_.shape == (120, 1)
+    assert narrow.weights_.shape == trained.weights_.shape == (X.shape[1], 30)
+    np.testing.assert_array_equal(wide.weights_[:, :30], trained.weights_)
+    np.testing.assert_array_equal(wide.relevances_, trained.relevances_)
+    # the new frequencies are standard normal draws (the Gaussian kernel at unit length scale)
+    extra = RFFNetRegressor(**kw, refit_components=300).fit(X, y).weights_[:, 30:]
+    assert abs(extra.mean()) < 0.05 and abs(extra.std() - 1.0) < 0.05
+    assert RFFNetRegressor(**kw, refit_components=10_000).fit(X, y).weights_.shape[1] == 2 * X.shape[0]
+    assert wide.score(X, y) > narrow.score(X, y)
+    # continuing: from the trained (W, b, B), exactly as without the closing ridge
+    for model in (wide, trained):
+        model.partial_fit(X, y)
+    np.testing.assert_array_equal(wide.weights_, trained.weights_)
+    np.testing.assert_array_equal(wide.coef_, trained.coef_)
+    np.testing.assert_array_equal(wide.relevances_, trained.relevances_)
+    assert wide.refit_alpha_ is None
+    warm = RFFNetRegressor(**kw, refit_components=120).fit(X, y).set_params(warm_start=True, max_iter=2).fit(X, y)
+    cold = RFFNetRegressor(**kw, refit_coef=False).fit(X, y).set_params(warm_start=True, max_iter=2).fit(X, y)
+    np.testing.assert_array_equal(warm.relevances_, cold.relevances_)
+    assert warm.weights_.shape[1] == 120 and warm.refit_alpha_ is not None
+    with pytest.raises(ValueError, match="refit_components"):
+        RFFNetRegressor(refit_components=0).fit(X, y)

@@ -106,7 +106,7 @@ def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
     >>> from rffkern import RFFNetRegressor
     >>> from rffkern.datasets import make_jse3
     >>> X, y, support = make_jse3(300, random_state=0)  # y depends on columns 0 and 1
-    >>> net = RFFNetRegressor(n_components=50, learning_rate=0.01, max_iter=30, n_restarts=1,
+    >>> net = RFFNetRegressor(n_components=50, learning_rate=0.01, max_iter=100, n_restarts=1,
     ...                       random_state=0)
     >>> net = net.fit(X[:200], y[:200])
     >>> result = topk_selection(net, X[200:], y[200:])
