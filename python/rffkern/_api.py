@@ -150,7 +150,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        one leave-one-out pass, against three of each for a search over widths at full size).
     4. RFFNet (ARD relevances per feature) started from that kernel: its relevances start at
        ``1 / length_scale_`` of the tuned ridge, so a high-dimensional input does not start from a
-       flat kernel. It is trained twice on the same rows (``RFFNET_VARIANTS``): at its defaults
+       flat kernel, and learn a length scale per input; for regression its closing ridge
+       (``refit_coef``) refits the output layer with 1000 features of the learned kernel. It is
+       trained twice on the same rows (``RFFNET_VARIANTS``): at its defaults
        (Adam with one second moment for the relevances and an L1 penalty on them: sparse
        relevances, for a few relevant inputs among many) and with the paper's Adam and no
        penalty (every input may matter); the better on the held-out rows goes on.
