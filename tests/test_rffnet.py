@@ -641,3 +641,92 @@ def test_refit_coef_is_the_exact_ridge_on_the_trained_features():
     assert model.score(X, y) > trained.score(X, y)
     noisy = y + 3.0 * np.random.default_rng(1).standard_normal(y.size)
     assert RFFNetRegressor(**kw).fit(X, noisy).refit_alpha_ > model.refit_alpha_
+
+
+def _trained_features(model, X):
+    """z(theta * x) of the fitted classifier, by NumPy."""
+    Xs = (X - model.x_mean_) / model.x_scale_
+    return model.scale_ * np.cos((Xs * model.relevances_) @ model.weights_ + model.offsets_)
+
+
+def _sklearn_logistic(Z, y, alpha, sample_weight=None):
+    """scikit-learn's L2 logistic / multinomial fit without intercept at RFFNet's penalty: its
+    ``0.5 ||B||^2 + C sum_i w_i loss_i`` is RFFNet's ``sum_i w_i loss_i / sum_i w_i + alpha ||B||^2``
+    divided by ``2 alpha`` with ``C = 1 / (2 alpha sum_i w_i)``."""
+    from sklearn.linear_model import LogisticRegression
+    total = Z.shape[0] if sample_weight is None else float(np.sum(sample_weight))
+    lr = LogisticRegression(C=1.0 / (2.0 * alpha * total), fit_intercept=False, tol=1e-12, max_iter=100000)
+    return lr.fit(Z, y, sample_weight=sample_weight).coef_.T
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_refit_coef_is_the_penalised_cross_entropy_fit(n_classes):
+    """refit_coef: with theta, W and b as trained, B is the L2-penalised logistic (two classes) or
+    softmax regression on z(theta * x) of every row at refit_alpha_ (chosen on the validation
+    split); the epochs are those of refit_coef=False."""
+    from rffkern._output_refit import OUTPUT_ALPHAS, penalised_loss
+    X, y, _ = make_jse3(500, random_state=0)
+    labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    kw = dict(n_components=30, max_iter=8, dtype="float64", random_state=0, n_jobs=1)
+    model = RFFNetClassifier(**kw).fit(X, labels)
+    trained = RFFNetClassifier(**kw, refit_coef=False).fit(X, labels)
+    assert trained.refit_alpha_ is None and model.refit_alpha_ in OUTPUT_ALPHAS
+    np.testing.assert_array_equal(trained.relevances_, model.relevances_)  # the same epochs
+    assert not np.allclose(trained.coef_, model.coef_)
+    np.testing.assert_array_equal(model.intercept_, 0.0)  # no output bias, as in training
+    Z = _trained_features(model, X)
+    expected = _sklearn_logistic(Z, labels, model.refit_alpha_)
+    np.testing.assert_allclose(model.coef_, expected, rtol=1e-3, atol=1e-4 * np.abs(expected).max())
+    Y = (labels == 1).astype(float)[:, None] if n_classes == 2 else np.eye(n_classes)[labels]
+    _, grad = penalised_loss(Z, Y, "logistic" if n_classes == 2 else "softmax", model.refit_alpha_, model.coef_)
+    assert np.abs(grad).max() < 1e-4
+    assert model.score(X, labels) >= trained.score(X, labels)
+
+
+def test_classifier_outputs_agree_after_refit():
+    """predict, predict_proba, predict_log_proba and decision_function all come from coef_."""
+    X, y, _ = make_jse3(400, random_state=1)
+    for labels in ((y > 0).astype(int), np.digitize(y, [-0.5, 0.5])):
+        model = RFFNetClassifier(n_components=30, max_iter=5, random_state=0).fit(X, labels)
+        D, P = model.decision_function(X), model.predict_proba(X)
+        logits = _trained_features(model, X.astype(np.float32)).astype(np.float64) @ model.coef_
+        np.testing.assert_allclose(D, logits[:, 0] if logits.shape[1] == 1 else logits, rtol=1e-4, atol=1e-4)
+        if D.ndim == 1:
+            np.testing.assert_allclose(P[:, 1], 1.0 / (1.0 + np.exp(-D)), rtol=1e-12)
+            assert np.array_equal(model.predict(X), model.classes_[(D > 0).astype(int)])
+        else:
+            np.testing.assert_allclose(P, np.exp(D) / np.exp(D).sum(1, keepdims=True), rtol=1e-10)
+            assert np.array_equal(model.predict(X), model.classes_[D.argmax(1)])
+        assert np.array_equal(model.predict(X), model.classes_[P.argmax(1)])
+        np.testing.assert_allclose(model.predict_log_proba(X), np.log(P), rtol=1e-12)
+
+
+def test_classifier_refit_respects_sample_weight():
+    """Weighted rows: the closing fit minimises the weighted mean cross-entropy (integer weights act
+    as repeated rows, zero weights as absent ones), here on the cross-validated path
+    (early_stopping=False: 3 interleaved folds choose the penalty)."""
+    X, y, _ = make_jse3(300, random_state=2)
+    labels = (y > 0).astype(int)
+    w = np.random.default_rng(0).integers(0, 4, size=300).astype(float)
+    kw = dict(n_components=20, max_iter=5, early_stopping=False, dtype="float64", random_state=0, n_jobs=1)
+    model = RFFNetClassifier(**kw).fit(X, labels, sample_weight=w)
+    Z = _trained_features(model, X)
+    np.testing.assert_allclose(model.coef_, _sklearn_logistic(Z, labels, model.refit_alpha_, w), rtol=1e-3,
+                               atol=1e-4 * np.abs(model.coef_).max())
+    unweighted = _sklearn_logistic(Z, labels, model.refit_alpha_)
+    assert not np.allclose(model.coef_, unweighted, rtol=1e-2, atol=1e-3)
+
+
+def test_classifier_refit_coef_false_is_the_trained_output_layer():
+    """refit_coef=False keeps B as the epochs left it: one epoch of fit is partial_fit once, bit for
+    bit (partial_fit never refits), and refit_alpha_ is None either way."""
+    X, y, _ = make_jse3(400, random_state=3)
+    labels = (y > 0).astype(int)
+    kw = dict(n_components=30, random_state=1, dtype="float64")
+    fitted = RFFNetClassifier(refit_coef=False, max_iter=1, early_stopping=False, **kw).fit(X, labels)
+    streamed = RFFNetClassifier(**kw).partial_fit(X, labels)
+    np.testing.assert_array_equal(fitted.coef_, streamed.coef_)
+    np.testing.assert_array_equal(fitted.relevances_, streamed.relevances_)
+    assert fitted.refit_alpha_ is None and streamed.refit_alpha_ is None
+    refitted = RFFNetClassifier(max_iter=1, early_stopping=False, **kw).fit(X, labels)
+    assert refitted.refit_alpha_ is not None and not np.array_equal(refitted.coef_, fitted.coef_)

@@ -176,8 +176,7 @@ class _BaseRFFNet(BaseEstimator):
                 raise ValueError("sample_weight and warm_start are not supported when X is a Dask array "
                                  "(the data-parallel fit starts anew with unit weights)")
             from rffkern._dask_rffnet import fit_rffnet
-            if self._loss_kind == "regression":
-                self.refit_alpha_ = None  # the closing ridge (refit_coef) is not run on Dask arrays
+            self.refit_alpha_ = None  # the closing fit (refit_coef) is not run on Dask arrays
             return fit_rffnet(self, X, y)
         # partial_fit after a fit, and fit with warm_start after a fit, continue from the fitted
         # map, statistics, (theta, B) and optimiser state.
@@ -262,12 +261,19 @@ class _BaseRFFNet(BaseEstimator):
                      max_epochs=1 if incremental else self.max_iter, monitor=not incremental)
         if not incremental:
             self._after_training(Xs_train, Y_train, w_train, Xs_val, Y_val, w_val)
-        elif self._loss_kind == "regression":
+        else:
             self.refit_alpha_ = None  # partial_fit keeps B as trained
         return self
 
     def _after_training(self, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val):
-        """A hook run after the epochs of ``fit`` (not ``partial_fit``): the regressor refits B."""
+        """A hook run after the epochs of ``fit`` (not ``partial_fit``): the closing fit of B
+        (``refit_coef``)."""
+
+    def _trained_features(self, Xs):
+        """``z(theta * x)`` of standardized rows with the fitted map, in float64 (n, s)."""
+        return kernels.features(Xs.astype(np.float64), self.weights_.astype(np.float64),
+                                self.offsets_.astype(np.float64), theta=self.relevances_.astype(np.float64),
+                                scale=float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
 
     def _split(self, rng, X, Y, y, weights, use_validation):
         """(X_train, Y_train, w_train, X_val, Y_val, w_val): the early-stopping split, or all rows
@@ -827,6 +833,57 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     """
 
     _loss_kind = "classification"
+    _parameter_constraints = {**_BaseRFFNet._parameter_constraints, "refit_coef": ["boolean"]}
+
+    def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
+                 init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
+                 solver: str = "shared-adam", learning_rate: float = 3e-3, learning_rate_schedule: str = "adaptive",
+                 batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
+                 validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
+                 checkpoint: bool = True, standardize: bool = True, feature_scale: float | str = 1.0,
+                 dtype: str = "float32", random_state: RandomStateLike = None, n_jobs: int | None = None,
+                 verbose: int = 0, warm_start: bool = False, relevance_penalty: float = 0.1,
+                 refit_coef: bool = True) -> None:
+        super().__init__(
+            n_components, alpha=alpha, kernel=kernel, init=init, n_restarts=n_restarts,
+            restart_iter=restart_iter, solver=solver, learning_rate=learning_rate,
+            learning_rate_schedule=learning_rate_schedule, batch_size=batch_size, max_iter=max_iter,
+            early_stopping=early_stopping,
+            validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change, tol=tol,
+            checkpoint=checkpoint, standardize=standardize, feature_scale=feature_scale, dtype=dtype,
+            random_state=random_state, n_jobs=n_jobs, verbose=verbose, warm_start=warm_start,
+            relevance_penalty=relevance_penalty)
+        self.refit_coef = refit_coef
+
+    def _after_training(self, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val):
+        """``refit_coef``: B by L2-penalised logistic / softmax regression on the trained features
+        of every row, the penalty by the held-out log-loss over ``OUTPUT_ALPHAS`` (in float64)."""
+        self.refit_alpha_ = None
+        if not self.refit_coef:
+            return
+        from rffkern._output_refit import OUTPUT_ALPHAS, choose_output_penalty, fit_output_layer
+
+        kind = self._loss
+        Z = self._trained_features(Xs_train if Xs_val is None else np.concatenate([Xs_train, Xs_val]))
+        Y = np.concatenate([Y_train] if Y_val is None else [Y_train, Y_val]).astype(np.float64)
+        w = None
+        if w_train is not None:
+            w = np.concatenate([w_train] if w_val is None else [w_train, w_val]).astype(np.float64)
+        rows = np.arange(Z.shape[0])
+        if Xs_val is not None:  # the early-stopping split
+            folds = [(rows[:Xs_train.shape[0]], rows[Xs_train.shape[0]:])]
+        else:  # no held-out rows: 3 interleaved folds (row i in fold i mod 3; no random draw)
+            folds = [(rows[rows % N_REFIT_FOLDS != k], rows[rows % N_REFIT_FOLDS == k])
+                     for k in range(min(N_REFIT_FOLDS, Z.shape[0]))]
+            folds = [(tr, ho) for tr, ho in folds if tr.size and (w is None or w[tr].sum() > 0 and w[ho].sum() > 0)]
+        if folds:
+            alpha, coef = choose_output_penalty(Z, Y, kind, folds, OUTPUT_ALPHAS, self.alpha, w,
+                                                self.coef_.astype(np.float64))
+        else:  # no rows to hold out: the estimator's own penalty (at least the grid's smallest)
+            alpha, coef = max(float(self.alpha), OUTPUT_ALPHAS[0]), self.coef_.astype(np.float64)
+        coef, _ = fit_output_layer(Z, Y, kind, alpha, w, coef)
+        self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
+        self.refit_alpha_ = float(alpha)
 
     def _encode_targets(self, y, first_call, classes=None):
         y = np.asarray(y)
@@ -1062,6 +1119,11 @@ def _check_initial_relevances(init, d):
 #: ``RFFNetRegressor(refit_coef=True)``'s penalties for the closing ridge on the trained features
 #: (targets centred and scaled), chosen by exact leave-one-out: half decades from 1e-8 to 1e4.
 REFIT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 4, 25))
+
+
+#: ``RFFNetClassifier(refit_coef=True)`` without an early-stopping split scores the penalties of its
+#: closing fit by cross-validation over this many interleaved folds of the training rows.
+N_REFIT_FOLDS = 3
 
 
 def _training_targets(Y, intercept, scale, dtype):
