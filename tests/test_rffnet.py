@@ -730,3 +730,13 @@ def test_classifier_refit_coef_false_is_the_trained_output_layer():
     assert fitted.refit_alpha_ is None and streamed.refit_alpha_ is None
     refitted = RFFNetClassifier(max_iter=1, early_stopping=False, **kw).fit(X, labels)
     assert refitted.refit_alpha_ is not None and not np.array_equal(refitted.coef_, fitted.coef_)
+
+
+@pytest.mark.parametrize("cls", [RFFNetRegressor, RFFNetClassifier])
+def test_partial_fit_after_fit_forgets_the_closing_fit(cls):
+    X, y, _ = make_jse3(200, random_state=0)
+    if cls is RFFNetClassifier:
+        y = y > 0
+    est = cls(n_components=20, max_iter=3, random_state=0).fit(X, y)
+    assert est.refit_alpha_ is not None
+    assert est.partial_fit(X, y).refit_alpha_ is None  # B trained on from the refitted one

@@ -14,8 +14,8 @@ L-BFGS runs in whitened coordinates, ``B = P U`` with ``P = V diag(1 / sqrt(e / 
 from the eigendecomposition ``V diag(e) V.T`` of the (weighted) second-moment matrix of the
 features: ``e / 4 + 2 alpha`` is the objective's curvature along each eigenvector at logits near 0
 (where the logistic loss has curvature 1/4), so that the number of iterations depends much less
-on the conditioning of the features (on higgs_subset, 8 to 20 iterations where plain L-BFGS took
-50 to 500).
+on the conditioning of the features (measured on higgs_subset's penalty path, in a variant with an
+intercept: 7 to 15 iterations per penalty where plain L-BFGS took 40 to 350).
 """
 from __future__ import annotations
 
@@ -34,8 +34,10 @@ __all__ = ["penalised_loss", "fit_output_layer", "choose_output_penalty", "OUTPU
 OUTPUT_ALPHAS = tuple(float(a) for a in np.logspace(-6, -1, 11))
 #: L-BFGS's tolerance on the largest component of the whitened gradient. Looser ones stop early
 #: enough at small penalties to act as a regulariser of their own, which the validation loss then
-#: rewards (breast_cancer at 1e-4: the fit at alpha=1e-6 stopped after 19 iterations and scored
-#: 0.033 where its solution scores 0.24).
+#: rewards (breast_cancer with a tolerance of 1e-4: the fit at alpha=1e-6 stopped after 19
+#: iterations with a validation log-loss of 0.033, where the solution's is 0.24). 1e-5 chose the
+#: same penalties as 1e-6 on digits, breast_cancer, higgs_subset and mnist (seeds 0 and 1) in
+#: half to two thirds of the time.
 OUTPUT_TOL = 1e-5
 
 
