@@ -301,7 +301,7 @@ def test_moons_classification():
     labels = np.array(["left", "right"])[y]
     est = RFFNetClassifier(random_state=0, learning_rate=1e-2).fit(X[:400], labels[:400])
     assert list(est.classes_) == ["left", "right"]
-    assert est.coef_.shape == (300, 1)
+    assert est.coef_.shape == (800, 1)  # the closing fit: 300 trained + 500 new features (two per row)
     proba = est.predict_proba(X[400:])
     np.testing.assert_allclose(proba.sum(1), 1)
     assert est.decision_function(X[400:]).shape == (200,)
@@ -350,7 +350,7 @@ def test_classifier_split_falls_back_when_a_class_cannot_be_stratified(counts):
 def test_multiclass_softmax():
     X, y = make_blobs(600, centers=3, n_features=4, random_state=0)
     est = RFFNetClassifier(random_state=0, learning_rate=1e-2, max_iter=30).fit(X, y)
-    assert est.coef_.shape == (300, 3)
+    assert est.coef_.shape == (1000, 3)  # the closing fit's 300 trained + 700 new features
     proba = est.predict_proba(X)
     assert proba.shape == (600, 3)
     np.testing.assert_allclose(proba.sum(1), 1)
@@ -674,3 +674,110 @@ def test_closing_ridge_adds_features_of_the_learned_kernel():
     assert warm.weights_.shape[1] == 120 and warm.refit_alpha_ is not None
     with pytest.raises(ValueError, match="refit_components"):
         RFFNetRegressor(refit_components=0).fit(X, y)
+
+
+def _trained_features(model, X):
+    """z(theta * x) of the fitted classifier, by NumPy."""
+    Xs = (X - model.x_mean_) / model.x_scale_
+    return model.scale_ * np.cos((Xs * model.relevances_) @ model.weights_ + model.offsets_)
+
+
+def _sklearn_logistic(Z, y, alpha, sample_weight=None):
+    """scikit-learn's L2 logistic / multinomial fit without intercept at RFFNet's penalty: its
+    ``0.5 ||B||^2 + C sum_i w_i loss_i`` is RFFNet's ``sum_i w_i loss_i / sum_i w_i + alpha ||B||^2``
+    divided by ``2 alpha`` with ``C = 1 / (2 alpha sum_i w_i)``."""
+    from sklearn.linear_model import LogisticRegression
+    total = Z.shape[0] if sample_weight is None else float(np.sum(sample_weight))
+    lr = LogisticRegression(C=1.0 / (2.0 * alpha * total), fit_intercept=False, tol=1e-12, max_iter=100000)
+    return lr.fit(Z, y, sample_weight=sample_weight).coef_.T
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_refit_coef_is_the_penalised_cross_entropy_fit(n_classes):
+    """refit_coef: with theta, W and b as trained, B is the L2-penalised logistic (two classes) or
+    softmax regression on z(theta * x) of every row at refit_alpha_ (chosen on the validation
+    split); the epochs are those of refit_coef=False."""
+    from rffkern._output_refit import OUTPUT_ALPHAS, penalised_loss
+    X, y, _ = make_jse3(500, random_state=0)
+    labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    kw = dict(n_components=30, max_iter=8, dtype="float64", random_state=0, n_jobs=1)
+    model = RFFNetClassifier(**kw, refit_components=None).fit(X, labels)  # on the trained features
+    trained = RFFNetClassifier(**kw, refit_coef=False).fit(X, labels)
+    assert trained.refit_alpha_ is None and model.refit_alpha_ in OUTPUT_ALPHAS
+    np.testing.assert_array_equal(trained.relevances_, model.relevances_)  # the same epochs
+    # the closing fit's map: the trained frequencies plus new draws (refit_components, <= 2 per row)
+    wide = RFFNetClassifier(**kw).fit(X, labels)
+    assert wide.coef_.shape == (1000, trained.coef_.shape[1]) and wide.refit_alpha_ in OUTPUT_ALPHAS
+    np.testing.assert_array_equal(wide.weights_[:, :30], trained.weights_)
+    Zw = _trained_features(wide, X)
+    Yw = (labels == 1).astype(float)[:, None] if n_classes == 2 else np.eye(n_classes)[labels]
+    _, grad_w = penalised_loss(Zw, Yw, "logistic" if n_classes == 2 else "softmax", wide.refit_alpha_, wide.coef_)
+    assert np.abs(grad_w).max() < 1e-4  # the penalised fit on the wider map too
+    assert not np.allclose(trained.coef_, model.coef_)
+    np.testing.assert_array_equal(model.intercept_, 0.0)  # no output bias, as in training
+    Z = _trained_features(model, X)
+    expected = _sklearn_logistic(Z, labels, model.refit_alpha_)
+    np.testing.assert_allclose(model.coef_, expected, rtol=1e-3, atol=1e-4 * np.abs(expected).max())
+    Y = (labels == 1).astype(float)[:, None] if n_classes == 2 else np.eye(n_classes)[labels]
+    _, grad = penalised_loss(Z, Y, "logistic" if n_classes == 2 else "softmax", model.refit_alpha_, model.coef_)
+    assert np.abs(grad).max() < 1e-4
+    assert model.score(X, labels) >= trained.score(X, labels)
+
+
+def test_classifier_outputs_agree_after_refit():
+    """predict, predict_proba, predict_log_proba and decision_function all come from coef_."""
+    X, y, _ = make_jse3(400, random_state=1)
+    for labels in ((y > 0).astype(int), np.digitize(y, [-0.5, 0.5])):
+        model = RFFNetClassifier(n_components=30, max_iter=5, random_state=0).fit(X, labels)
+        D, P = model.decision_function(X), model.predict_proba(X)
+        logits = _trained_features(model, X.astype(np.float32)).astype(np.float64) @ model.coef_
+        np.testing.assert_allclose(D, logits[:, 0] if logits.shape[1] == 1 else logits, rtol=1e-4, atol=1e-4)
+        if D.ndim == 1:
+            np.testing.assert_allclose(P[:, 1], 1.0 / (1.0 + np.exp(-D)), rtol=1e-12)
+            assert np.array_equal(model.predict(X), model.classes_[(D > 0).astype(int)])
+        else:
+            np.testing.assert_allclose(P, np.exp(D) / np.exp(D).sum(1, keepdims=True), rtol=1e-10)
+            assert np.array_equal(model.predict(X), model.classes_[D.argmax(1)])
+        assert np.array_equal(model.predict(X), model.classes_[P.argmax(1)])
+        np.testing.assert_allclose(model.predict_log_proba(X), np.log(P), rtol=1e-12)
+
+
+def test_classifier_refit_respects_sample_weight():
+    """Weighted rows: the closing fit minimises the weighted mean cross-entropy (integer weights act
+    as repeated rows, zero weights as absent ones), here on the cross-validated path
+    (early_stopping=False: 3 interleaved folds choose the penalty)."""
+    X, y, _ = make_jse3(300, random_state=2)
+    labels = (y > 0).astype(int)
+    w = np.random.default_rng(0).integers(0, 4, size=300).astype(float)
+    kw = dict(n_components=20, max_iter=5, early_stopping=False, dtype="float64", random_state=0, n_jobs=1)
+    model = RFFNetClassifier(**kw).fit(X, labels, sample_weight=w)
+    Z = _trained_features(model, X)
+    np.testing.assert_allclose(model.coef_, _sklearn_logistic(Z, labels, model.refit_alpha_, w), rtol=1e-3,
+                               atol=1e-4 * np.abs(model.coef_).max())
+    unweighted = _sklearn_logistic(Z, labels, model.refit_alpha_)
+    assert not np.allclose(model.coef_, unweighted, rtol=1e-2, atol=1e-3)
+
+
+def test_classifier_refit_coef_false_is_the_trained_output_layer():
+    """refit_coef=False keeps B as the epochs left it: one epoch of fit is partial_fit once, bit for
+    bit (partial_fit never refits), and refit_alpha_ is None either way."""
+    X, y, _ = make_jse3(400, random_state=3)
+    labels = (y > 0).astype(int)
+    kw = dict(n_components=30, random_state=1, dtype="float64")
+    fitted = RFFNetClassifier(refit_coef=False, max_iter=1, early_stopping=False, **kw).fit(X, labels)
+    streamed = RFFNetClassifier(**kw).partial_fit(X, labels)
+    np.testing.assert_array_equal(fitted.coef_, streamed.coef_)
+    np.testing.assert_array_equal(fitted.relevances_, streamed.relevances_)
+    assert fitted.refit_alpha_ is None and streamed.refit_alpha_ is None
+    refitted = RFFNetClassifier(max_iter=1, early_stopping=False, **kw).fit(X, labels)
+    assert refitted.refit_alpha_ is not None and not np.array_equal(refitted.coef_, fitted.coef_)
+
+
+@pytest.mark.parametrize("cls", [RFFNetRegressor, RFFNetClassifier])
+def test_partial_fit_after_fit_forgets_the_closing_fit(cls):
+    X, y, _ = make_jse3(200, random_state=0)
+    if cls is RFFNetClassifier:
+        y = y > 0
+    est = cls(n_components=20, max_iter=3, random_state=0).fit(X, y)
+    assert est.refit_alpha_ is not None
+    assert est.partial_fit(X, y).refit_alpha_ is None  # B trained on from the refitted one

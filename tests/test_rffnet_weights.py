@@ -155,8 +155,7 @@ def test_warm_start_continues_where_fit_stopped(cls):
     if cls is RFFNetClassifier:
         y = y > 0
     kw = _small(early_stopping=False, checkpoint=False, learning_rate=1e-2)
-    if cls is RFFNetRegressor:
-        kw["refit_coef"] = False  # a refitted B is where a warm start would continue from
+    kw["refit_coef"] = False  # a refitted B is where a warm start would continue from
     once = cls(**dict(kw, max_iter=10)).fit(X, y)
     twice = cls(**dict(kw, max_iter=5), warm_start=True).fit(X, y)
     first_theta = twice.relevances_.copy()

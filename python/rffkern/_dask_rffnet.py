@@ -29,6 +29,12 @@ of every chunk, by a seed drawn from ``random_state`` and the chunk's index; not
 they never leave their worker either. The model is determined by ``random_state``, the chunking
 and ``n_shards`` (bit for bit, whichever worker runs which task, and whatever the thread count).
 
+The closing fit of the output layer (``refit_coef``: the regressor's ridge, the classifier's
+penalised logistic / softmax regression) is not run here: B stays as trained and ``refit_alpha_``
+is None (the classifier's would pass over every row's features once per L-BFGS iteration; the
+regressor's ridge, one Gram pass, is simply not wired to the distributed Gram of
+:mod:`rffkern._dask_fits`).
+
 The number of shards is read from the Dask config key ``"rffkern.rffnet-shards"``
 (``dask.config.set({"rffkern.rffnet-shards": 4})``); by default it is the number of workers of
 the current ``distributed.Client`` (1 without one), capped by the number of chunks.

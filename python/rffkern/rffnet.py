@@ -177,8 +177,7 @@ class _BaseRFFNet(BaseEstimator):
                                  "(the data-parallel fit starts anew with unit weights)")
             from rffkern._dask_rffnet import fit_rffnet
             self._trained_map = None
-            if self._loss_kind == "regression":
-                self.refit_alpha_ = None  # the closing ridge (refit_coef) is not run on Dask arrays
+            self.refit_alpha_ = None  # the closing fit (refit_coef) is not run on Dask arrays
             return fit_rffnet(self, X, y)
         # partial_fit after a fit, and fit with warm_start after a fit, continue from the fitted
         # map, statistics, (theta, B) and optimiser state.
@@ -200,6 +199,7 @@ class _BaseRFFNet(BaseEstimator):
             if incremental:
                 train_epochs(self, self._runner(), Xs, Y, weights, None, None, None, self._rng,
                              max_epochs=1, monitor=False)
+                self.refit_alpha_ = None  # B has moved on from any closing fit
                 return self
             # fit(warm_start=True): max_iter more epochs, a new validation split from the
             # estimator's generator, the schedule restarting at learning_rate.
@@ -265,7 +265,7 @@ class _BaseRFFNet(BaseEstimator):
                      max_epochs=1 if incremental else self.max_iter, monitor=not incremental)
         if not incremental:
             self._after_training(Xs_train, Y_train, w_train, Xs_val, Y_val, w_val)
-        elif self._loss_kind == "regression":
+        else:
             self.refit_alpha_ = None  # partial_fit keeps B as trained
         return self
 
@@ -302,7 +302,14 @@ class _BaseRFFNet(BaseEstimator):
         return W, b
 
     def _after_training(self, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val):
-        """A hook run after the epochs of ``fit`` (not ``partial_fit``): the regressor refits B."""
+        """A hook run after the epochs of ``fit`` (not ``partial_fit``): the closing fit of B
+        (``refit_coef``)."""
+
+    def _trained_features(self, Xs):
+        """``z(theta * x)`` of standardized rows with the fitted map, in float64 (n, s)."""
+        return kernels.features(Xs.astype(np.float64), self.weights_.astype(np.float64),
+                                self.offsets_.astype(np.float64), theta=self.relevances_.astype(np.float64),
+                                scale=float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
 
     def _split(self, rng, X, Y, y, weights, use_validation):
         """(X_train, Y_train, w_train, X_val, Y_val, w_val): the early-stopping split, or all rows
@@ -574,7 +581,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     validation_scores_ : list of float
         Validation R^2 per epoch, when early stopping is on.
     refit_alpha_ : float or None
-        The penalty of the closing ridge (``refit_coef``); None without it.
+        The penalty of the closing ridge (``refit_coef``); None without it, and after
+        :meth:`partial_fit` (which trains B on).
     best_epoch_ : int or None
         1-based epoch whose parameters were kept (None after ``partial_fit`` only).
     n_features_in_ : int
@@ -856,6 +864,37 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         Continue from the fitted model on :meth:`fit`, as in :class:`RFFNetRegressor`.
     relevance_penalty : float, default=0.1
         The l1 penalty on the relevances, as in :class:`RFFNetRegressor` (the paper: 0).
+    refit_coef : bool, default=True
+        After the epochs of :meth:`fit`, keep the relevances, ``W`` and ``b`` and refit the
+        output weights B alone: for fixed features ``z(theta * x)`` the training objective
+        ``sum_i w_i loss_i / sum_i w_i + alpha' ||B||^2`` is an L2-penalised logistic (two
+        classes) or softmax regression, convex, solved by L-BFGS (whitened by the features'
+        second moments, warm-started from the trained B) on every row, training and validation
+        parts. Its penalty ``alpha'`` comes from the data (the paper's lambda is fixed): each of
+        ``OUTPUT_ALPHAS`` (half decades from 1e-6 to 1e-1), searched outwards from ``alpha``
+        until the score worsens, is fitted on the training part and scored by the cross-entropy
+        of the early-stopping validation part; without early stopping, by 3-fold
+        cross-validation over interleaved rows (row i in fold i mod 3). The model keeps the
+        paper's form (no output bias; predict, predict_proba and decision_function all come
+        from the refitted ``coef_``). It stores the n x s features in float64 while it runs.
+        Measured (``bench/bench_realdata.py`` splits, seeds 0 and 1, test error relative to the
+        better of Nystroem/RBFSampler + RidgeClassifierCV): digits +1.50/+0.83 -> +1.25/+0.33,
+        breast_cancer +0.20/+1.50 -> +0.40/+0.50 (114 test rows: one error moves it by 0.2),
+        mnist_test10k +0.32/+0.14 -> +0.17/+0.06, higgs_subset +0.010/-0.050 -> -0.020/-0.037,
+        w8a -0.070/0.000 -> -0.108/-0.155, a9a -0.013/-0.013 -> -0.013/-0.012, at 25-180% more
+        fit time (median about 65%; 0.1 s on breast_cancer, 3-4.5 s on mnist and w8a), these
+        with the trained features only (``refit_components=None``). False keeps B as trained (the
+        paper); ``partial_fit`` never refits, nor does a fit on Dask arrays; a ``warm_start`` fit
+        or ``partial_fit`` continues training from the trained W, b and B.
+    refit_components : int or None, default=1000
+        Features of the closing fit (``refit_coef``): the ``n_components`` trained ones plus new
+        draws of the same kernel at the learned relevances, up to this many (at most two per
+        row; the new features' weights start at 0); None or at most ``n_components``: the
+        trained features only. Measured (same splits, seeds 0/1, one thread, against
+        ``refit_components=None``; scratch script): mnist_test10k +0.172/+0.057 -> +0.016/-0.064,
+        digits +1.25/+0.33 -> +0.75/+0.33, breast_cancer +0.40/+0.50 -> -0.20/+0.50,
+        higgs_subset -0.020/-0.037 -> -0.050/-0.046, at about 2-6x the fit time of the closing
+        fit on the trained features (the L-BFGS fits scale with the feature count).
 
     Attributes
     ----------
@@ -864,8 +903,13 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     relevances_, feature_importances_, weights_, offsets_, x_mean_, x_scale_, scale_, n_iter_,
     loss_curve_, validation_loss_curve_, validation_scores_, best_epoch_, n_features_in_ : object
         As in :class:`RFFNetRegressor`.
-    coef_ : ndarray of shape (n_components, 1) for two classes, else (n_components, n_classes)
-        B, the output weights.
+    refit_alpha_ : float or None
+        The penalty of the closing fit (``refit_coef``); None without it, and after
+        :meth:`partial_fit` (which trains B on).
+    coef_ : ndarray of shape (n_map, 1) for two classes, else (n_map, n_classes)
+        B, the output weights. ``n_map`` is ``n_components``, or the closing fit's feature count
+        (``refit_components``, at most two per row) when that is larger; ``weights_`` and
+        ``offsets_`` have ``n_map`` columns too (the trained ones first).
     intercept_ : ndarray of zeros
         There is no output bias.
 
@@ -885,6 +929,64 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     """
 
     _loss_kind = "classification"
+    _parameter_constraints = {**_BaseRFFNet._parameter_constraints, "refit_coef": ["boolean"],
+                              "refit_components": [Interval(numbers.Integral, 1, None, closed="left"), None]}
+
+    def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
+                 init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
+                 solver: str = "shared-adam", learning_rate: float = 3e-3, learning_rate_schedule: str = "adaptive",
+                 batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
+                 validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
+                 checkpoint: bool = True, standardize: bool = True, feature_scale: float | str = 1.0,
+                 dtype: str = "float32", random_state: RandomStateLike = None, n_jobs: int | None = None,
+                 verbose: int = 0, warm_start: bool = False, relevance_penalty: float = 0.1,
+                 refit_coef: bool = True, refit_components: int | None = 1000) -> None:
+        super().__init__(
+            n_components, alpha=alpha, kernel=kernel, init=init, n_restarts=n_restarts,
+            restart_iter=restart_iter, solver=solver, learning_rate=learning_rate,
+            learning_rate_schedule=learning_rate_schedule, batch_size=batch_size, max_iter=max_iter,
+            early_stopping=early_stopping,
+            validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change, tol=tol,
+            checkpoint=checkpoint, standardize=standardize, feature_scale=feature_scale, dtype=dtype,
+            random_state=random_state, n_jobs=n_jobs, verbose=verbose, warm_start=warm_start,
+            relevance_penalty=relevance_penalty)
+        self.refit_coef = refit_coef
+        self.refit_components = refit_components
+
+    def _after_training(self, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val):
+        """``refit_coef``: B by L2-penalised logistic / softmax regression on the trained features
+        of every row, the penalty by the held-out log-loss over ``OUTPUT_ALPHAS`` (in float64)."""
+        self.refit_alpha_ = None
+        if not self.refit_coef:
+            return
+        from rffkern._output_refit import OUTPUT_ALPHAS, choose_output_penalty, fit_output_layer
+
+        kind = self._loss
+        n_rows = Xs_train.shape[0] + (0 if Xs_val is None else Xs_val.shape[0])
+        W, b = self._closing_map(n_rows)
+        start = np.zeros((W.shape[1], self.coef_.shape[1]))  # the new features' weights start at 0
+        start[:self.coef_.shape[0]] = self.coef_
+        self.weights_ = np.ascontiguousarray(W, dtype=self.weights_.dtype)
+        self.offsets_ = np.ascontiguousarray(b, dtype=self.offsets_.dtype)
+        Z = self._trained_features(Xs_train if Xs_val is None else np.concatenate([Xs_train, Xs_val]))
+        Y = np.concatenate([Y_train] if Y_val is None else [Y_train, Y_val]).astype(np.float64)
+        w = None
+        if w_train is not None:
+            w = np.concatenate([w_train] if w_val is None else [w_train, w_val]).astype(np.float64)
+        rows = np.arange(Z.shape[0])
+        if Xs_val is not None:  # the early-stopping split
+            folds = [(rows[:Xs_train.shape[0]], rows[Xs_train.shape[0]:])]
+        else:  # no held-out rows: 3 interleaved folds (row i in fold i mod 3; no random draw)
+            folds = [(rows[rows % N_REFIT_FOLDS != k], rows[rows % N_REFIT_FOLDS == k])
+                     for k in range(min(N_REFIT_FOLDS, Z.shape[0]))]
+            folds = [(tr, ho) for tr, ho in folds if tr.size and (w is None or w[tr].sum() > 0 and w[ho].sum() > 0)]
+        if folds:
+            alpha, coef = choose_output_penalty(Z, Y, kind, folds, OUTPUT_ALPHAS, self.alpha, w, start)
+        else:  # no rows to hold out: the estimator's own penalty (at least the grid's smallest)
+            alpha, coef = max(float(self.alpha), OUTPUT_ALPHAS[0]), start
+        coef, _ = fit_output_layer(Z, Y, kind, alpha, w, coef)
+        self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
+        self.refit_alpha_ = float(alpha)
 
     def _encode_targets(self, y, first_call, classes=None):
         y = np.asarray(y)
@@ -1122,6 +1224,11 @@ def _check_initial_relevances(init, d):
 REFIT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 4, 25))
 #: The closing fit's features are at most this many per row (its Gram's rank is at most the rows).
 CLOSING_COMPONENTS_PER_ROW = 2
+
+
+#: ``RFFNetClassifier(refit_coef=True)`` without an early-stopping split scores the penalties of its
+#: closing fit by cross-validation over this many interleaved folds of the training rows.
+N_REFIT_FOLDS = 3
 
 
 def _training_targets(Y, intercept, scale, dtype):
