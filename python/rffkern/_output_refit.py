@@ -55,13 +55,16 @@ def penalised_loss(Z, Y, kind, alpha, coef, sample_weight=None):
     :func:`rffkern._losses.mean_loss`) of the logits ``Z @ coef`` plus ``alpha * ||coef||^2``.
     """
     p = _normalised_weights(Z.shape[0], sample_weight)
-    F = Z @ coef
-    if kind == "logistic":
-        loss, R = (np.logaddexp(0.0, F) - Y * F).sum(axis=1), expit(F) - Y
-    else:
-        logp = log_softmax(F, axis=1)
-        loss, R = -(Y * logp).sum(axis=1), np.exp(logp) - Y
+    loss, R = _losses_and_residuals(Z @ coef, Y, kind)
     return float(p @ loss + alpha * np.sum(coef * coef)), Z.T @ (R * p[:, None]) + 2.0 * alpha * coef
+
+
+def _losses_and_residuals(F, Y, kind):
+    """Per-row cross-entropy of the logits F and its derivative in F."""
+    if kind == "logistic":
+        return (np.logaddexp(0.0, F) - Y * F).sum(axis=1), expit(F) - Y
+    logp = log_softmax(F, axis=1)
+    return -(Y * logp).sum(axis=1), np.exp(logp) - Y
 
 
 class _Whitening:
@@ -73,10 +76,15 @@ class _Whitening:
         M = Z.T @ (Z * p[:, None])
         self.evals, self.V = eigh(0.5 * (M + M.T), check_finite=False, driver="evd")
         np.maximum(self.evals, 0.0, out=self.evals)  # round-off can make tiny eigenvalues negative
+        self.ZV = Z @ self.V  # the features in the eigenbasis
+
+    def scales(self, alpha):
+        """``1 / sqrt(e / 4 + 2 alpha)`` per eigenvector: ``B = V diag(scales) U``."""
+        return 1.0 / np.sqrt(0.25 * self.evals + 2.0 * alpha)
 
     def matrix(self, alpha):
         """P (symmetric), the whitening of the objective's curvature at penalty ``alpha``."""
-        return (self.V / np.sqrt(0.25 * self.evals + 2.0 * alpha)) @ self.V.T
+        return (self.V * self.scales(alpha)) @ self.V.T
 
 
 def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whitening=None,
@@ -108,16 +116,24 @@ def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whiten
     n_iter : int
     """
     s, m = Z.shape[1], Y.shape[1]
-    P = (whitening or _Whitening(Z, sample_weight)).matrix(alpha)
+    white = whitening or _Whitening(Z, sample_weight)
+    d = white.scales(alpha)[:, None]
+    Zw = white.ZV * d.T  # B = V D U: the logits are Zw U and ||B||^2 = ||D U||^2 (V orthogonal)
+    p = _normalised_weights(Z.shape[0], sample_weight)[:, None]
     start = np.zeros((s, m)) if coef is None else np.asarray(coef, dtype=np.float64)
 
     def objective(u):
-        value, grad = penalised_loss(Z, Y, kind, alpha, P @ u.reshape(s, m), sample_weight)
-        return value, (P @ grad).ravel()  # P is symmetric: d/dU of f(P U) is P grad
+        U = u.reshape(s, m)
+        loss, R = _losses_and_residuals(Zw @ U, Y, kind)
+        DU = d * U
+        value = float(p[:, 0] @ loss + alpha * np.sum(DU * DU))
+        return value, (Zw.T @ (R * p) + 2.0 * alpha * d * DU).ravel()
 
-    result = minimize(objective, np.linalg.solve(P, start).ravel(), jac=True, method="L-BFGS-B",
+    # L-BFGS is invariant under the rotation V: these iterates are those of B = P U' with the
+    # symmetric P = V D V.T (U' = V U), for two narrow products per evaluation instead of four
+    result = minimize(objective, ((white.V.T @ start) / d).ravel(), jac=True, method="L-BFGS-B",
                       options={"maxiter": max_iter, "gtol": tol})
-    return P @ result.x.reshape(s, m), int(result.nit)
+    return white.V @ (d * result.x.reshape(s, m)), int(result.nit)
 
 
 def choose_output_penalty(Z, Y, kind, folds, alphas, start, sample_weight=None, coef=None, *,
