@@ -67,8 +67,11 @@ def test_classification_through_the_staged_search(small_search):
     assert sorted(np.argsort(-model.feature_importances_)[:2].tolist()) == [0, 1]
 
 
-def test_rffnet_stage_trains_both_variants_and_keeps_the_better(small_search):
+def test_rffnet_stage_trains_both_variants_and_keeps_the_better(small_search, monkeypatch):
     X, y, _ = make_jse3(600, random_state=3)
+    few = rffkern.fit(X, y, random_state=0, max_iter=3).selection_report_  # 10 inputs < 50
+    assert list(few["rffnet_variant_scores"]) == ["dense"] and few["rffnet_variant"] == "dense"
+    monkeypatch.setattr(_api, "SPARSE_MIN_FEATURES", 10)
     model = rffkern.fit(X, y, random_state=0, max_iter=3)
     report = model.selection_report_
     scores = report["rffnet_variant_scores"]
@@ -81,3 +84,4 @@ def test_rffnet_stage_trains_both_variants_and_keeps_the_better(small_search):
                       learning_rate=1e-3).selection_report_
     assert list(one["rffnet_variant_scores"]) == ["sparse"]
     assert one["rffnet_variant_scores"]["sparse"] == scores["dense"]  # = the paper's run above
+    assert few["rffnet_variant_scores"]["dense"] == scores["dense"]

@@ -112,18 +112,24 @@ SEARCH_ROWS = 3000
 N_COMPONENTS = 1000
 COMPONENTS_PER_ROW = 2
 SEARCH_COMPONENTS = 500
-#: ... and compares at full size the best and the narrower candidates whose subset errors are
-#: within this factor of the best's.
-NARROWER_TOLERANCE = 1.25
-#: RFFNet is trained twice from the tuned width, the better on the held-out rows kept: at its defaults
-#: ("sparse": the shared-moment Adam with the L1 relevance penalty, which recovers a few relevant
-#: features among many) and with the paper's Adam and no penalty ("dense"), better where every input
-#: matters (one seed, 8000 training rows: cpu_act RMSE/sd 0.146 vs 0.154 and 0.134 vs 0.163; w8a
-#: 0.0184 vs 0.0167 errors the other way).
+#: RFFNet is trained from the tuned width in two variants, the better on the held-out rows kept: at
+#: its defaults ("sparse": the shared-moment Adam with the L1 relevance penalty, which recovers a few
+#: relevant features among many) and with the paper's Adam and no penalty ("dense"), better where
+#: every input matters ...
 RFFNET_VARIANTS: dict[str, dict[str, Any]] = {
     "sparse": {},
     "dense": {"solver": "adam", "relevance_penalty": 0.0, "learning_rate": 1e-3},
 }
+#: ... and "sparse" only with at least this many input features. Measured (bench_realdata splits,
+#: seeds 0 and 1, one thread, ``rffkern.fit`` with one variant forced; scratch script): on the ten
+#: data sets with fewer than 50 features "dense" alone was as good as or better than "sparse" alone on
+#: 16 of 20 seeds (cal_housing +0.005/+0.012 against +0.044/+0.061, cpu_act -0.468/-0.320 against
+#: -0.389/-0.149 relative to the better kernel pipeline) and within the pipelines' error where it
+#: lost (kin40k -0.044/-0.045 against -0.074/-0.079, elevators -0.024/+0.011 against
+#: -0.033/+0.003); with many features "sparse" matters: make_hd5 (d = 1000, 5 relevant, n = 5000):
+#: "dense" alone RMSE 1.90 and 2 of the 5 relevant features on top, with both 0.51 and 5 of 5
+#: ("sparse" kept); mnist_test10k +0.023/-0.079 against +0.055/-0.029.
+SPARSE_MIN_FEATURES = 50
 #: ... then fits the full model at that width, its penalty chosen by the exact leave-one-out error of
 #: every training row. (Scoring a random subset of rows, ``RFFRidge(loo_rows=...)``, is cheaper but
 #: measured unreliable here: at small penalties a few rows of leverage near 1 dominate the mean LOO
@@ -138,29 +144,27 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
 
     1. The task comes from ``y`` (:func:`explain_task`) unless ``task`` is given. A random
        ``validation_fraction`` of the rows (stratified for classes) is held out to compare models.
-    2. Kernel width: :class:`~rffkern.RFFRidge` (or :class:`~rffkern.RFFRidgeClassifier`) with
-       ``SEARCH_COMPONENTS`` (500) features on at most ``SEARCH_ROWS`` (3000) random training rows
-       compares 0.5, 1 and 2 times the median pairwise distance (X standardized, y scaled) by exact
-       leave-one-out error, each with its best penalty among 23 values. The best and the narrower
-       candidates whose errors are within 25% of the best's go on to step 3 (more rows favour
-       narrower kernels), which keeps the best of them by leave-one-out error.
+    2. Kernel width, with more than ``SEARCH_ROWS`` (3000) training rows: :class:`~rffkern.RFFRidge`
+       (or :class:`~rffkern.RFFRidgeClassifier`) with ``SEARCH_COMPONENTS`` (500) features on
+       3000 random training rows compares 0.5, 1 and 2 times the median pairwise distance (X
+       standardized, y scaled; extended while an end wins) by exact leave-one-out error, each
+       with its best penalty among 23 values. With fewer rows step 3 compares the widths itself.
     3. A tuned kernel ridge machine: 1000 features (at most twice the training rows) at that width
-       on every training row, the penalty
-       among the 23 values by exact leave-one-out error (one Gram pass, one eigendecomposition and
-       one leave-one-out pass, against three of each for a search over widths at full size).
+       on every training row, the penalty among the 23 values by exact leave-one-out error (one
+       Gram pass, one eigendecomposition and one leave-one-out pass per width).
     4. RFFNet (ARD relevances per feature) started from that kernel: its relevances start at
        ``1 / length_scale_`` of the tuned ridge, so a high-dimensional input does not start from a
-       flat kernel, and learn a length scale per input; for regression its closing ridge
-       (``refit_coef``) refits the output layer with 1000 features of the learned kernel. It is
-       trained twice on the same rows (``RFFNET_VARIANTS``): at its defaults
-       (Adam with one second moment for the relevances and an L1 penalty on them: sparse
-       relevances, for a few relevant inputs among many) and with the paper's Adam and no
-       penalty (every input may matter); the better on the held-out rows goes on.
-    5. The ridge and the better RFFNet are compared on the held-out rows (R^2, or accuracy for
+       flat kernel, and learn a length scale per input; its closing fit (``refit_coef``) refits
+       the output layer on 1000 features of the learned kernel (``refit_components``). Variants
+       (``RFFNET_VARIANTS``): the paper's Adam without penalty (every input may matter) and, with
+       at least ``SPARSE_MIN_FEATURES`` (50) inputs, also RFFNet's defaults (Adam with one second
+       moment for the relevances and an L1 penalty on them: sparse relevances, for a few
+       relevant inputs among many); the better on the held-out rows goes on.
+    5. The ridge and RFFNet are compared on the held-out rows (R^2, or accuracy for
        classes); the winner is returned -- the ridge with the held-out rows added to its Gram matrix
        (:meth:`~rffkern.RFFRidge.partial_fit`: same width, standardization and penalty, one pass
        over the held-out rows only), or RFFNet as trained. ``model.selection_report_`` records the
-       scores (``rffnet_variant_scores`` for the two RFFNet runs), times and the choice.
+       scores (``rffnet_variant_scores`` for the RFFNet runs), times and the choice.
 
     Every returned model has ``feature_importances_``: RFFNet's ``|relevances|``, or for the ridge
     the root mean square of the partial derivatives of f (both scaled to [0, 1]).
@@ -185,7 +189,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         Rows held out to choose between the two models.
     **params
         Parameters for RFFNet (:class:`~rffkern.RFFNetRegressor` /
-        :class:`~rffkern.RFFNetClassifier`) in stage 4, for both of its runs (one run when they
+        :class:`~rffkern.RFFNetClassifier`) in stage 4, for each of its runs (one run when they
         fix what tells the two apart).
 
     Returns
@@ -214,7 +218,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
 
     from rffkern._progress import ProgressLog
     from rffkern._validation import as_generator
-    from rffkern.ridge import WIDTH_FACTORS, RFFRidge, RFFRidgeClassifier
+    from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 
     if task is None:
         task, reason = explain_task(y)
@@ -251,34 +255,24 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
 
     ridge_cls = RFFRidgeClassifier if classify else RFFRidge
     tic = time.perf_counter()
-    search_idx = idx_tr
-    if len(idx_tr) > SEARCH_ROWS:
-        search_idx = np.sort(np.random.default_rng(seeds[3]).choice(idx_tr, SEARCH_ROWS, replace=False))
     # more features than twice the rows buy little (the Gram's rank is at most the row count) and
     # cost O(s^3) per eigendecomposition
     n_full = min(N_COMPONENTS, COMPONENTS_PER_ROW * len(idx_tr))
-    probe = ridge_cls(min(SEARCH_COMPONENTS, n_full), random_state=seeds[1], n_jobs=n_jobs,
-                      verbose=inner_verbose)
-    probe._skip_importances = True  # (their derivative norms cost ~1 s each on mnist)
-    try:
-        probe.fit(X[search_idx], y[search_idx])
-        width = [probe.length_scale_]
-        errors = probe.width_errors_
-        assert errors is not None  # the probe searches a list of widths
-        best = int(np.argmin(errors))
-        # more rows favour narrower kernels: the narrower candidates that were close on the subset
-        # are compared on every row too (elevators: 1x the median was 1.16x the error of 2x on
-        # 3000 rows, the better one on 10623; kin40k: 0.5x within 3% on 3000, the better on 25600)
-        for k in range(best - 1, -1, -1):
-            if not errors[k] <= NARROWER_TOLERANCE * errors[best]:
-                break
-            width.append(probe.length_scale_ * WIDTH_FACTORS[k] / WIDTH_FACTORS[best])
-    except ValueError:  # e.g. a class absent from the subset: search on every training row
-        width = "auto"
-    t_search = time.perf_counter() - tic
-    shown = width if isinstance(width, str) else " and ".join(format(v, ".4g") for v in width)
-    log.step("stage", 2, 5, f"width search on {len(search_idx)} rows, {SEARCH_COMPONENTS} features: "
-             f"length_scale {shown} ({t_search:.2f} s)")
+    width: float | str = "auto"  # few rows: the ridge compares the widths on every row itself
+    if len(idx_tr) > SEARCH_ROWS:
+        search_idx = np.sort(np.random.default_rng(seeds[3]).choice(idx_tr, SEARCH_ROWS, replace=False))
+        probe = ridge_cls(SEARCH_COMPONENTS, random_state=seeds[1], n_jobs=n_jobs, verbose=inner_verbose)
+        probe._skip_importances = True  # (their derivative norms cost ~1 s each on mnist)
+        try:
+            width = probe.fit(X[search_idx], y[search_idx]).length_scale_
+        except ValueError:  # e.g. a class absent from the subset: search on every training row
+            pass
+        t_search = time.perf_counter() - tic
+        log.step("stage", 2, 5, f"width search on {len(search_idx)} rows, {SEARCH_COMPONENTS} features: "
+                 f"length_scale {width if isinstance(width, str) else format(width, '.4g')} ({t_search:.2f} s)")
+    else:
+        t_search = 0.0
+        log.step("stage", 2, 5, f"width search: at most {SEARCH_ROWS} rows to fit, so on every row in stage 3")
 
     tic = time.perf_counter()
     ridge = ridge_cls(n_full, length_scale=width, random_state=seeds[1], n_jobs=n_jobs,
@@ -295,6 +289,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     tic = time.perf_counter()
     tried: list[str] = []
     for name, variant in RFFNET_VARIANTS.items():
+        if name == "sparse" and X.shape[1] < SPARSE_MIN_FEATURES:
+            continue
         net_params = dict(init=np.full(X.shape[1], 1.0 / ridge.length_scale_), random_state=seeds[2],
                           n_jobs=n_jobs, **variant)
         net_params.update(params)  # the caller's parameters apply to both
