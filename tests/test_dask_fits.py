@@ -186,14 +186,15 @@ def test_adaptive_classifier_equals_single_machine(client, n_classes):
 X_S, Y_S = _data(1500, 4, seed=2)
 SRFF_FITTED = ("coef_", "gamma_", "weights_", "offsets_", "alpha_", "length_scale_", "objective_",
                "feature_importances_", "x_mean_", "x_scale_", "y_mean_", "y_scale_", "n_iter_",
-               "n_outer_iter_total_")
+               "n_outer_iter_total_", "intercept_", "refit_alpha_")
 
 
 @pytest.mark.parametrize("params", [
     dict(alpha=1e-3, max_iter=2, max_inner_iter=4),
     dict(alpha=[1e-2, 1e-4], refit=True, normalize_y=False, max_iter=2, max_inner_iter=2),
     dict(max_iter=1, max_inner_iter=2, n_iter_no_change=1, length_scale=2.0),   # the default grid
-], ids=["one-lambda", "path-refit", "default-grid"])
+    dict(alpha=[1e-2, 1e-4], max_iter=2, max_inner_iter=2, refit_components=None),  # the paper's model
+], ids=["one-lambda", "path-refit", "default-grid", "no-closing-ridge"])
 def test_srff_equals_single_machine(client, params):
     params = {"n_components": 30, "random_state": 0, **params}
     single = SRFFRegressor(**params).fit(X_S, Y_S)
