@@ -199,11 +199,15 @@ def test_srff_weighted_gamma_gradient():
 
 @pytest.mark.parametrize("length_scale", [1.0, "auto"])
 def test_srff_integer_weights_equal_repeated_rows(length_scale):
-    # one lambda (no held-out split, whose draw depends on the row count)
+    # one lambda (no held-out split, whose draw depends on the row count); the paper's model: the
+    # closing ridge (refit_components) chooses its penalty by leave-one-out, which leaves out a
+    # row of weight k where the repeated rows leave out one of k copies (its weighted sums are
+    # checked in test_srff.py::test_closing_ridge_is_the_exact_ridge_on_its_features)
     X, y, w = _data(100)
     w[w == 0] = 1  # zero weights are dropped rows: tested below
     rep = np.repeat(np.arange(len(y)), w.astype(int))
-    kw = dict(n_components=30, alpha=0.01, max_iter=5, length_scale=length_scale, random_state=0)
+    kw = dict(n_components=30, alpha=0.01, max_iter=5, length_scale=length_scale, random_state=0,
+              refit_components=None)
     a = SRFFRegressor(**kw).fit(X, y, sample_weight=w)
     b = SRFFRegressor(**kw).fit(X[rep], y[rep])
     np.testing.assert_allclose(a.length_scale_, b.length_scale_, rtol=1e-12)
@@ -229,10 +233,12 @@ def test_srff_zero_weights_drop_rows_and_uniform_weights_change_nothing():
 
 
 def test_srff_weighted_objective_computed_directly():
-    # objective_[-1] is (1/2 sum w)(sum_i w_i (y_i - f_i)^2) + lambda/2 ||a||^2 in scaled units
+    # objective_[-1] is (1/2 sum w)(sum_i w_i (y_i - f_i)^2) + lambda/2 ||a||^2 in scaled units,
+    # f the model of the alternating fit (the paper's: the closing ridge's coef_ is another model)
     X, y, w = _data(80)
     w = w + 0.5
-    model = SRFFRegressor(n_components=20, alpha=0.02, max_iter=3, random_state=0).fit(X, y, sample_weight=w)
+    model = SRFFRegressor(n_components=20, alpha=0.02, max_iter=3, random_state=0,
+                          refit_components=None).fit(X, y, sample_weight=w)
     Xs = (X - model.x_mean_) / model.x_scale_
     ys = (y - model.y_mean_) / model.y_scale_
     f = np.cos((Xs * model.gamma_) @ model.weights_ + model.offsets_) @ model.coef_

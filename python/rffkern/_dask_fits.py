@@ -829,6 +829,18 @@ class _VectorTargets:
         return (np.asarray(yb, np.float64) - self.mean) / self.scale
 
 
+class _SRFFClosingInputs:
+    """A chunk's ``(X_std * gamma, (y - y_mean) / y_scale)`` for SRFF's closing ridge, as
+    ``SRFFRegressor._closing_ridge`` makes them."""
+
+    def __init__(self, inputs, gamma, mean, scale):
+        self.inputs, self.gamma, self.mean, self.scale = inputs, gamma, float(mean), float(scale)
+
+    def __call__(self, Xb, yb):
+        Xr = np.ascontiguousarray(self.inputs.x(Xb) * self.gamma)
+        return Xr, ((np.asarray(yb, np.float64) - self.mean) / self.scale).reshape(-1, 1)
+
+
 def _srff_rows(ctx, Xb, yb, mb):
     """A chunk's standardised X and targets, restricted to ``ctx["rows"]`` (all, train or val)."""
     Xs = ctx["inputs"].x(Xb)
@@ -1123,6 +1135,15 @@ def fit_srff(est, X, y):
     est.alpha_ = best
     est.coef_, est.gamma_, est.objective_ = a, gamma, hist
     est.intercept_ = est.y_mean_
+    est.refit_alpha_ = None
+    if est.refit_components is not None:  # the closing ridge on every row, as the single-machine fit
+        from rffkern.rffnet import REFIT_ALPHAS
+
+        W, b, scale = est._closing_map(n, rng)
+        fmap = FourierFeatureMap(W, b, scale, n_threads=resolve_n_threads(est.n_jobs))
+        closing = _SRFFClosingInputs(inputs, gamma, est.y_mean_, est.y_scale_)
+        coef, intercept, alpha, _, _ = _fit_ridge_map(data, fmap, closing, REFIT_ALPHAS, "loo", 0.1, rng)
+        est._set_closing(W, b, scale, coef, intercept, alpha)
     est.n_iter_ = len(hist)
     total = gamma.sum()
     est.feature_importances_ = gamma / total if total > 0 else np.full(d, 1.0 / d)
