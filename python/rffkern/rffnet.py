@@ -276,8 +276,7 @@ class _BaseRFFNet(BaseEstimator):
         if trained is not None:
             self.weights_, self.offsets_, self.coef_, self.intercept_ = trained
             self._trained_map = None
-            if self._loss_kind == "regression":
-                self.refit_alpha_ = None
+            self.refit_alpha_ = None
 
     def _closing_map(self, n_rows):
         """The feature map of the closing fit: the trained frequencies, plus new draws of the same
