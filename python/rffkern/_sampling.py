@@ -149,13 +149,22 @@ def weighted_median_distance(X, sample_weight, rng=None, max_samples=2000):
     pair_w = np.concatenate([[0.5 * float(np.sum(w * (w - 1.0)).clip(0.0))], w[i] * w[j]])
     if not pair_w.sum() > 0:
         return 1.0
-    order = np.argsort(dist, kind="stable")
-    dist, cum = dist[order], np.cumsum(pair_w[order])
+    return weighted_median(dist, pair_w)
+
+
+def weighted_median(values, weights):
+    """The median of ``values`` with each value repeated ``weights`` times (positive total), or 1.0
+    when that median is not positive and finite (a width rule's fallback).
+
+    As :func:`numpy.median`, the mean of the two middle order statistics of the repeated sample
+    (one for an odd count): 0-based positions ``(total - 1) / 2`` and ``total / 2``; non-integer
+    weights interpolate the same formula.
+    """
+    order = np.argsort(values, kind="stable")
+    v, cum = values[order], np.cumsum(weights[order])
     total = cum[-1]
-    # the two middle order statistics of the repeated sample (one for an odd count): positions
-    # (total - 1) / 2 and total / 2, 0-based; for non-integer weights the same formula interpolates
-    lo = dist[min(np.searchsorted(cum, np.floor((total - 1) / 2) + 1 - 1e-9 * total), dist.size - 1)]
-    hi = dist[min(np.searchsorted(cum, np.floor(total / 2) + 1 - 1e-9 * total), dist.size - 1)]
+    lo = v[min(np.searchsorted(cum, np.floor((total - 1) / 2) + 1 - 1e-9 * total), v.size - 1)]
+    hi = v[min(np.searchsorted(cum, np.floor(total / 2) + 1 - 1e-9 * total), v.size - 1)]
     value = 0.5 * (lo + hi)
     return value if value > 0 and np.isfinite(value) else 1.0
 

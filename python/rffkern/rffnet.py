@@ -79,6 +79,8 @@ class _BaseRFFNet(BaseEstimator):
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
         "relevance_penalty": [Interval(numbers.Real, 0, None, closed="left")],
+        "refit_coef": ["boolean"],
+        "refit_components": [Interval(numbers.Integral, 1, None, closed="left"), None],
     }
 
     # Subclasses set these.
@@ -95,7 +97,8 @@ class _BaseRFFNet(BaseEstimator):
                  validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
                  checkpoint: bool = True, standardize: bool = True, feature_scale: float | str = 1.0,
                  dtype: str = "float32", random_state: RandomStateLike = None, n_jobs: int | None = None,
-                 verbose: int = 0, warm_start: bool = False, relevance_penalty: float = 0.1) -> None:
+                 verbose: int = 0, warm_start: bool = False, relevance_penalty: float = 0.1,
+                 refit_coef: bool = True, refit_components: int | None = 1000) -> None:
         self.n_components = n_components
         self.alpha = alpha
         self.kernel = kernel
@@ -120,6 +123,8 @@ class _BaseRFFNet(BaseEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
         self.relevance_penalty = relevance_penalty
+        self.refit_coef = refit_coef
+        self.refit_components = refit_components
 
     # ------------------------------------------------------------------ hooks for the subclasses
     def _encode_targets(self, y, first_call, classes=None):
@@ -289,7 +294,7 @@ class _BaseRFFNet(BaseEstimator):
         self._trained_map = (self.weights_, self.offsets_, self.coef_, self.intercept_)
         W = self.weights_.astype(np.float64)
         b = self.offsets_.astype(np.float64)
-        target = getattr(self, "refit_components", None)
+        target = self.refit_components
         n_extra = 0 if target is None else min(target, CLOSING_COMPONENTS_PER_ROW * n_rows) - W.shape[1]
         if n_extra > 0:
             try:  # a child generator: the estimator's stream (later splits and epochs) stays as it was
@@ -603,8 +608,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
 
     _loss_kind = "regression"
     _parameter_constraints = {**_BaseRFFNet._parameter_constraints, "fit_intercept": ["boolean"],
-                              "normalize_y": ["boolean"], "refit_coef": ["boolean"],
-                              "refit_components": [Interval(numbers.Integral, 1, None, closed="left"), None]}
+                              "normalize_y": ["boolean"]}
 
     def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
                  init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
@@ -624,11 +628,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change, tol=tol,
             checkpoint=checkpoint, standardize=standardize, feature_scale=feature_scale, dtype=dtype,
             random_state=random_state, n_jobs=n_jobs, verbose=verbose, warm_start=warm_start,
-            relevance_penalty=relevance_penalty)
+            relevance_penalty=relevance_penalty, refit_coef=refit_coef, refit_components=refit_components)
         self.fit_intercept = fit_intercept
         self.normalize_y = normalize_y
-        self.refit_coef = refit_coef
-        self.refit_components = refit_components
 
     def _after_training(self, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val):
         """``refit_coef``: B and the intercept by ridge on the trained features of every row,
@@ -928,8 +930,6 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     """
 
     _loss_kind = "classification"
-    _parameter_constraints = {**_BaseRFFNet._parameter_constraints, "refit_coef": ["boolean"],
-                              "refit_components": [Interval(numbers.Integral, 1, None, closed="left"), None]}
 
     def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
                  init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
@@ -948,9 +948,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change, tol=tol,
             checkpoint=checkpoint, standardize=standardize, feature_scale=feature_scale, dtype=dtype,
             random_state=random_state, n_jobs=n_jobs, verbose=verbose, warm_start=warm_start,
-            relevance_penalty=relevance_penalty)
-        self.refit_coef = refit_coef
-        self.refit_components = refit_components
+            relevance_penalty=relevance_penalty, refit_coef=refit_coef, refit_components=refit_components)
 
     def _after_training(self, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val):
         """``refit_coef``: B by L2-penalised logistic / softmax regression on the trained features

@@ -41,7 +41,8 @@ from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, check_sample_weight, holdout_split, mean_and_scale
 from rffkern._progress import ProgressLog
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
-from rffkern._sampling import knn_distances, median_distance, weighted_knn_blocks, weighted_median_distance
+from rffkern._sampling import (knn_distances, median_distance, weighted_knn_blocks, weighted_median,
+                               weighted_median_distance)
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.ridge import _refuse_dask_weights
@@ -84,15 +85,7 @@ def weighted_median_knn_distance(X, sample_weight, n_neighbors=20, max_samples=2
         keep = C > 0
         values.append(D[keep])
         counts.append(C[keep])
-    v, c = np.concatenate(values), np.concatenate(counts)
-    order = np.argsort(v, kind="stable")
-    v, cum = v[order], np.cumsum(c[order])
-    total = cum[-1]
-    # 0-based positions (total - 1) / 2 and total / 2 of the repeated sample, as numpy.median
-    lo = v[min(np.searchsorted(cum, np.floor((total - 1) / 2) + 1 - 1e-9 * total), v.size - 1)]
-    hi = v[min(np.searchsorted(cum, np.floor(total / 2) + 1 - 1e-9 * total), v.size - 1)]
-    value = 0.5 * (lo + hi)
-    return value if value > 0 and np.isfinite(value) else 1.0
+    return weighted_median(np.concatenate(values), np.concatenate(counts))
 
 
 def srff_alpha_grid(X, exponents=GRID_EXPONENTS):
