@@ -254,35 +254,46 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     log.step("stage", 1, 5, f"task {task} ({reason}); {len(idx_tr)} rows to fit, {len(idx_val)} to compare")
 
     ridge_cls = RFFRidgeClassifier if classify else RFFRidge
-    tic = time.perf_counter()
     # more features than twice the rows buy little (the Gram's rank is at most the row count) and
     # cost O(s^3) per eigendecomposition
     n_full = min(N_COMPONENTS, COMPONENTS_PER_ROW * len(idx_tr))
-    width: float | str = "auto"  # few rows: the ridge compares the widths on every row itself
+    times: dict[str, float] = {"width_search": 0.0, "ridge": 0.0, "rffnet": 0.0}
+    scores: dict[str, float] = {}
+
+    def fit_ridge(width: float | str) -> Any:
+        tic = time.perf_counter()
+        model = ridge_cls(n_full, length_scale=width, random_state=seeds[1], n_jobs=n_jobs,
+                          verbose=inner_verbose)
+        model._skip_importances = True  # computed by partial_fit below if the ridge is returned
+        model.fit(X[idx_tr], y[idx_tr])
+        times["ridge"] = time.perf_counter() - tic
+        scores["ridge"] = float(model.score(X[idx_val], y[idx_val]))
+        return model
+
+    ridge = None
+    probe = None
     if len(idx_tr) > SEARCH_ROWS:
+        tic = time.perf_counter()
         search_idx = np.sort(np.random.default_rng(seeds[3]).choice(idx_tr, SEARCH_ROWS, replace=False))
         probe = ridge_cls(SEARCH_COMPONENTS, random_state=seeds[1], n_jobs=n_jobs, verbose=inner_verbose)
         probe._skip_importances = True  # (their derivative norms cost ~1 s each on mnist)
         try:
-            width = probe.fit(X[search_idx], y[search_idx]).length_scale_
+            probe.fit(X[search_idx], y[search_idx])
+            scores["width_search"] = float(probe.score(X[idx_val], y[idx_val]))
         except ValueError:  # e.g. a class absent from the subset: search on every training row
-            pass
-        t_search = time.perf_counter() - tic
-        log.step("stage", 2, 5, f"width search on {len(search_idx)} rows, {SEARCH_COMPONENTS} features: "
-                 f"length_scale {width if isinstance(width, str) else format(width, '.4g')} ({t_search:.2f} s)")
+            probe = None
+        times["width_search"] = time.perf_counter() - tic
+    if probe is None:  # few rows (or a failed search): the full ridge compares the widths itself
+        ridge = fit_ridge("auto")
+        width = ridge.length_scale_
+        log.step("stage", 2, 5, f"width search on every training row, {n_full} features: ridge "
+                 f"length_scale {width:.4g}, alpha {ridge.alpha_:.3g}, validation score "
+                 f"{scores['ridge']:.4f} ({times['ridge']:.2f} s)")
     else:
-        t_search = 0.0
-        log.step("stage", 2, 5, f"width search: at most {SEARCH_ROWS} rows to fit, so on every row in stage 3")
-
-    tic = time.perf_counter()
-    ridge = ridge_cls(n_full, length_scale=width, random_state=seeds[1], n_jobs=n_jobs,
-                      verbose=inner_verbose)
-    ridge._skip_importances = True  # computed by partial_fit below if the ridge is returned
-    ridge.fit(X[idx_tr], y[idx_tr])
-    t_ridge = time.perf_counter() - tic
-    s_ridge = float(ridge.score(X[idx_val], y[idx_val]))
-    log.step("stage", 3, 5, f"ridge: length_scale {ridge.length_scale_:.4g}, alpha {ridge.alpha_:.3g}, "
-             f"validation score {s_ridge:.4f} ({t_ridge:.2f} s)")
+        width = probe.length_scale_
+        log.step("stage", 2, 5, f"width search on {len(search_idx)} rows, {SEARCH_COMPONENTS} features: "
+                 f"length_scale {width:.4g}, validation score {scores['width_search']:.4f} "
+                 f"({times['width_search']:.2f} s)")
 
     net_cls = RFFNetClassifier if classify else RFFNetRegressor
     nets: dict[str, tuple[float, Any]] = {}
@@ -291,7 +302,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     for name, variant in RFFNET_VARIANTS.items():
         if name == "sparse" and X.shape[1] < SPARSE_MIN_FEATURES:
             continue
-        net_params = dict(init=np.full(X.shape[1], 1.0 / ridge.length_scale_), random_state=seeds[2],
+        net_params = dict(init=np.full(X.shape[1], 1.0 / width), random_state=seeds[2],
                           n_jobs=n_jobs, **variant)
         net_params.update(params)  # the caller's parameters apply to both
         key = repr(sorted((k, v) for k, v in net_params.items() if k != "init"))  # init: the same array
@@ -300,16 +311,28 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         tried.append(key)
         net = net_cls(**net_params).fit(X[idx_tr], y[idx_tr])
         nets[name] = (float(net.score(X[idx_val], y[idx_val])), net)
-    t_net = time.perf_counter() - tic
+    times["rffnet"] = time.perf_counter() - tic
     net_name = max(nets, key=lambda k: nets[k][0])
     s_net, net = nets[net_name]
+    scores["rffnet"] = s_net
     shown = ", ".join(f"{k} {v[1].n_iter_} epochs {v[0]:.4f}" for k, v in nets.items())
-    log.step("stage", 4, 5, f"RFFNet ({shown}): validation score {s_net:.4f} ({t_net:.2f} s)")
+    log.step("stage", 3, 5, f"RFFNet ({shown}): validation score {s_net:.4f} ({times['rffnet']:.2f} s)")
 
-    report = dict(task=task, reason=reason, validation_scores={"ridge": s_ridge, "rffnet": s_net},
+    if ridge is None and s_net <= scores["width_search"]:
+        ridge = fit_ridge(width)
+        log.step("stage", 4, 5, f"ridge on every training row, {n_full} features: length_scale "
+                 f"{ridge.length_scale_:.4g}, alpha {ridge.alpha_:.3g}, validation score "
+                 f"{scores['ridge']:.4f} ({times['ridge']:.2f} s)")
+    elif ridge is None:
+        log.step("stage", 4, 5, f"ridge on every training row: not needed, RFFNet beat the width "
+                 f"search's ridge ({s_net:.4f} > {scores['width_search']:.4f})")
+    else:
+        log.step("stage", 4, 5, f"ridge: fitted in stage 2, validation score {scores['ridge']:.4f}")
+
+    report = dict(task=task, reason=reason, validation_scores=scores,
                   rffnet_variant=net_name, rffnet_variant_scores={k: v[0] for k, v in nets.items()},
-                  fit_times={"width_search": t_search, "ridge": t_ridge, "rffnet": t_net})
-    if s_net > s_ridge:
+                  fit_times=times)
+    if ridge is None or s_net > scores["ridge"]:
         model, report["chosen"] = net, "rffnet"
     else:
         tic = time.perf_counter()
@@ -323,7 +346,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
             model.set_params(alpha=ridge.alpha_, length_scale=ridge.length_scale_, verbose=0)
             model._skip_importances = False
             model.partial_fit(X[idx_val], y[idx_val])
-        report["fit_times"]["ridge_refit"] = time.perf_counter() - tic  # type: ignore[index]  # a dict
+        times["ridge_refit"] = time.perf_counter() - tic
         report["chosen"] = "ridge"
     log.step("stage", 5, 5, f"chose {report['chosen']}")
     model.selection_report_ = report

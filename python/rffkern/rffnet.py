@@ -978,10 +978,10 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
                      for k in range(min(N_REFIT_FOLDS, Z.shape[0]))]
             folds = [(tr, ho) for tr, ho in folds if tr.size and (w is None or w[tr].sum() > 0 and w[ho].sum() > 0)]
         if folds:
-            alpha, coef = choose_output_penalty(Z, Y, kind, folds, OUTPUT_ALPHAS, self.alpha, w, start)
+            alpha, coef, whitening = choose_output_penalty(Z, Y, kind, folds, OUTPUT_ALPHAS, self.alpha, w, start)
         else:  # no rows to hold out: the estimator's own penalty (at least the grid's smallest)
-            alpha, coef = max(float(self.alpha), OUTPUT_ALPHAS[0]), start
-        coef, _ = fit_output_layer(Z, Y, kind, alpha, w, coef)
+            alpha, coef, whitening = max(float(self.alpha), OUTPUT_ALPHAS[0]), start, None
+        coef, _ = fit_output_layer(Z, Y, kind, alpha, w, coef, whitening=whitening)
         self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
         self.refit_alpha_ = float(alpha)
 
