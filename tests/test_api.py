@@ -90,3 +90,20 @@ def test_rffnet_stage_trains_both_variants_and_keeps_the_better(small_search, mo
     assert list(one["rffnet_variant_scores"]) == ["sparse"]
     assert one["rffnet_variant_scores"]["sparse"] == scores["dense"]  # = the paper's run above
     assert few["rffnet_variant_scores"]["dense"] == scores["dense"]
+
+
+def test_returned_rffnet_regressor_closes_on_the_held_out_rows_too(small_search):
+    X, y, _ = make_jse3(700, random_state=4)
+    model = rffkern.fit(X, y * 1000.0 + 5.0, random_state=0, max_iter=20)
+    assert model.selection_report_["chosen"] == "rffnet" and "rffnet_refit" in model.selection_report_["fit_times"]
+    assert not hasattr(model, "_closing_stats") and not hasattr(model, "_keep_closing_stats")
+    # the same as a closing ridge on every row at the chosen penalty, with the trained relevances
+    from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
+    trained_intercept, y_scale = model._trained_map[3], model.y_scale_
+    Xr = model._standardized(X).astype(np.float64) * model.relevances_.astype(np.float64)
+    Yr = ((y * 1000.0 + 5.0).reshape(-1, 1) - trained_intercept) / y_scale
+    fmap = FourierFeatureMap(model.weights_.astype(np.float64), model.offsets_.astype(np.float64),
+                             float(model.scale_))
+    coef, intercept, _, _, _ = fit_ridge_map(fmap, Xr, Yr, [model.refit_alpha_])
+    np.testing.assert_allclose(model.coef_, coef, rtol=2e-3, atol=1e-4 * np.abs(coef).max())
+    np.testing.assert_allclose(model.intercept_, trained_intercept + intercept * y_scale, rtol=1e-5)

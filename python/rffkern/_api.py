@@ -309,7 +309,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         if key in tried:  # the caller fixed what tells the two apart
             continue
         tried.append(key)
-        net = net_cls(**net_params).fit(X[idx_tr], y[idx_tr])
+        net = net_cls(**net_params)
+        net._keep_closing_stats = not classify  # for the held-out rows, below
+        net.fit(X[idx_tr], y[idx_tr])
         nets[name] = (float(net.score(X[idx_val], y[idx_val])), net)
     times["rffnet"] = time.perf_counter() - tic
     net_name = max(nets, key=lambda k: nets[k][0])
@@ -332,8 +334,18 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     report = dict(task=task, reason=reason, validation_scores=scores,
                   rffnet_variant=net_name, rffnet_variant_scores={k: v[0] for k, v in nets.items()},
                   fit_times=times)
+    for _, other in nets.values():
+        del other._keep_closing_stats
     if ridge is None or s_net > scores["ridge"]:
         model, report["chosen"] = net, "rffnet"
+        if getattr(net, "_closing_stats", None) is not None:
+            # the held-out rows join the closing ridge (same relevances, map and penalty): one
+            # Gram pass over them and one solve
+            tic = time.perf_counter()
+            net._closing_fit_add_rows(X[idx_val], y[idx_val])
+            times["rffnet_refit"] = time.perf_counter() - tic
+        for _, other in nets.values():
+            other.__dict__.pop("_closing_stats", None)
     else:
         tic = time.perf_counter()
         model = ridge

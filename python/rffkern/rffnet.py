@@ -648,14 +648,43 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
             w = np.concatenate([w_train] if w_val is None else [w_train, w_val]).astype(np.float64)
         W, b = self._closing_map(Xr.shape[0])
         fmap = FourierFeatureMap(W, b, float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
-        coef, intercept, alpha, _, _ = fit_ridge_map(fmap, Xr, Yr, REFIT_ALPHAS, fit_intercept=self.fit_intercept,
-                                                     selection="loo", sample_weight=w)
+        coef, intercept, alpha, _, stats = fit_ridge_map(fmap, Xr, Yr, REFIT_ALPHAS, fit_intercept=self.fit_intercept,
+                                                         selection="loo", sample_weight=w)
+        if getattr(self, "_keep_closing_stats", False):  # for _closing_fit_add_rows (rffkern.fit)
+            self._closing_stats = stats
         dtype = self.coef_.dtype
         self.weights_ = np.ascontiguousarray(W, dtype=dtype)
         self.offsets_ = np.ascontiguousarray(b, dtype=dtype)
-        self.coef_ = np.ascontiguousarray(coef, dtype=dtype)
-        self.intercept_ = (self.intercept_ + np.asarray(intercept) * self.y_scale_).astype(dtype)
+        self._set_closing_solution(coef, intercept)
         self.refit_alpha_ = float(alpha)
+
+    def _set_closing_solution(self, coef, intercept):
+        """B and the intercept from the closing ridge's solution (in the trained target units)."""
+        dtype = self.coef_.dtype
+        self.coef_ = np.ascontiguousarray(coef, dtype=dtype)
+        trained_intercept = self._trained_map[3]
+        self.intercept_ = (trained_intercept + np.asarray(intercept) * self.y_scale_).astype(dtype)
+
+    def _closing_fit_add_rows(self, X, y):
+        """Add rows to the closing ridge at its chosen penalty and solve again: the model of the
+        training rows and these. For :func:`rffkern.fit`, whose held-out rows join the returned
+        model this way (one Gram pass over them and one solve; the relevances, the map and the
+        penalty stay). Needs ``_keep_closing_stats`` set before ``fit``; returns self."""
+        from rffkern._ridge_solvers import FourierFeatureMap, solve_ridge
+
+        stats = self.__dict__.pop("_closing_stats", None)
+        if stats is None:
+            raise RuntimeError("no closing-fit statistics kept (set _keep_closing_stats before fit)")
+        X = validate_data(self, X, dtype=self.relevances_.dtype, ensure_all_finite=True, reset=False,
+                          order="C")
+        Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
+        Xr = self._standardized(X).astype(np.float64) * self.relevances_.astype(np.float64)
+        Yr = (Y - self._trained_map[3]) / self.y_scale_
+        fmap = FourierFeatureMap(self.weights_.astype(np.float64), self.offsets_.astype(np.float64),
+                                 float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
+        stats.add(fmap, Xr, Yr)
+        self._set_closing_solution(*solve_ridge(stats, self.refit_alpha_, self.fit_intercept))
+        return self
 
     def _encode_targets(self, y, first_call, classes=None):
         y = np.asarray(y)
