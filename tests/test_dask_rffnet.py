@@ -55,8 +55,9 @@ def test_fit_draws_and_statistics_match_single_machine(client):
     """W, b and the scale are the single-machine draws; with early_stopping=False every row is a
     training row, so the standardization and target statistics are those of the whole data set."""
     p = dict(PARAMS, max_iter=2, early_stopping=False)
-    single = RFFNetRegressor(**p, refit_coef=False).fit(X_GSE, Y_GSE)  # Dask fits skip the closing ridge
-    dist = _in_thread(RFFNetRegressor(**p).fit, da.from_array(X_GSE, chunks=(700, 100)), Y_GSE, shards=2)
+    single = RFFNetRegressor(**p, refit_coef=False).fit(X_GSE, Y_GSE)  # the trained map, not widened
+    dist = _in_thread(RFFNetRegressor(**p, refit_coef=False).fit, da.from_array(X_GSE, chunks=(700, 100)),
+                      Y_GSE, shards=2)
     np.testing.assert_array_equal(dist.weights_, single.weights_)
     np.testing.assert_array_equal(dist.offsets_, single.offsets_)
     for name in ("x_mean_", "x_scale_", "intercept_", "y_scale_"):
@@ -68,8 +69,8 @@ def test_fit_draws_and_statistics_match_single_machine(client):
 
 @pytest.mark.parametrize("shards", [1, 2])
 def test_regression_accuracy_close_to_single_machine(client, shards):
-    # the same training loop on one machine (a fit on Dask arrays has no closing ridge)
-    single = RFFNetRegressor(**PARAMS, refit_coef=False).fit(X_GSE, Y_GSE)
+    # the same training loop on one machine, both with the closing ridge
+    single = RFFNetRegressor(**PARAMS).fit(X_GSE, Y_GSE)
     Xd, yd = da.from_array(X_GSE, chunks=(750, 100)), da.from_array(Y_GSE, chunks=750)
     dist = _in_thread(RFFNetRegressor(**PARAMS).fit, Xd, yd, shards=shards)
     r2_single, r2_dist = single.score(X_TEST, Y_TEST), dist.score(X_TEST, Y_TEST)
@@ -77,6 +78,35 @@ def test_regression_accuracy_close_to_single_machine(client, shards):
     assert r2_dist > r2_single - 0.05, (r2_dist, r2_single)
     # relevance ranking: the 5 relevant features (10..14) on top, as on one machine
     assert set(np.argsort(-dist.feature_importances_)[:5]) == set(range(10, 15))
+
+
+def test_closing_ridge_on_dask_is_the_single_machine_ridge_of_the_trained_map(client):
+    """The closing ridge of a Dask fit: the map widened to refit_components, the penalty by exact
+    LOO over every row -- the numbers of ``fit_ridge_map`` on the gathered rows."""
+    from rffkern._dask_rffnet import _ClosingInputs
+    from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
+    from rffkern.rffnet import REFIT_ALPHAS
+
+    Xd, yd = da.from_array(X_GSE, chunks=(750, 100)), da.from_array(Y_GSE, chunks=750)
+    dist = _in_thread(RFFNetRegressor(**dict(PARAMS, refit_components=400)).fit, Xd, yd, shards=2)
+    assert dist.weights_.shape == (100, 400) and dist.coef_.shape == (400, 1)
+    assert dist.refit_alpha_ in REFIT_ALPHAS
+    trained = dist._trained_map
+    np.testing.assert_array_equal(dist.weights_[:, :128], trained[0])  # the trained ones first
+    # the same statistics on one machine, from the trained state (its intercept before the closing)
+    import copy
+    as_trained = copy.copy(dist)
+    as_trained.intercept_ = trained[3]
+    Xr, T = _ClosingInputs(as_trained)(X_GSE, Y_GSE)
+    fmap = FourierFeatureMap(dist.weights_.astype(np.float64), dist.offsets_.astype(np.float64),
+                             float(dist.scale_))
+    coef, intercept, alpha, _, _ = fit_ridge_map(fmap, Xr, T, REFIT_ALPHAS)
+    assert alpha == dist.refit_alpha_
+    np.testing.assert_allclose(dist.coef_, coef, rtol=1e-3, atol=1e-5 * np.abs(coef).max())
+    np.testing.assert_allclose(dist.intercept_, trained[3] + intercept * dist.y_scale_, rtol=1e-5)
+    # and it is what makes the model better than the trained B alone
+    plain = _in_thread(RFFNetRegressor(**dict(PARAMS, refit_coef=False)).fit, Xd, yd, shards=2)
+    assert dist.score(X_TEST, Y_TEST) > plain.score(X_TEST, Y_TEST)
 
 
 def test_fit_is_deterministic_and_depends_on_the_seed(client):

@@ -29,11 +29,12 @@ of every chunk, by a seed drawn from ``random_state`` and the chunk's index; not
 they never leave their worker either. The model is determined by ``random_state``, the chunking
 and ``n_shards`` (bit for bit, whichever worker runs which task, and whatever the thread count).
 
-The closing fit of the output layer (``refit_coef``: the regressor's ridge, the classifier's
-penalised logistic / softmax regression) is not run here: B stays as trained and ``refit_alpha_``
-is None (the classifier's would pass over every row's features once per L-BFGS iteration; the
-regressor's ridge, one Gram pass, is simply not wired to the distributed Gram of
-:mod:`rffkern._dask_fits`).
+The regressor's closing fit (``refit_coef``: ridge on ``refit_components`` features of the
+learned kernel, the penalty by exact leave-one-out) runs on every row with the distributed Gram
+and leave-one-out passes of :mod:`rffkern._dask_fits` (two passes more), as the single-machine
+fit does. The classifier's (penalised logistic / softmax regression) is not run here: B stays as
+trained and ``refit_alpha_`` is None (its L-BFGS would pass over every row's features once per
+iteration).
 
 The number of shards is read from the Dask config key ``"rffkern.rffnet-shards"``
 (``dask.config.set({"rffkern.rffnet-shards": 4})``); by default it is the number of workers of
@@ -524,4 +525,45 @@ def fit_rffnet(est, X, y):
     est._state = params.state
     if best is not None:
         est.relevances_, est.coef_ = best[0], best[1]
+    est.refit_alpha_ = None
+    if not classifier and est.refit_coef:
+        _closing_ridge(est, X, y)
     return est
+
+
+class _ClosingInputs:
+    """A chunk's rows for the regressor's closing ridge, as ``RFFNetRegressor._after_training``
+    makes them: standardized X in the training dtype, then float64 times the relevances; targets
+    ``(y - intercept) / y_scale`` in the training dtype, then float64."""
+
+    def __init__(self, est):
+        self.x_mean, self.x_scale = est.x_mean_, est.x_scale_
+        self.theta = est.relevances_.astype(np.float64)
+        self.intercept, self.y_scale = est.intercept_, est.y_scale_
+        self.dtype = est.relevances_.dtype
+
+    def __call__(self, Xb, yb):
+        from rffkern.rffnet import _training_targets
+
+        Xs = ((np.asarray(Xb, self.dtype) - self.x_mean) / self.x_scale).astype(self.dtype)
+        Y = np.asarray(yb, np.float64).reshape(Xs.shape[0], -1)
+        T = _training_targets(Y, self.intercept, self.y_scale, self.dtype).astype(np.float64)
+        return np.ascontiguousarray(Xs.astype(np.float64) * self.theta), T
+
+
+def _closing_ridge(est, X, y):
+    """``refit_coef`` of ``RFFNetRegressor`` on Dask arrays: the closing ridge on every row, the map
+    widened to ``refit_components`` and the penalty by exact leave-one-out over ``REFIT_ALPHAS``,
+    with the distributed Gram and leave-one-out passes of the ridge family (two passes)."""
+    from rffkern._dask_fits import _Data, _fit_ridge_map
+    from rffkern._ridge_solvers import FourierFeatureMap
+    from rffkern.rffnet import REFIT_ALPHAS
+
+    W, b = est._closing_map(X.shape[0])
+    fmap = FourierFeatureMap(W, b, float(est.scale_), n_threads=resolve_n_threads(est.n_jobs))
+    coef, intercept, alpha, _, _ = _fit_ridge_map(_Data(X, y), fmap, _ClosingInputs(est), REFIT_ALPHAS,
+                                                  "loo", 0.1, est._rng)
+    est.weights_ = np.ascontiguousarray(W, dtype=est.coef_.dtype)
+    est.offsets_ = np.ascontiguousarray(b, dtype=est.coef_.dtype)
+    est._set_closing_solution(coef, intercept)
+    est.refit_alpha_ = float(alpha)

@@ -182,8 +182,7 @@ class _BaseRFFNet(BaseEstimator):
                                  "(the data-parallel fit starts anew with unit weights)")
             from rffkern._dask_rffnet import fit_rffnet
             self._trained_map = None
-            self.refit_alpha_ = None  # the closing fit (refit_coef) is not run on Dask arrays
-            return fit_rffnet(self, X, y)
+            return fit_rffnet(self, X, y)  # with the regressor's closing fit, not the classifier's
         # partial_fit after a fit, and fit with warm_start after a fit, continue from the fitted
         # map, statistics, (theta, B) and optimiser state.
         first_call = not fitted or not (incremental or self.warm_start)
@@ -533,8 +532,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         +0.033/+0.032, elevators +0.099/+0.168 -> +0.009/+0.047, online_news +0.042/+0.035 ->
         -0.010/-0.010, cpu_act -0.44/-0.27 -> -0.50/-0.33, kin40k +0.42/+0.48 -> +0.38/+0.41, at
         20-40% more fit time (with the trained features only, ``refit_components=None``). False
-        keeps B as trained (the paper); ``partial_fit`` never refits, nor does a fit on Dask
-        arrays; a ``warm_start`` fit or ``partial_fit`` continues training from the trained W, b,
+        keeps B as trained (the paper); ``partial_fit`` never refits; a fit on Dask arrays runs
+        the closing ridge with distributed passes; a ``warm_start`` fit or ``partial_fit`` continues training from the trained W, b,
         B and intercept (the closing ridge is run again at the end of a ``warm_start`` fit).
     refit_components : int or None, default=1000
         Features of the closing ridge (``refit_coef``): the ``n_components`` trained ones plus new
