@@ -107,3 +107,26 @@ def test_returned_rffnet_regressor_closes_on_the_held_out_rows_too(small_search)
     coef, intercept, _, _, _ = fit_ridge_map(fmap, Xr, Yr, [model.refit_alpha_])
     np.testing.assert_allclose(model.coef_, coef, rtol=2e-3, atol=1e-4 * np.abs(coef).max())
     np.testing.assert_allclose(model.intercept_, trained_intercept + intercept * y_scale, rtol=1e-5)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_returned_rffnet_classifier_closes_on_the_held_out_rows_too(n_classes):
+    """The closing logistic / softmax fit again on the training and the held-out rows, at the
+    chosen penalty: its gradient over all of them vanishes."""
+    from rffkern._output_refit import penalised_loss
+
+    X, y, _ = make_jse3(500, random_state=5)
+    labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    net = rffkern.RFFNetClassifier(n_components=40, refit_components=120, max_iter=20, random_state=0)
+    net._keep_closing_stats = True
+    net.fit(X[:400], labels[:400])
+    before = net.coef_.copy()
+    net._closing_fit_add_rows(X[400:], labels[400:])
+    assert not hasattr(net, "_closing_stats") and not np.array_equal(net.coef_, before)
+    Z = net._trained_features(net._standardized(X))
+    Y = (labels[:, None] == np.arange(n_classes)).astype(float)
+    Y = Y[:, 1:] if n_classes == 2 else Y
+    kind = "logistic" if n_classes == 2 else "softmax"
+    _, grad = penalised_loss(Z, Y, kind, net.refit_alpha_, net.coef_.astype(np.float64))
+    _, grad_before = penalised_loss(Z, Y, kind, net.refit_alpha_, before.astype(np.float64))
+    assert np.abs(grad).max() < 1e-3 * np.abs(grad_before).max() + 1e-6

@@ -130,8 +130,8 @@ RFFNET_VARIANTS: dict[str, dict[str, Any]] = {
 #: "dense" alone RMSE 1.90 and 2 of the 5 relevant features on top, with both 0.51 and 5 of 5
 #: ("sparse" kept); mnist_test10k +0.023/-0.079 against +0.055/-0.029.
 SPARSE_MIN_FEATURES = 50
-#: ... then fits the full model at that width, its penalty chosen by the exact leave-one-out error of
-#: every training row. (Scoring a random subset of rows, ``RFFRidge(loo_rows=...)``, is cheaper but
+#: The full ridge (when needed) is fitted at that width, its penalty chosen by the exact leave-one-out
+#: error of every training row. (Scoring a random subset of rows, ``RFFRidge(loo_rows=...)``, is cheaper but
 #: measured unreliable here: at small penalties a few rows of leverage near 1 dominate the mean LOO
 #: error, a subset of 2000 of elevators' 10623 rows missed them and chose alpha=1e-4, held-out
 #: R^2 0.59 against 0.89 with every row.)
@@ -148,23 +148,27 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        (or :class:`~rffkern.RFFRidgeClassifier`) with ``SEARCH_COMPONENTS`` (500) features on
        3000 random training rows compares 0.5, 1 and 2 times the median pairwise distance (X
        standardized, y scaled; extended while an end wins) by exact leave-one-out error, each
-       with its best penalty among 23 values. With fewer rows step 3 compares the widths itself.
-    3. A tuned kernel ridge machine: 1000 features (at most twice the training rows) at that width
-       on every training row, the penalty among the 23 values by exact leave-one-out error (one
-       Gram pass, one eigendecomposition and one leave-one-out pass per width).
-    4. RFFNet (ARD relevances per feature) started from that kernel: its relevances start at
-       ``1 / length_scale_`` of the tuned ridge, so a high-dimensional input does not start from a
-       flat kernel, and learn a length scale per input; its closing fit (``refit_coef``) refits
+       with its best penalty among 23 values; this ridge is scored on the held-out rows too. With
+       fewer rows, the full ridge of step 4 is fitted here instead and compares the widths itself.
+    3. RFFNet (ARD relevances per feature) started from that kernel: its relevances start at
+       ``1 / length_scale`` of the width search, so a high-dimensional input does not start from
+       a flat kernel, and learn a length scale per input; its closing fit (``refit_coef``) refits
        the output layer on 1000 features of the learned kernel (``refit_components``). Variants
        (``RFFNET_VARIANTS``): the paper's Adam without penalty (every input may matter) and, with
        at least ``SPARSE_MIN_FEATURES`` (50) inputs, also RFFNet's defaults (Adam with one second
        moment for the relevances and an L1 penalty on them: sparse relevances, for a few
        relevant inputs among many); the better on the held-out rows goes on.
-    5. The ridge and RFFNet are compared on the held-out rows (R^2, or accuracy for
-       classes); the winner is returned -- the ridge with the held-out rows added to its Gram matrix
+    4. A tuned kernel ridge machine, when RFFNet does not beat the width search's ridge on the
+       held-out rows (else it could not win, and is skipped): 1000 features (at most twice the
+       training rows) at that width on every training row, the penalty among the 23 values by
+       exact leave-one-out error (one Gram pass, one eigendecomposition, one leave-one-out pass).
+    5. The ridge and RFFNet are compared on the held-out rows (R^2, or accuracy for classes); the
+       winner is returned with the held-out rows added: the ridge's Gram matrix takes them
        (:meth:`~rffkern.RFFRidge.partial_fit`: same width, standardization and penalty, one pass
-       over the held-out rows only), or RFFNet as trained. ``model.selection_report_`` records the
-       scores (``rffnet_variant_scores`` for the RFFNet runs), times and the choice.
+       over the held-out rows only), and so does RFFNetRegressor's closing ridge (same relevances,
+       map and penalty; RFFNetClassifier is returned as trained). ``model.selection_report_``
+       records the scores (``width_search`` and ``ridge`` where fitted, ``rffnet``;
+       ``rffnet_variant_scores`` for the RFFNet runs), the times and the choice.
 
     Every returned model has ``feature_importances_``: RFFNet's ``|relevances|``, or for the ridge
     the root mean square of the partial derivatives of f (both scaled to [0, 1]).
@@ -310,7 +314,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
             continue
         tried.append(key)
         net = net_cls(**net_params)
-        net._keep_closing_stats = not classify  # for the held-out rows, below
+        net._keep_closing_stats = True  # for the held-out rows, below
         net.fit(X[idx_tr], y[idx_tr])
         nets[name] = (float(net.score(X[idx_val], y[idx_val])), net)
     times["rffnet"] = time.perf_counter() - tic
@@ -338,7 +342,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         del other._keep_closing_stats
     if ridge is None or s_net > scores["ridge"]:
         model, report["chosen"] = net, "rffnet"
-        if getattr(net, "_closing_stats", None) is not None:
+        if getattr(net, "_closing_stats", None) is not None and (
+                not classify or np.isin(y[idx_val], net.classes_).all()):
             # the held-out rows join the closing ridge (same relevances, map and penalty): one
             # Gram pass over them and one solve
             tic = time.perf_counter()

@@ -1012,6 +1012,28 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         coef, _ = fit_output_layer(Z, Y, kind, alpha, w, coef, whitening=whitening)
         self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
         self.refit_alpha_ = float(alpha)
+        if getattr(self, "_keep_closing_stats", False) and w is None:  # for _closing_fit_add_rows
+            self._closing_stats = (Z, Y, whitening, coef)
+
+    def _closing_fit_add_rows(self, X, y):
+        """Fit the closing logistic / softmax regression again on the training rows and these, at
+        its chosen penalty, from its solution (the relevances and the map stay). For
+        :func:`rffkern.fit`, whose held-out rows join the returned model this way. Needs
+        ``_keep_closing_stats`` set before an unweighted ``fit``; returns self."""
+        from rffkern._output_refit import fit_output_layer
+
+        kept = self.__dict__.pop("_closing_stats", None)
+        if kept is None:
+            raise RuntimeError("no closing-fit rows kept (set _keep_closing_stats before an unweighted fit)")
+        Z, Y, whitening, coef = kept
+        X = validate_data(self, X, dtype=self.relevances_.dtype, ensure_all_finite=True, reset=False,
+                          order="C")
+        _, Y_new, _ = self._encode_targets(y, first_call=False)
+        Z = np.concatenate([Z, self._trained_features(self._standardized(X))])
+        Y = np.concatenate([Y, np.asarray(Y_new, dtype=np.float64)])
+        coef, _ = fit_output_layer(Z, Y, self._loss, self.refit_alpha_, None, coef, whitening=whitening)
+        self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
+        return self
 
     def _encode_targets(self, y, first_call, classes=None):
         y = np.asarray(y)
