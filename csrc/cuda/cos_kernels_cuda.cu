@@ -23,16 +23,32 @@ namespace rffkern::cuda {
 namespace {
 
 // ---- tile shape ---------------------------------------------------------------------------
-// Fixed by the thread layout of the engine below (16 x 16 threads, 8 x 8 values each).
+// 256 threads as 16 x 16 (tx = threadIdx.x % 16, ty = threadIdx.x / 16); a block tile of 128 rows
+// and 64 NB columns, thread (tx, ty) holding rows {4 ty + r, 64 + 4 ty + r} and columns
+// {64 g + 4 tx + c} (r, c < 4, g < NB). gram's tiles are square (NB = 2).
 struct Tile {
-    static constexpr int BM = 128, BN = 128, BK = 8, NT = 256;
+    static constexpr int BM = 128, BK = 8, NT = 256;
     static constexpr int PAD = 4;  // keeps rows 16-byte aligned; spreads the transposing stores over banks
 };
 
-// float: two blocks per SM (at most 128 registers a thread); double: one (64 accumulators take 128).
+#ifndef RFFKERN_CUDA_F32_NB
+#define RFFKERN_CUDA_F32_NB 2
+#endif
+#ifndef RFFKERN_CUDA_F64_NB
+#define RFFKERN_CUDA_F64_NB 2
+#endif
+#ifndef RFFKERN_CUDA_F32_MINB
+#define RFFKERN_CUDA_F32_MINB 2
+#endif
+#ifndef RFFKERN_CUDA_F64_MINB
+#define RFFKERN_CUDA_F64_MINB 1
+#endif
+// Column groups of the features / predict tiles, and blocks per SM the compiler must fit.
+template <class T>
+constexpr int kFeatureGroups = sizeof(T) == 4 ? RFFKERN_CUDA_F32_NB : RFFKERN_CUDA_F64_NB;
 template <class T>
 constexpr int min_blocks_per_sm() {
-    return sizeof(T) == 4 ? 2 : 1;
+    return sizeof(T) == 4 ? RFFKERN_CUDA_F32_MINB : RFFKERN_CUDA_F64_MINB;
 }
 
 // Outputs of predict handled per launch column (grid dimension) when m > 1; more outputs recompute U.
@@ -68,86 +84,99 @@ __device__ __forceinline__ void store4(double* p, const double* v) {
     reinterpret_cast<double2*>(p)[1] = make_double2(v[2], v[3]);
 }
 
-// Row (column) of the 128-wide tile held in a thread's i-th accumulator row (column): t is ty (tx).
+// Row (column) of the tile held in a thread's i-th accumulator row (column): t is ty (tx).
 __device__ __forceinline__ int tile_index(int t, int i) { return (i >> 2) * 64 + 4 * t + (i & 3); }
 
 // ---- the tile engine ----------------------------------------------------------------------
-template <class T>
+template <class T, int NB>
 struct TileSmem {
     T a[2][Tile::BK][Tile::BM + Tile::PAD];
-    T b[2][Tile::BK][Tile::BN + Tile::PAD];
+    T b[2][Tile::BK][64 * NB + Tile::PAD];
 };
 
-// Slab loader for X o theta, transposed: a[k][r] = X[row0 + r, k0 + k] theta[k0 + k] (zero outside).
-// Eight consecutive threads read one row's eight values of k (one 32-byte sector).
+// Slabs of X o theta, transposed: a[k][r] = X[row0 + r, k0 + k] theta[k0 + k] (zero outside), for
+// k0 = 0, 8, 16, ... in turn. A thread always loads the same k of four rows 32 apart; eight
+// consecutive threads read one row's eight values of k (one 32-byte sector).
 template <class T>
 struct XThetaLoader {
     const T* __restrict__ X;
     const T* __restrict__ theta;
-    std::size_t n, row0;
-    int d;
+    int d, k;  // k: the next slab's column for this thread
+    std::size_t at[4];
+    bool row_ok[4];
     T reg[4];
-    __device__ void fetch(std::size_t k0) {
+    __device__ XThetaLoader(const T* X_, const T* theta_, std::size_t n, int d_, std::size_t row0)
+        : X(X_), theta(theta_), d(d_), k(int(threadIdx.x) & 7) {
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
-            const int e = int(threadIdx.x) + Tile::NT * t;
-            const std::size_t row = row0 + std::size_t(e >> 3), k = k0 + std::size_t(e & 7);
-            T v = T(0);
-            if (row < n && k < std::size_t(d)) {
-                v = X[row * std::size_t(d) + k];
-                if (theta) v *= theta[k];  // rounded as the reference's X * theta
-            }
-            reg[t] = v;
+            const std::size_t row = row0 + std::size_t((int(threadIdx.x) >> 3) + 32 * t);
+            row_ok[t] = row < n;
+            at[t] = row * std::size_t(d) + std::size_t(k);
         }
+    }
+    __device__ void fetch() {
+        const bool k_ok = k < d;
+        const T th = (k_ok && theta) ? theta[k] : T(1);  // one rounding, as the reference's X * theta
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+            reg[t] = (k_ok && row_ok[t]) ? X[at[t]] * th : T(0);
+            at[t] += Tile::BK;
+        }
+        k += Tile::BK;
     }
     __device__ void store(T (&a)[Tile::BK][Tile::BM + Tile::PAD]) const {
 #pragma unroll
-        for (int t = 0; t < 4; ++t) {
-            const int e = int(threadIdx.x) + Tile::NT * t;
-            a[e & 7][e >> 3] = reg[t];
-        }
+        for (int t = 0; t < 4; ++t) a[int(threadIdx.x) & 7][(int(threadIdx.x) >> 3) + 32 * t] = reg[t];
     }
 };
 
-// Slab loader for a row-major operand: a[k][c] = M[k0 + k, col0 + c] for k0 + k < k_end and
-// col0 + c < cols (zero outside). Consecutive threads read consecutive columns.
-template <class T>
+// Slabs of a row-major operand: a[k][c] = M[k0 + k, col0 + c] for k0 + k < k_end and
+// col0 + c < cols (zero outside), width 64 NB, for k0 = k_begin, k_begin + 8, ... in turn.
+// Consecutive threads read consecutive columns.
+template <class T, int NB>
 struct RowLoader {
+    static constexpr int W = 64 * NB, V = Tile::BK * W / Tile::NT, KSTEP = Tile::NT / W;
     const T* __restrict__ M;
-    std::size_t ld, k_end, cols, col0;
-    T reg[4];
-    __device__ void fetch(std::size_t k0) {
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-            const int e = int(threadIdx.x) + Tile::NT * t;
-            const std::size_t k = k0 + std::size_t(e >> 7), col = col0 + std::size_t(e & 127);
-            reg[t] = (k < k_end && col < cols) ? M[k * ld + col] : T(0);
-        }
+    std::size_t ld, k_end, k, at;  // k: the next slab's first row for this thread
+    bool col_ok;
+    T reg[V];
+    __device__ RowLoader(const T* M_, std::size_t ld_, std::size_t k_begin, std::size_t k_end_, std::size_t cols,
+                         std::size_t col0)
+        : M(M_), ld(ld_), k_end(k_end_), k(k_begin + std::size_t(int(threadIdx.x) / W)) {
+        const std::size_t col = col0 + std::size_t(int(threadIdx.x) % W);
+        col_ok = col < cols;
+        at = k * ld + col;
     }
-    __device__ void store(T (&a)[Tile::BK][Tile::BM + Tile::PAD]) const {
+    __device__ void fetch() {
 #pragma unroll
-        for (int t = 0; t < 4; ++t) {
-            const int e = int(threadIdx.x) + Tile::NT * t;
-            a[e >> 7][e & 127] = reg[t];
+        for (int t = 0; t < V; ++t) {
+            reg[t] = (col_ok && k + std::size_t(KSTEP * t) < k_end) ? M[at + std::size_t(KSTEP * t) * ld] : T(0);
         }
+        k += Tile::BK;
+        at += Tile::BK * ld;
+    }
+    __device__ void store(T (&a)[Tile::BK][W + Tile::PAD]) const {
+#pragma unroll
+        for (int t = 0; t < V; ++t) a[int(threadIdx.x) / W + KSTEP * t][int(threadIdx.x) % W] = reg[t];
     }
 };
 
 // acc[i][j] = sum_{k_begin <= k < k_end} A[k][tile_index(ty, i)] B[k][tile_index(tx, j)], summed in
-// k order with FMAs. Every thread of the block calls it with the same range (it holds barriers);
-// it returns after a barrier, so the shared memory it used may be overwritten at once and shared
-// memory written before the call is visible to every thread after it (when k_begin < k_end).
-template <class T, class LoaderA, class LoaderB>
-__device__ void tile_product(TileSmem<T>& sm, LoaderA& la, LoaderB& lb, std::size_t k_begin,
-                             std::size_t k_end, T (&acc)[8][8]) {
+// k order with FMAs (the loaders start at k_begin). Every thread of the block calls it with the
+// same range (it holds barriers); it returns after a barrier, so the shared memory it used may be
+// overwritten at once and shared memory written before the call is visible to every thread after
+// it (when k_begin < k_end).
+template <class T, int NB, class LoaderA, class LoaderB>
+__device__ void tile_product(TileSmem<T, NB>& sm, LoaderA& la, LoaderB& lb, std::size_t k_begin,
+                             std::size_t k_end, T (&acc)[8][4 * NB]) {
     const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = T(0);
+        for (int j = 0; j < 4 * NB; ++j) acc[i][j] = T(0);
     if (k_begin >= k_end) return;
-    la.fetch(k_begin);
-    lb.fetch(k_begin);
+    la.fetch();
+    lb.fetch();
     la.store(sm.a[0]);
     lb.store(sm.b[0]);
     __syncthreads();
@@ -155,20 +184,20 @@ __device__ void tile_product(TileSmem<T>& sm, LoaderA& la, LoaderB& lb, std::siz
     for (std::size_t k0 = k_begin; k0 < k_end; k0 += Tile::BK) {
         const bool more = k0 + Tile::BK < k_end;
         if (more) {  // in flight while this slab is multiplied
-            la.fetch(k0 + Tile::BK);
-            lb.fetch(k0 + Tile::BK);
+            la.fetch();
+            lb.fetch();
         }
 #pragma unroll
         for (int kk = 0; kk < Tile::BK; ++kk) {
-            T a[8], b[8];
+            T a[8], b[4 * NB];
             load4(&sm.a[buf][kk][4 * ty], a);
             load4(&sm.a[buf][kk][64 + 4 * ty], a + 4);
-            load4(&sm.b[buf][kk][4 * tx], b);
-            load4(&sm.b[buf][kk][64 + 4 * tx], b + 4);
+#pragma unroll
+            for (int g = 0; g < NB; ++g) load4(&sm.b[buf][kk][64 * g + 4 * tx], b + 4 * g);
 #pragma unroll
             for (int i = 0; i < 8; ++i)
 #pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+                for (int j = 0; j < 4 * NB; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
         }
         if (more) {  // the other buffer: its last readers finished before the previous barrier
             la.store(sm.a[buf ^ 1]);
@@ -180,11 +209,11 @@ __device__ void tile_product(TileSmem<T>& sm, LoaderA& la, LoaderB& lb, std::siz
 }
 
 // U's tile for rows row0.. and columns col0.. (without the offsets).
-template <class T>
-__device__ void u_tile(TileSmem<T>& sm, const T* X, const T* theta, const T* W, std::size_t n, int d, int s,
-                       std::size_t row0, int col0, T (&acc)[8][8]) {
-    XThetaLoader<T> la{X, theta, n, row0, d, {}};
-    RowLoader<T> lb{W, std::size_t(s), std::size_t(d), std::size_t(s), std::size_t(col0), {}};
+template <class T, int NB>
+__device__ void u_tile(TileSmem<T, NB>& sm, const T* X, const T* theta, const T* W, std::size_t n, int d,
+                       int s, std::size_t row0, int col0, T (&acc)[8][4 * NB]) {
+    XThetaLoader<T> la(X, theta, n, d, row0);
+    RowLoader<T, NB> lb(W, std::size_t(s), 0, std::size_t(d), std::size_t(s), std::size_t(col0));
     tile_product(sm, la, lb, 0, std::size_t(d), acc);
 }
 
@@ -196,17 +225,18 @@ __global__ void __launch_bounds__(Tile::NT, min_blocks_per_sm<T>())
 features_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __restrict__ W,
                 const T* __restrict__ b, const T* __restrict__ theta, T scale, bool pair,
                 T* __restrict__ Z, int col_tiles, bool vec) {
-    __shared__ __align__(16) TileSmem<T> sm;
+    constexpr int NB = kFeatureGroups<T>;
+    __shared__ __align__(16) TileSmem<T, NB> sm;
     const std::size_t row0 = std::size_t(blockIdx.x / col_tiles) * Tile::BM;
-    const int col0 = int(blockIdx.x % col_tiles) * Tile::BN;  // columns vary fastest: X rows reused in L2
-    T acc[8][8];
+    const int col0 = int(blockIdx.x % col_tiles) * 64 * NB;  // columns vary fastest: X rows reused in L2
+    T acc[8][4 * NB];
     u_tile(sm, X, theta, W, n, d, s, row0, col0, acc);
 
     const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
     const std::size_t n_out = pair ? 2 * std::size_t(s) : std::size_t(s);
-    T off[8];
+    T off[4 * NB];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 4 * NB; ++j) {
         const int col = col0 + tile_index(tx, j);
         off[j] = (b && col < s) ? b[col] : T(0);
     }
@@ -216,7 +246,7 @@ features_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* _
         if (row >= n) continue;
         T* z = Z + row * n_out;
 #pragma unroll
-        for (int g = 0; g < 2; ++g) {
+        for (int g = 0; g < NB; ++g) {
             const int c0 = col0 + 64 * g + 4 * tx;
             if (c0 >= s) continue;
             T cs[4], sn[4];
@@ -255,8 +285,9 @@ __global__ void __launch_bounds__(Tile::NT, min_blocks_per_sm<T>())
 predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __restrict__ W,
                const T* __restrict__ b, const T* __restrict__ theta, T scale, bool pair,
                const T* __restrict__ coef, int m, T* __restrict__ F, int output_groups) {
-    __shared__ __align__(16) TileSmem<T> sm;
-    __shared__ T coef_tile[2][Tile::BN][MO];  // rows of coef for this column tile: cos, sin
+    constexpr int NB = kFeatureGroups<T>, BN = 64 * NB;
+    __shared__ __align__(16) TileSmem<T, NB> sm;
+    __shared__ T coef_tile[2][BN][MO];  // rows of coef for this column tile: cos, sin
 
     const std::size_t row0 = std::size_t(blockIdx.x / output_groups) * Tile::BM;
     const int o0 = int(blockIdx.x % output_groups) * MO;
@@ -268,9 +299,9 @@ predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __
 #pragma unroll
         for (int o = 0; o < MO; ++o) part[i][o] = T(0);
 
-    for (int col0 = 0; col0 < s; col0 += Tile::BN) {
-        for (int e = int(threadIdx.x); e < 2 * Tile::BN * MO; e += Tile::NT) {
-            const int half = e / (Tile::BN * MO), c = (e / MO) % Tile::BN, o = e % MO;
+    for (int col0 = 0; col0 < s; col0 += BN) {
+        for (int e = int(threadIdx.x); e < 2 * BN * MO; e += Tile::NT) {
+            const int half = e / (BN * MO), c = (e / MO) % BN, o = e % MO;
             const int col = col0 + c;
             T v = T(0);
             if (col < s && o0 + o < m && (half == 0 || pair))
@@ -278,10 +309,10 @@ predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __
                          std::size_t(o0 + o)];
             coef_tile[half][c][o] = v;
         }
-        T acc[8][8];
-        u_tile(sm, X, theta, W, n, d, s, std::size_t(row0), col0, acc);  // its first barrier: coef_tile ready
+        T acc[8][4 * NB];
+        u_tile(sm, X, theta, W, n, d, s, row0, col0, acc);  // its first barrier: coef_tile ready
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
+        for (int j = 0; j < 4 * NB; ++j) {
             const int c = tile_index(tx, j);
             const int col = col0 + c;
             if (col >= s) continue;  // coef_tile is zero there, but cos(b) must not be taken
@@ -332,6 +363,7 @@ predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __
 // A is rows x p and B rows x q, both row-major (a chunk of Z and of Z or Y), so both slabs load
 // contiguously along their columns. blockIdx.y is the row slice; slice z writes
 // C + z * slice_stride. With upper_only (A == B, p == q) tiles below the diagonal return at once.
+// Square 128 x 128 tiles (NB = 2).
 template <class T>
 __global__ void __launch_bounds__(Tile::NT, min_blocks_per_sm<T>())
 at_b_kernel(const T* __restrict__ A, int p, const T* __restrict__ B, int q, std::size_t rows,
@@ -339,12 +371,12 @@ at_b_kernel(const T* __restrict__ A, int p, const T* __restrict__ B, int q, std:
             bool upper_only, bool overwrite) {
     const int ti = int(blockIdx.x) / col_tiles, tj = int(blockIdx.x) % col_tiles;
     if (upper_only && ti > tj) return;  // the whole block leaves before any barrier
-    __shared__ __align__(16) TileSmem<T> sm;
-    const int i0 = ti * Tile::BM, j0 = tj * Tile::BN;
+    __shared__ __align__(16) TileSmem<T, 2> sm;
+    const int i0 = ti * Tile::BM, j0 = tj * Tile::BM;
     const std::size_t r_begin = std::size_t(blockIdx.y) * slice_rows;
     const std::size_t r_end = r_begin + slice_rows < rows ? r_begin + slice_rows : rows;
-    RowLoader<T> la{A, std::size_t(p), r_end, std::size_t(p), std::size_t(i0), {}};
-    RowLoader<T> lb{B, std::size_t(q), r_end, std::size_t(q), std::size_t(j0), {}};
+    RowLoader<T, 2> la(A, std::size_t(p), r_begin, r_end, std::size_t(p), std::size_t(i0));
+    RowLoader<T, 2> lb(B, std::size_t(q), r_begin, r_end, std::size_t(q), std::size_t(j0));
     T acc[8][8];
     tile_product(sm, la, lb, r_begin, r_end, acc);  // a slice past the rows sums nothing: zeros
 
@@ -467,7 +499,7 @@ GramLayout gram_layout(std::size_t n, std::size_t n_out, std::size_t m) {
 template <class T>
 CudaResult launch_features(const T* X, std::size_t n, const FourierFeatureMap<T>& map, T* Z,
                            cudaStream_t stream) {
-    const std::size_t col_tiles = ceil_div(map.s, Tile::BN);
+    const std::size_t col_tiles = ceil_div(map.s, std::size_t(64 * kFeatureGroups<T>));
     const std::size_t blocks = ceil_div(n, Tile::BM) * col_tiles;
     if (blocks > std::size_t(INT_MAX)) return invalid("too many rows for one features launch");
     const bool vec = map.s % 4 == 0 && reinterpret_cast<std::uintptr_t>(Z) % 16 == 0;
@@ -543,7 +575,7 @@ CudaResult streamed_gram(const T* X, std::size_t n, const FourierFeatureMap<T>& 
     const GramLayout lay = gram_layout<T>(n, n_out, m);
     const std::size_t g_tiles = ceil_div(n_out, std::size_t(Tile::BM));
     const std::size_t g_blocks = g_tiles * g_tiles;
-    const std::size_t y_col_tiles = ceil_div(m, std::size_t(Tile::BN));
+    const std::size_t y_col_tiles = ceil_div(m, std::size_t(Tile::BM));
     if (g_blocks > std::size_t(INT_MAX) || g_tiles * y_col_tiles > std::size_t(INT_MAX))
         return invalid("n_out is too large for the gram kernel's grid");
 
