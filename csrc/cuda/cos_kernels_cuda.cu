@@ -1,17 +1,22 @@
 // CUDA kernels of the fused cosine features (contract and accuracy plan: cos_kernels_cuda.cuh).
 //
-// One SIMT tile engine serves every kernel: a block of 256 threads computes a 128 x 128 tile
-// C = A^T B of two operands staged k-major in shared memory (8 values of k at a time, double
-// buffered: the next slab is fetched into registers while the current one is multiplied). For
-// features and predict A^T is X o theta and B is W (C = U without the offsets); for gram A and B
-// are row blocks of a chunk of Z (and of Y). The epilogue decides the kernel: store scale*cos
-// (features), dot with coef and reduce across the tile's columns (predict), or add into gram's
-// partial sums.
+// One SIMT tile engine serves every kernel: a block of 256 threads computes a tile C = A^T B of two
+// operands staged k-major in shared memory, 8 values of k at a time, double buffered (the next
+// slab is fetched into registers while the current one is multiplied). For features and predict
+// A^T is X o theta and B is W (C = U without the offsets), in 128 x 64 tiles; for gram A and B are
+// row blocks of a chunk of Z (and of Y), in 128 x 128 tiles. The epilogue decides the kernel:
+// store scale*cos (features), dot with coef and reduce across the tile's columns (predict), or
+// add into gram's partial sums.
 //
-// Tuned on an H100 (bench/bench_cuda.py; numbers in docs/kernels.rst): each thread owns an 8 x 8
-// sub-tile, rows {4 ty + r, 64 + 4 ty + r} and columns {4 tx + c, 64 + 4 tx + c} (r, c < 4), so
-// per k its operands are four 16-byte shared loads for 64 FMAs (the first version, 4-byte loads
-// for 32 FMAs, ran at 26-32% of the FP32/FP64 peak, bound by shared-load issue).
+// Shapes measured on an H100 (bench/cuda_tune.py over variants from bench/build_cuda_variants.sh;
+// numbers in docs/kernels.rst). Each thread holds 8 x 4 (features, predict) or 8 x 8 (gram)
+// accumulators, its rows {4 ty + r, 64 + 4 ty + r} and columns {64 g + 4 tx + c}, so per k its
+// operands are 16-byte shared loads (3 for 32 FMAs, 4 for 64). Against the first version (4-byte
+// loads, 128 x 64 tiles of 8 x 4 with strided columns): features float32 11.7 -> 9.3 ms, predict
+// 11.9 -> 8.6 ms, gram's Z^T Z float32 at s = 4096 about 15% faster (n = 1e6, d = 100, s = 1000).
+// Tried and slower: 8 x 8 accumulators for features / predict (the unrolled epilogue's 64 inlined
+// cosf, 14k instructions, stalled on instruction fetch: 18 ms), and cos taken in a rolled loop over
+// a shared-memory copy of the tile (2-10% slower than the unrolled 8 x 4 epilogue).
 #include <climits>
 #include <cstdint>
 
@@ -25,7 +30,7 @@ namespace {
 // ---- tile shape ---------------------------------------------------------------------------
 // 256 threads as 16 x 16 (tx = threadIdx.x % 16, ty = threadIdx.x / 16); a block tile of 128 rows
 // and 64 NB columns, thread (tx, ty) holding rows {4 ty + r, 64 + 4 ty + r} and columns
-// {64 g + 4 tx + c} (r, c < 4, g < NB). gram's tiles are square (NB = 2).
+// {64 g + 4 tx + c} (r, c < 4, g < NB). features / predict use NB = 1, gram's square tiles NB = 2.
 struct Tile {
     static constexpr int BM = 128, BK = 8, NT = 256;
     static constexpr int PAD = 4;  // keeps rows 16-byte aligned; spreads the transposing stores over banks
@@ -217,26 +222,7 @@ __device__ void u_tile(TileSmem<T, NB>& sm, const T* X, const T* theta, const T*
     tile_product(sm, la, lb, 0, std::size_t(d), acc);
 }
 
-// ---- features and predict: U tiles of 128 x 64, staged through shared memory ----------------
-// The products stay in registers (8 x 4 a thread), but cos/sin are taken after the tile is
-// staged in shared memory, 64 rows at a time, by a loop that is not unrolled: each thread then
-// holds one inlined copy of cos (sin) per four columns instead of one per accumulator. Unrolled
-// epilogues (32-64 inlined cosf with their slow paths, 14k instructions) ran at 42% issue
-// utilisation, a third of the stalls waiting on instruction fetch (ncu on an H100).
-template <class T>
-union FeatureSmem {
-    TileSmem<T, 1> tile;
-    T stage[64][64 + Tile::PAD];
-};
-
-// The thread's accumulator rows 4h..4h+3 (tile rows 64h + 4ty + r) into stage[4ty + r][4tx + c].
-template <class T>
-__device__ void stage_half(FeatureSmem<T>& sm, const T (&acc)[8][4], int h) {
-    const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
-#pragma unroll
-    for (int r = 0; r < 4; ++r) store4(&sm.stage[4 * ty + r][4 * tx], acc[4 * h + r]);
-}
-
+// ---- features -----------------------------------------------------------------------------
 // vec: Z's rows and the sin half start 16-byte aligned (s % 4 == 0 and Z aligned), so four
 // consecutive columns inside [0, s) are one 16-byte store (two for double).
 template <class T>
@@ -244,75 +230,83 @@ __global__ void __launch_bounds__(Tile::NT, kFeatureMinBlocks<T>)
 features_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __restrict__ W,
                 const T* __restrict__ b, const T* __restrict__ theta, T scale, bool pair,
                 T* __restrict__ Z, int col_tiles, bool vec) {
-    __shared__ __align__(16) FeatureSmem<T> sm;
+    constexpr int NB = 1;
+    __shared__ __align__(16) TileSmem<T, NB> sm;
     const std::size_t row0 = std::size_t(blockIdx.x / col_tiles) * Tile::BM;
-    const int col0 = int(blockIdx.x % col_tiles) * 64;  // columns vary fastest: X rows reused in L2
-    T acc[8][4];
-    u_tile(sm.tile, X, theta, W, n, d, s, row0, col0, acc);  // ends with a barrier: sm is free
+    const int col0 = int(blockIdx.x % col_tiles) * 64 * NB;  // columns vary fastest: X rows reused in L2
+    T acc[8][4 * NB];
+    u_tile(sm, X, theta, W, n, d, s, row0, col0, acc);
 
+    const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
     const std::size_t n_out = pair ? 2 * std::size_t(s) : std::size_t(s);
-    for (int h = 0; h < 2; ++h) {
-        stage_half(sm, acc, h);
-        __syncthreads();
-#pragma unroll 1
-        for (int e = int(threadIdx.x); e < 64 * 16; e += Tile::NT) {  // 16 groups of 4 columns a row
-            const int r = e >> 4, c = (e & 15) * 4;
-            const std::size_t row = row0 + std::size_t(64 * h + r);
-            const int col = col0 + c;
-            if (row >= n || col >= s) continue;
-            T u[4], cs[4], sn[4];
-            load4(&sm.stage[r][c], u);
+    T off[4 * NB];
+#pragma unroll
+    for (int j = 0; j < 4 * NB; ++j) {
+        const int col = col0 + tile_index(tx, j);
+        off[j] = (b && col < s) ? b[col] : T(0);
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const std::size_t row = row0 + std::size_t(tile_index(ty, i));
+        if (row >= n) continue;
+        T* z = Z + row * n_out;
+#pragma unroll
+        for (int g = 0; g < NB; ++g) {
+            const int c0 = col0 + 64 * g + 4 * tx;
+            if (c0 >= s) continue;
+            T cs[4], sn[4];
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                const T v = u[j] + ((b && col + j < s) ? b[col + j] : T(0));
+                const T u = acc[i][4 * g + j] + off[4 * g + j];
                 if (pair) {
-                    sin_cos_of(v, &sn[j], &cs[j]);
+                    sin_cos_of(u, &sn[j], &cs[j]);
                     sn[j] *= scale;
                 } else {
-                    cs[j] = cos_of(v);
+                    cs[j] = cos_of(u);
                 }
                 cs[j] *= scale;
             }
-            T* z = Z + row * n_out + std::size_t(col);
-            if (vec && col + 3 < s) {
-                store4(z, cs);
-                if (pair) store4(z + s, sn);
+            if (vec && c0 + 3 < s) {
+                store4(z + c0, cs);
+                if (pair) store4(z + s + c0, sn);
             } else {
-                for (int j = 0; j < 4 && col + j < s; ++j) {
-                    z[j] = cs[j];
-                    if (pair) z[s + j] = sn[j];
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    if (c0 + j >= s) break;
+                    z[c0 + j] = cs[j];
+                    if (pair) z[s + c0 + j] = sn[j];
                 }
             }
         }
-        __syncthreads();  // the next half overwrites stage
     }
 }
 
-// One block owns 128 rows and MO outputs and sweeps every column tile of U. In each staged half,
-// thread t takes row t / 4 and the 16 columns 16 (t % 4).. of the tile and keeps its partial dot
-// products in registers across column tiles; at the end the four threads of a row add theirs with
-// two shuffles. Every sum runs in an order fixed by the shapes.
+// ---- predict ------------------------------------------------------------------------------
+// One block owns 128 rows and MO outputs and sweeps every column tile of U: the per-thread
+// partial dot products stay in registers, then the 16 threads sharing a row (a half-warp) add
+// theirs with shuffles in a fixed order.
 template <class T, int MO>
 __global__ void __launch_bounds__(Tile::NT, kFeatureMinBlocks<T>)
 predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __restrict__ W,
                const T* __restrict__ b, const T* __restrict__ theta, T scale, bool pair,
                const T* __restrict__ coef, int m, T* __restrict__ F, int output_groups) {
-    __shared__ __align__(16) FeatureSmem<T> sm;
-    __shared__ T coef_tile[2][64][MO];  // rows of coef for this column tile: cos, sin
+    constexpr int NB = 1, BN = 64;
+    __shared__ __align__(16) TileSmem<T, NB> sm;
+    __shared__ T coef_tile[2][BN][MO];  // rows of coef for this column tile: cos, sin
 
     const std::size_t row0 = std::size_t(blockIdx.x / output_groups) * Tile::BM;
     const int o0 = int(blockIdx.x % output_groups) * MO;
-    const int r = int(threadIdx.x) >> 2, q = int(threadIdx.x) & 3;
+    const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
 
-    T part[2][MO];
+    T part[8][MO];
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 8; ++i)
 #pragma unroll
-        for (int o = 0; o < MO; ++o) part[h][o] = T(0);
+        for (int o = 0; o < MO; ++o) part[i][o] = T(0);
 
-    for (int col0 = 0; col0 < s; col0 += 64) {
-        for (int e = int(threadIdx.x); e < 2 * 64 * MO; e += Tile::NT) {
-            const int half = e / (64 * MO), c = (e / MO) % 64, o = e % MO;
+    for (int col0 = 0; col0 < s; col0 += BN) {
+        for (int e = int(threadIdx.x); e < 2 * BN * MO; e += Tile::NT) {
+            const int half = e / (BN * MO), c = (e / MO) % BN, o = e % MO;
             const int col = col0 + c;
             T v = T(0);
             if (col < s && o0 + o < m && (half == 0 || pair))
@@ -320,17 +314,17 @@ predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __
                          std::size_t(o0 + o)];
             coef_tile[half][c][o] = v;
         }
-        T acc[8][4];
-        u_tile(sm.tile, X, theta, W, n, d, s, row0, col0, acc);  // first barrier: coef_tile ready
+        T acc[8][4 * NB];
+        u_tile(sm, X, theta, W, n, d, s, row0, col0, acc);  // its first barrier: coef_tile ready
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            stage_half(sm, acc, h);
-            __syncthreads();
-#pragma unroll 1
-            for (int k = 0; k < 16; ++k) {
-                const int c = 16 * q + k, col = col0 + c;
-                if (col >= s) break;  // coef_tile is zero there, but cos(b) must not be taken
-                const T u = sm.stage[r][c] + (b ? b[col] : T(0));
+        for (int j = 0; j < 4 * NB; ++j) {
+            const int c = tile_index(tx, j);
+            const int col = col0 + c;
+            if (col >= s) continue;  // coef_tile is zero there, but cos(b) must not be taken
+            const T off = b ? b[col] : T(0);
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                const T u = acc[i][j] + off;
                 if (pair) {
                     T sn, cs;
                     sin_cos_of(u, &sn, &cs);
@@ -338,31 +332,34 @@ predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __
                     sn *= scale;
 #pragma unroll
                     for (int o = 0; o < MO; ++o)
-                        part[h][o] = fma(sn, coef_tile[1][c][o], fma(cs, coef_tile[0][c][o], part[h][o]));
+                        part[i][o] = fma(sn, coef_tile[1][c][o], fma(cs, coef_tile[0][c][o], part[i][o]));
                 } else {
                     const T z = scale * cos_of(u);
 #pragma unroll
-                    for (int o = 0; o < MO; ++o) part[h][o] = fma(z, coef_tile[0][c][o], part[h][o]);
+                    for (int o = 0; o < MO; ++o) part[i][o] = fma(z, coef_tile[0][c][o], part[i][o]);
                 }
             }
-            __syncthreads();  // stage is rewritten next (and coef_tile after the second half)
         }
+        __syncthreads();  // every thread is done with coef_tile before the next tile overwrites it
     }
 
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 8; ++i)
 #pragma unroll
         for (int o = 0; o < MO; ++o) {
-            T v = part[h][o];
-            v += __shfl_xor_sync(0xffffffffu, v, 1);
-            v += __shfl_xor_sync(0xffffffffu, v, 2);
-            part[h][o] = v;
+            T v = part[i][o];
+#pragma unroll
+            for (int lane = 8; lane >= 1; lane /= 2) v += __shfl_xor_sync(0xffffffffu, v, lane);
+            part[i][o] = v;
         }
-        const std::size_t row = row0 + std::size_t(64 * h + r);
-        if (q == 0 && row < n) {
+    if (tx == 0) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const std::size_t row = row0 + std::size_t(tile_index(ty, i));
+            if (row >= n) continue;
 #pragma unroll
             for (int o = 0; o < MO; ++o)
-                if (o0 + o < m) F[row * std::size_t(m) + std::size_t(o0 + o)] = part[h][o];
+                if (o0 + o < m) F[row * std::size_t(m) + std::size_t(o0 + o)] = part[i][o];
         }
     }
 }
