@@ -59,7 +59,7 @@ if has sanitize; then
     # PyTorch without its caching allocator: every tensor is its own cudaMalloc, so an access past
     # an array's end is past an allocation's end, which memcheck reports
     export PYTORCH_NO_CUDA_MEMORY_CACHING=1
-    sel="torch and (large or reproducible or no_rows or (match_reference and f32))"
+    sel="torch and (large or reproducible or no_rows or written or (match_reference and f32))"
     step memcheck sanitize 300 compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 \
         $PY -m pytest tests/test_cuda.py -q -p no:cacheprovider -x -k "$sel" --hypothesis-seed=0
     step racecheck sanitize 240 compute-sanitizer --tool racecheck --error-exitcode 99 --print-limit 20 \
