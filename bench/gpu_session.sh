@@ -5,8 +5,9 @@
 #
 #   bash bench/gpu_session.sh [build] [tests] [sanitize] [bench] [cpu]   (default: all five, in this order)
 #
-# Logs (build, tests, sanitize, bench), the bench's JSON and the two built modules (so that a later
-# call can skip the build; at most 8 files in all come back from a device call) go to $OUT (default /tmp/gpu_session); each step prints its status, time and the end of its log.
+# Logs (build, tests, sanitize, bench), the bench's JSON and the built modules go to $OUT (default
+# /tmp/gpu_session; at most 8 files come back from a device call): a later call with the modules
+# in python/rffkern skips what is there. Each step prints its status, time and the end of its log.
 # A step that fails does not stop the next one; the exit status is the number of failed steps.
 # RFFKERN_BENCH_ARGS: extra arguments for bench/bench_cuda.py (e.g. "--s 1000 --repeats 3").
 set -uo pipefail
