@@ -62,6 +62,40 @@ def _timed(fn, repeats, torch):
     return times[len(times) // 2]
 
 
+def _timed_or_oom(fn, repeats, torch):
+    """_timed, or None when the device runs out of memory (the baselines materialise n x s)."""
+    try:
+        return _timed(fn, repeats, torch)
+    except MemoryError:  # torch.cuda.OutOfMemoryError is a RuntimeError; CuPy's is a MemoryError
+        pass
+    except RuntimeError as exc:
+        if "out of memory" not in str(exc).lower():
+            raise
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    return None
+
+
+def free_bytes(torch):
+    return torch.cuda.mem_get_info()[0]
+
+
+def _ms(t):
+    return "     OOM" if t is None else f"{t * 1e3:8.2f}"
+
+
+def _row_text(row):
+    ratio = row["ratio_vs_torch"]
+    text = (f"{row['kernel']:9s} {row['dtype']} s={row['s']:5d}: torch {_ms(row['torch_s'])} ms  rffkern "
+            f"{_ms(row['rffkern_s'])} ms  ratio " + ("  n/a" if ratio is None else f"{ratio:5.2f}x"))
+    if "cupy_s" in row:
+        text += f"  (cupy {_ms(row['cupy_s'])} ms)"
+    if row["frac_peak_flops"] is not None:
+        text += (f"  | {100 * row['frac_peak_flops']:5.1f}% of {row['dtype']} peak, "
+                 f"{100 * row['frac_hbm']:5.1f}% of HBM")
+    return text
+
+
 def run(args):
     import numpy as np
     import torch
@@ -91,11 +125,10 @@ def run(args):
             b = torch.rand(s, device=dev, dtype=tdt, generator=gen) * 6.283185307179586
             coef = torch.randn(s, 1, device=dev, dtype=tdt, generator=gen)
             c = (2.0 / s) ** 0.5
-            Z = torch.empty(n, s, device=dev, dtype=tdt)
-            F = torch.empty(n, 1, device=dev, dtype=tdt)
+            bufs = {}
 
             def torch_features():
-                torch.addmm(b, X, W, out=Z).cos_()
+                torch.addmm(b, X, W, out=bufs["Z"]).cos_()
 
             def torch_predict():
                 return (torch.addmm(b, X, W).cos_().mul_(c)) @ coef
@@ -110,10 +143,10 @@ def run(args):
                 return G, zty
 
             def ours_features():
-                kernels.features(X, W, b, scale=1.0, out=Z)
+                kernels.features(X, W, b, scale=1.0, out=bufs["Z"])
 
             def ours_predict():
-                kernels.predict(X, W, b, coef, scale=c, out=F)
+                kernels.predict(X, W, b, coef, scale=c, out=bufs["F"])
 
             def ours_gram():
                 return kernels.gram(X, W, b, y, scale=c)
@@ -122,6 +155,7 @@ def run(args):
             zr = kernels.features(X[:20000], W, b, scale=c)
             zt = torch.addmm(b, X[:20000], W).cos_().mul_(c)
             max_diff = float((zr - zt).abs().max())
+            del zr, zt
 
             flops_u = 2.0 * n * d * s
             cases = [
@@ -129,30 +163,37 @@ def run(args):
                 ("predict", torch_predict, ours_predict, flops_u + 2.0 * n * s, (n * d + n) * item),
                 ("gram", torch_gram, ours_gram, flops_u + 1.0 * n * s * s, n * d * item),
             ]
+            cX = cW = cb = None
             if cupy is not None:
                 cX, cW, cb = (cupy.asarray(t) for t in (X, W, b))
 
-                def cupy_features():
-                    cupy.cos(cX @ cW + cb)
+            def cupy_features():
+                cupy.cos(cX @ cW + cb)  # three n x s temporaries: timed only where they fit
             for name, base_fn, ours_fn, flops, bytes_moved in cases:
-                t_base = _timed(base_fn, args.repeats, torch)
-                t_ours = _timed(ours_fn, args.repeats, torch)
+                if name == "features":
+                    bufs["Z"] = torch.empty(n, s, device=dev, dtype=tdt)
+                if name == "predict":
+                    bufs["F"] = torch.empty(n, 1, device=dev, dtype=tdt)
+                t_base = _timed_or_oom(base_fn, args.repeats, torch)
+                t_ours = _timed_or_oom(ours_fn, args.repeats, torch)
                 row = {"kernel": name, "dtype": dtype_name, "n": n, "d": d, "s": s,
-                       "torch_s": t_base, "rffkern_s": t_ours, "ratio_vs_torch": t_base / t_ours,
-                       "frac_peak_flops": flops / t_ours / PEAK_FLOPS[dtype_name],
-                       "frac_hbm": bytes_moved / t_ours / HBM_BYTES_PER_S,
+                       "torch_s": t_base, "rffkern_s": t_ours,
+                       "ratio_vs_torch": t_base / t_ours if t_base and t_ours else None,
+                       "frac_peak_flops": flops / t_ours / PEAK_FLOPS[dtype_name] if t_ours else None,
+                       "frac_hbm": bytes_moved / t_ours / HBM_BYTES_PER_S if t_ours else None,
                        "max_abs_diff_features_vs_torch": max_diff}
-                if name == "features" and cupy is not None:
-                    t_cupy = _timed(cupy_features, args.repeats, torch)
+                if name == "features" and cupy is not None and 4 * n * s * item < free_bytes(torch):
+                    t_cupy = _timed_or_oom(cupy_features, args.repeats, torch)
                     row["cupy_s"] = t_cupy
-                    row["ratio_vs_cupy"] = t_cupy / t_ours
+                    row["ratio_vs_cupy"] = t_cupy / t_ours if t_cupy and t_ours else None
+                    cupy.get_default_memory_pool().free_all_blocks()
+                bufs.clear()
+                torch.cuda.empty_cache()
                 rows.append(row)
-                print(f"{name:9s} {dtype_name} s={s:5d}: torch {t_base * 1e3:8.2f} ms  rffkern "
-                      f"{t_ours * 1e3:8.2f} ms  ratio {t_base / t_ours:5.2f}x"
-                      + (f"  (cupy {row['cupy_s'] * 1e3:.2f} ms, {row['ratio_vs_cupy']:.2f}x)" if "cupy_s" in row else "")
-                      + f"  | {100 * row['frac_peak_flops']:5.1f}% of {dtype_name} peak, "
-                      f"{100 * row['frac_hbm']:5.1f}% of HBM", flush=True)
-            del Z, F
+                print(_row_text(row), flush=True)
+            del cX, cW, cb
+            if cupy is not None:
+                cupy.get_default_memory_pool().free_all_blocks()
             torch.cuda.empty_cache()
     return rows
 

@@ -297,3 +297,88 @@ def test_out_of_memory_is_a_clean_error_and_the_next_call_works(lib):
         kernels.gram(X, _dev(lib, rng.standard_normal((2, 400_000))))  # G would take 1.28 TB
     Z = lib[1](kernels.features(X, _dev(lib, np.ones((2, 3)))))
     assert Z.shape == (10, 3) and np.isfinite(Z).all()
+
+
+@gpu
+@dtypes
+@pytest.mark.parametrize("s", [70, 132], ids=["s70", "s132"])  # scalar and 16-byte store paths
+def test_every_output_element_is_written(lib, dtype, s):
+    # outputs given as NaN-filled buffers: a skipped row, column, tile edge or output group would
+    # leave a NaN behind (n, d, s and m are multiples of none of the tile sizes)
+    rng = np.random.default_rng(5)
+    n, d = 300, 13
+    X, W = rng.uniform(-1, 1, (n, d)).astype(dtype), rng.standard_normal((d, s)).astype(dtype)
+    b, Y = rng.uniform(0, 6, s).astype(dtype), rng.standard_normal((n, 3)).astype(dtype)
+    dX, dW, db = (_dev(lib, a) for a in (X, W, b))
+
+    def poisoned(shape):
+        return _dev(lib, np.full(shape, np.nan, dtype))
+
+    for pair in (False, True):
+        n_out = s * (2 if pair else 1)
+        M = feature_magnitude(X, W, b, None, pair)
+        Zref = reference.features(f64(X), f64(W), f64(b), pair=pair)
+        Z = poisoned((n, n_out))
+        kernels.features(dX, dW, db, pair=pair, out=Z)
+        assert_within(lib[1](Z), Zref, M, dtype, "features into a poisoned buffer")
+        for m in (1, 3):  # one output, and two output groups of the multi-output kernel
+            coef = rng.standard_normal((n_out, m)).astype(dtype)
+            F = poisoned((n, m))
+            kernels.predict(dX, dW, db, _dev(lib, coef), pair=pair, out=F)
+            assert_within(lib[1](F), Zref @ f64(coef), M @ np.abs(f64(coef)), dtype, "predict, poisoned")
+        G, ZtY = poisoned((n_out, n_out)), poisoned((n_out, 3))
+        kernels.gram(dX, dW, db, _dev(lib, Y), pair=pair, out=G, out_zty=ZtY)
+        assert_within(lib[1](G), Zref.T @ Zref, M.T @ M, dtype, "gram G, poisoned")
+        assert_within(lib[1](ZtY), Zref.T @ f64(Y), M.T @ np.abs(f64(Y)), dtype, "gram ZtY, poisoned")
+
+
+@gpu
+def test_integer_device_input_is_computed_in_float64(lib):
+    X = np.arange(12).reshape(4, 3) - 5
+    W = np.random.default_rng(6).standard_normal((3, 5))
+    Z = lib[1](kernels.features(_dev(lib, X), _dev(lib, W)))
+    assert Z.dtype == np.float64
+    assert_within(Z, reference.features(f64(X), W), feature_magnitude(f64(X), W), np.float64, "int X")
+
+
+@gpu
+def test_torch_graph_capture_records_every_kernel_on_the_callers_stream():
+    # A CUDA graph records only work enqueued on the capturing stream: after X changes in place, a
+    # replay must give the new results (a kernel launched on another stream would have run once,
+    # during the capture, or broken the capture)
+    torch = pytest.importorskip("torch")
+    _cuda = _cuda_module_or_skip()
+    if not torch.cuda.is_available() or _cuda.device_count() == 0:
+        pytest.skip("PyTorch sees no CUDA device")
+    rng = np.random.default_rng(7)
+    n, d, s = 700, 9, 130
+    X = torch.as_tensor(rng.uniform(-1, 1, (n, d)), device="cuda")
+    W, b = (torch.as_tensor(a, device="cuda") for a in (rng.standard_normal((d, s)), rng.uniform(0, 6, s)))
+    coef, Y = (torch.as_tensor(a, device="cuda") for a in (rng.standard_normal(s), rng.standard_normal((n, 2))))
+    Z, F = torch.empty(n, s, dtype=torch.float64, device="cuda"), torch.empty(n, dtype=torch.float64, device="cuda")
+    G, ZtY = (torch.empty(*shape, dtype=torch.float64, device="cuda") for shape in ((s, s), (s, 2)))
+
+    def run():
+        kernels.features(X, W, b, out=Z)
+        kernels.predict(X, W, b, coef, out=F)
+        kernels.gram(X, W, b, Y, out=G, out_zty=ZtY)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        run()  # warm-up outside the capture, as PyTorch asks
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, capture_error_mode="relaxed"):
+        run()
+    X2 = rng.uniform(-2, 2, (n, d))
+    X.copy_(torch.as_tensor(X2, device="cuda"))
+    graph.replay()
+    torch.cuda.synchronize()
+    Wh, bh, ch, Yh = (t.cpu().numpy() for t in (W, b, coef, Y))
+    M = feature_magnitude(X2, Wh, bh)
+    Zref = reference.features(X2, Wh, bh)
+    assert_within(Z.cpu().numpy(), Zref, M, np.float64, "features replayed")
+    assert_within(F.cpu().numpy(), Zref @ ch, M @ np.abs(ch), np.float64, "predict replayed")
+    assert_within(G.cpu().numpy(), Zref.T @ Zref, M.T @ M, np.float64, "gram replayed")
+    assert_within(ZtY.cpu().numpy(), Zref.T @ Yh, M.T @ np.abs(Yh), np.float64, "gram ZtY replayed")

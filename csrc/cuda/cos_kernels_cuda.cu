@@ -1,13 +1,22 @@
 // CUDA kernels of the fused cosine features (contract and accuracy plan: cos_kernels_cuda.cuh).
 //
-// One SIMT tile engine serves every kernel: a block of BM rows x BN columns of U = (X o theta) W
-// computed in registers (TM x TN per thread, the thread's rows strided by BM/TM and its columns by
-// BN/TN so that a warp's stores and shared-memory reads are contiguous), X o theta and W staged in
-// shared memory BK at a time. The epilogue decides the kernel: store scale*cos (features), dot with
-// coef and reduce across the tile's columns (predict), or store into gram's chunk of Z.
+// One SIMT tile engine serves every kernel: a block of 256 threads computes a tile C = A^T B of two
+// operands staged k-major in shared memory, 8 values of k at a time, double buffered (the next
+// slab is fetched into registers while the current one is multiplied). For features and predict
+// A^T is X o theta and B is W (C = U without the offsets), in 128 x 64 tiles; for gram A and B are
+// row blocks of a chunk of Z (and of Y), in 128 x 128 tiles. The epilogue decides the kernel:
+// store scale*cos (features), dot with coef and reduce across the tile's columns (predict), or
+// add into gram's partial sums.
 //
-// Nothing here has run on a GPU yet: the tile shapes are first guesses to tune on an H100
-// (bench/bench_cuda.py), not measured choices.
+// Shapes measured on an H100 (bench/cuda_tune.py over variants from bench/build_cuda_variants.sh;
+// numbers in docs/kernels.rst). Each thread holds 8 x 4 (features, predict) or 8 x 8 (gram)
+// accumulators, its rows {4 ty + r, 64 + 4 ty + r} and columns {64 g + 4 tx + c}, so per k its
+// operands are 16-byte shared loads (3 for 32 FMAs, 4 for 64). Against the first version (4-byte
+// loads, 128 x 64 tiles of 8 x 4 with strided columns): features float32 11.7 -> 9.3 ms, predict
+// 11.9 -> 8.6 ms, gram's Z^T Z float32 at s = 4096 about 15% faster (n = 1e6, d = 100, s = 1000).
+// Tried and slower: 8 x 8 accumulators for features / predict (the unrolled epilogue's 64 inlined
+// cosf, 14k instructions, stalled on instruction fetch: 18 ms), and cos taken in a rolled loop over
+// a shared-memory copy of the tile (2-10% slower than the unrolled 8 x 4 epilogue).
 #include <climits>
 #include <cstdint>
 
@@ -18,38 +27,37 @@
 namespace rffkern::cuda {
 namespace {
 
-// ---- tile shapes --------------------------------------------------------------------------
-// TX = BN / TN threads along columns must be 16 (predict reduces across a half-warp).
+// ---- tile shape ---------------------------------------------------------------------------
+// 256 threads as 16 x 16 (tx = threadIdx.x % 16, ty = threadIdx.x / 16); a block tile of 128 rows
+// and 64 NB columns, thread (tx, ty) holding rows {4 ty + r, 64 + 4 ty + r} and columns
+// {64 g + 4 tx + c} (r, c < 4, g < NB). features / predict use NB = 1, gram's square tiles NB = 2.
+struct Tile {
+    static constexpr int BM = 128, BK = 8, NT = 256;
+    static constexpr int PAD = 4;  // keeps rows 16-byte aligned; spreads the transposing stores over banks
+};
+
+// Blocks per SM the compiler must fit (a register cap): the features / predict kernels (8 x 4
+// accumulators a thread) and gram's Z^T Z (8 x 8). Measured on an H100 (bench/cuda_tune.py); the
+// macros let bench/build_cuda_variants.sh build others.
+#ifndef RFFKERN_CUDA_F32_FEATURE_BLOCKS
+#define RFFKERN_CUDA_F32_FEATURE_BLOCKS 3
+#endif
+#ifndef RFFKERN_CUDA_F64_FEATURE_BLOCKS
+#define RFFKERN_CUDA_F64_FEATURE_BLOCKS 2
+#endif
+#ifndef RFFKERN_CUDA_F32_GRAM_BLOCKS
+#define RFFKERN_CUDA_F32_GRAM_BLOCKS 2
+#endif
+#ifndef RFFKERN_CUDA_F64_GRAM_BLOCKS
+#define RFFKERN_CUDA_F64_GRAM_BLOCKS 1
+#endif
 template <class T>
-struct FeatureTile;
-template <>
-struct FeatureTile<float> {
-    static constexpr int BM = 128, BN = 64, BK = 16, TM = 8, TN = 4;
-};
-template <>
-struct FeatureTile<double> {
-    static constexpr int BM = 64, BN = 64, BK = 16, TM = 4, TN = 4;
-};
-
-// Z_c^T B tiles for gram: square output tiles (the upper-triangle skip needs BM == BN).
+constexpr int kFeatureMinBlocks = sizeof(T) == 4 ? RFFKERN_CUDA_F32_FEATURE_BLOCKS : RFFKERN_CUDA_F64_FEATURE_BLOCKS;
 template <class T>
-struct GramTile;
-template <>
-struct GramTile<float> {
-    static constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
-};
-template <>
-struct GramTile<double> {
-    static constexpr int BM = 64, BN = 64, BK = 16, TM = 4, TN = 4;
-};
+constexpr int kGramMinBlocks = sizeof(T) == 4 ? RFFKERN_CUDA_F32_GRAM_BLOCKS : RFFKERN_CUDA_F64_GRAM_BLOCKS;
 
-template <class Cfg>
-constexpr int threads_of() {
-    return (Cfg::BM / Cfg::TM) * (Cfg::BN / Cfg::TN);
-}
-
-// Outputs of predict handled per launch column (grid dimension); more outputs recompute U.
-constexpr int kPredictOutputs = 4;
+// Outputs of predict handled per launch column (grid dimension) when m > 1; more outputs recompute U.
+constexpr int kPredictOutputs = 2;
 // gram: rows of Z per chunk are about this many elements / n_out (64 MiB of float32).
 constexpr std::size_t kGramChunkElements = std::size_t(1) << 24;
 // gram: aim for this many live blocks per Z_c^T Z_c launch when splitting rows into slices...
@@ -64,135 +72,241 @@ __device__ __forceinline__ double cos_of(double u) { return cos(u); }
 __device__ __forceinline__ void sin_cos_of(float u, float* s, float* c) { sincosf(u, s, c); }
 __device__ __forceinline__ void sin_cos_of(double u, double* s, double* c) { sincos(u, s, c); }
 
+// ---- 16-byte loads and stores of four consecutive values (p 16-byte aligned) --------------------
+__device__ __forceinline__ void load4(const float* p, float* v) {
+    const float4 t = *reinterpret_cast<const float4*>(p);
+    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+}
+__device__ __forceinline__ void load4(const double* p, double* v) {
+    const double2 t0 = reinterpret_cast<const double2*>(p)[0], t1 = reinterpret_cast<const double2*>(p)[1];
+    v[0] = t0.x, v[1] = t0.y, v[2] = t1.x, v[3] = t1.y;
+}
+__device__ __forceinline__ void store4(float* p, const float* v) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void store4(double* p, const double* v) {
+    reinterpret_cast<double2*>(p)[0] = make_double2(v[0], v[1]);
+    reinterpret_cast<double2*>(p)[1] = make_double2(v[2], v[3]);
+}
+
+// Row (column) of the tile held in a thread's i-th accumulator row (column): t is ty (tx).
+__device__ __forceinline__ int tile_index(int t, int i) { return (i >> 2) * 64 + 4 * t + (i & 3); }
+
 // ---- the tile engine ----------------------------------------------------------------------
-// acc[i][j] = sum_k (X[r_i, k] theta[k]) W[k, c_j] for the thread's rows r_i = row0 + ty + TY i and
-// columns c_j = col0 + tx + TX j; out-of-range rows/columns read zeros. Every thread of the block
-// must call it (it holds barriers) and it ends with a barrier, so shared memory written before
-// the call is visible to every thread after it.
-template <class T, class Cfg>
-struct UTile {
-    static constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, TM = Cfg::TM, TN = Cfg::TN;
-    static constexpr int TX = BN / TN, TY = BM / TM, NT = TX * TY;
-    static constexpr int A_PAD = 1;  // odd row length: the transposing stores avoid bank conflicts
-    static_assert(BM % TM == 0 && BN % TN == 0, "tile must split evenly over threads");
-    static_assert((BM * BK) % NT == 0 && (BK * BN) % NT == 0, "tile loads must split evenly");
+template <class T, int NB>
+struct TileSmem {
+    T a[2][Tile::BK][Tile::BM + Tile::PAD];
+    T b[2][Tile::BK][64 * NB + Tile::PAD];
+};
 
-    T As[BK][BM + A_PAD];
-    T Bs[BK][BN];
-
-    __device__ void compute(const T* __restrict__ X, const T* __restrict__ theta,
-                            const T* __restrict__ W, std::size_t n, int d, int s, std::size_t row0,
-                            int col0, T (&acc)[TM][TN]) {
-        const int tid = threadIdx.x;
-        const int tx = tid % TX, ty = tid / TX;
+// Slabs of X o theta, transposed: a[k][r] = X[row0 + r, k0 + k] theta[k0 + k] (zero outside), for
+// k0 = 0, 8, 16, ... in turn. A thread always loads the same k of four rows 32 apart; eight
+// consecutive threads read one row's eight values of k (one 32-byte sector).
+template <class T>
+struct XThetaLoader {
+    const T* __restrict__ X;
+    const T* __restrict__ theta;
+    int d, k;  // k: the next slab's column for this thread
+    std::size_t at[4];
+    bool row_ok[4];
+    T reg[4];
+    __device__ XThetaLoader(const T* X_, const T* theta_, std::size_t n, int d_, std::size_t row0)
+        : X(X_), theta(theta_), d(d_), k(int(threadIdx.x) & 7) {
 #pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-            for (int j = 0; j < TN; ++j) acc[i][j] = T(0);
-        for (int k0 = 0; k0 < d; k0 += BK) {
-#pragma unroll
-            for (int t = 0; t < (BM * BK) / NT; ++t) {
-                const int e = tid + t * NT;
-                const int r = e / BK, k = e % BK;
-                const std::size_t row = row0 + std::size_t(r);
-                T v = T(0);
-                if (row < n && k0 + k < d) {
-                    v = X[row * std::size_t(d) + std::size_t(k0 + k)];
-                    if (theta) v *= theta[k0 + k];  // rounded as the reference's X * theta
-                }
-                As[k][r] = v;
-            }
-#pragma unroll
-            for (int t = 0; t < (BK * BN) / NT; ++t) {
-                const int e = tid + t * NT;
-                const int k = e / BN, c = e % BN;
-                Bs[k][c] = (k0 + k < d && col0 + c < s)
-                               ? W[std::size_t(k0 + k) * std::size_t(s) + std::size_t(col0 + c)]
-                               : T(0);
-            }
-            __syncthreads();
-#pragma unroll
-            for (int kk = 0; kk < BK; ++kk) {
-                T a[TM], b[TN];
-#pragma unroll
-                for (int i = 0; i < TM; ++i) a[i] = As[kk][ty + TY * i];
-#pragma unroll
-                for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tx + TX * j];
-#pragma unroll
-                for (int i = 0; i < TM; ++i)
-#pragma unroll
-                    for (int j = 0; j < TN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
-            }
-            __syncthreads();
+        for (int t = 0; t < 4; ++t) {
+            const std::size_t row = row0 + std::size_t((int(threadIdx.x) >> 3) + 32 * t);
+            row_ok[t] = row < n;
+            at[t] = row * std::size_t(d) + std::size_t(k);
         }
+    }
+    __device__ void fetch() {
+        const bool k_ok = k < d;
+        const T th = (k_ok && theta) ? theta[k] : T(1);  // one rounding, as the reference's X * theta
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+            reg[t] = (k_ok && row_ok[t]) ? X[at[t]] * th : T(0);
+            at[t] += Tile::BK;
+        }
+        k += Tile::BK;
+    }
+    __device__ void store(T (&a)[Tile::BK][Tile::BM + Tile::PAD]) const {
+#pragma unroll
+        for (int t = 0; t < 4; ++t) a[int(threadIdx.x) & 7][(int(threadIdx.x) >> 3) + 32 * t] = reg[t];
     }
 };
 
+// Slabs of a row-major operand: a[k][c] = M[k0 + k, col0 + c] for k0 + k < k_end and
+// col0 + c < cols (zero outside), width 64 NB, for k0 = k_begin, k_begin + 8, ... in turn.
+// Consecutive threads read consecutive columns.
+template <class T, int NB>
+struct RowLoader {
+    static constexpr int W = 64 * NB, V = Tile::BK * W / Tile::NT, KSTEP = Tile::NT / W;
+    const T* __restrict__ M;
+    std::size_t ld, k_end, k, at;  // k: the next slab's first row for this thread
+    bool col_ok;
+    T reg[V];
+    __device__ RowLoader(const T* M_, std::size_t ld_, std::size_t k_begin, std::size_t k_end_, std::size_t cols,
+                         std::size_t col0)
+        : M(M_), ld(ld_), k_end(k_end_), k(k_begin + std::size_t(int(threadIdx.x) / W)) {
+        const std::size_t col = col0 + std::size_t(int(threadIdx.x) % W);
+        col_ok = col < cols;
+        at = k * ld + col;
+    }
+    __device__ void fetch() {
+#pragma unroll
+        for (int t = 0; t < V; ++t) {
+            reg[t] = (col_ok && k + std::size_t(KSTEP * t) < k_end) ? M[at + std::size_t(KSTEP * t) * ld] : T(0);
+        }
+        k += Tile::BK;
+        at += Tile::BK * ld;
+    }
+    __device__ void store(T (&a)[Tile::BK][W + Tile::PAD]) const {
+#pragma unroll
+        for (int t = 0; t < V; ++t) a[int(threadIdx.x) / W + KSTEP * t][int(threadIdx.x) % W] = reg[t];
+    }
+};
+
+// acc[i][j] = sum_{k_begin <= k < k_end} A[k][tile_index(ty, i)] B[k][tile_index(tx, j)], summed in
+// k order with FMAs (the loaders start at k_begin). Every thread of the block calls it with the
+// same range (it holds barriers); it returns after a barrier, so the shared memory it used may be
+// overwritten at once and shared memory written before the call is visible to every thread after
+// it (when k_begin < k_end).
+template <class T, int NB, class LoaderA, class LoaderB>
+__device__ void tile_product(TileSmem<T, NB>& sm, LoaderA& la, LoaderB& lb, std::size_t k_begin,
+                             std::size_t k_end, T (&acc)[8][4 * NB]) {
+    const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 4 * NB; ++j) acc[i][j] = T(0);
+    if (k_begin >= k_end) return;
+    la.fetch();
+    lb.fetch();
+    la.store(sm.a[0]);
+    lb.store(sm.b[0]);
+    __syncthreads();
+    int buf = 0;
+    for (std::size_t k0 = k_begin; k0 < k_end; k0 += Tile::BK) {
+        const bool more = k0 + Tile::BK < k_end;
+        if (more) {  // in flight while this slab is multiplied
+            la.fetch();
+            lb.fetch();
+        }
+#pragma unroll
+        for (int kk = 0; kk < Tile::BK; ++kk) {
+            T a[8], b[4 * NB];
+            load4(&sm.a[buf][kk][4 * ty], a);
+            load4(&sm.a[buf][kk][64 + 4 * ty], a + 4);
+#pragma unroll
+            for (int g = 0; g < NB; ++g) load4(&sm.b[buf][kk][64 * g + 4 * tx], b + 4 * g);
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+#pragma unroll
+                for (int j = 0; j < 4 * NB; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        }
+        if (more) {  // the other buffer: its last readers finished before the previous barrier
+            la.store(sm.a[buf ^ 1]);
+            lb.store(sm.b[buf ^ 1]);
+        }
+        __syncthreads();
+        buf ^= 1;
+    }
+}
+
+// U's tile for rows row0.. and columns col0.. (without the offsets).
+template <class T, int NB>
+__device__ void u_tile(TileSmem<T, NB>& sm, const T* X, const T* theta, const T* W, std::size_t n, int d,
+                       int s, std::size_t row0, int col0, T (&acc)[8][4 * NB]) {
+    XThetaLoader<T> la(X, theta, n, d, row0);
+    RowLoader<T, NB> lb(W, std::size_t(s), 0, std::size_t(d), std::size_t(s), std::size_t(col0));
+    tile_product(sm, la, lb, 0, std::size_t(d), acc);
+}
+
 // ---- features -----------------------------------------------------------------------------
+// vec: Z's rows and the sin half start 16-byte aligned (s % 4 == 0 and Z aligned), so four
+// consecutive columns inside [0, s) are one 16-byte store (two for double).
 template <class T>
-__global__ void __launch_bounds__(threads_of<FeatureTile<T>>())
+__global__ void __launch_bounds__(Tile::NT, kFeatureMinBlocks<T>)
 features_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __restrict__ W,
                 const T* __restrict__ b, const T* __restrict__ theta, T scale, bool pair,
-                T* __restrict__ Z, int col_tiles) {
-    using Tile = UTile<T, FeatureTile<T>>;
-    __shared__ Tile tile;
+                T* __restrict__ Z, int col_tiles, bool vec) {
+    constexpr int NB = 1;
+    __shared__ __align__(16) TileSmem<T, NB> sm;
     const std::size_t row0 = std::size_t(blockIdx.x / col_tiles) * Tile::BM;
-    const int col0 = int(blockIdx.x % col_tiles) * Tile::BN;  // columns vary fastest: X rows reused in L2
-    T acc[Tile::TM][Tile::TN];
-    tile.compute(X, theta, W, n, d, s, row0, col0, acc);
+    const int col0 = int(blockIdx.x % col_tiles) * 64 * NB;  // columns vary fastest: X rows reused in L2
+    T acc[8][4 * NB];
+    u_tile(sm, X, theta, W, n, d, s, row0, col0, acc);
 
-    const int tx = threadIdx.x % Tile::TX, ty = threadIdx.x / Tile::TX;
+    const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
     const std::size_t n_out = pair ? 2 * std::size_t(s) : std::size_t(s);
+    T off[4 * NB];
 #pragma unroll
-    for (int i = 0; i < Tile::TM; ++i) {
-        const std::size_t row = row0 + std::size_t(ty + Tile::TY * i);
+    for (int j = 0; j < 4 * NB; ++j) {
+        const int col = col0 + tile_index(tx, j);
+        off[j] = (b && col < s) ? b[col] : T(0);
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const std::size_t row = row0 + std::size_t(tile_index(ty, i));
         if (row >= n) continue;
         T* z = Z + row * n_out;
 #pragma unroll
-        for (int j = 0; j < Tile::TN; ++j) {
-            const int col = col0 + tx + Tile::TX * j;
-            if (col >= s) continue;
-            const T u = acc[i][j] + (b ? b[col] : T(0));
-            if (pair) {
-                T sn, cs;
-                sin_cos_of(u, &sn, &cs);
-                z[col] = scale * cs;
-                z[s + col] = scale * sn;
+        for (int g = 0; g < NB; ++g) {
+            const int c0 = col0 + 64 * g + 4 * tx;
+            if (c0 >= s) continue;
+            T cs[4], sn[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const T u = acc[i][4 * g + j] + off[4 * g + j];
+                if (pair) {
+                    sin_cos_of(u, &sn[j], &cs[j]);
+                    sn[j] *= scale;
+                } else {
+                    cs[j] = cos_of(u);
+                }
+                cs[j] *= scale;
+            }
+            if (vec && c0 + 3 < s) {
+                store4(z + c0, cs);
+                if (pair) store4(z + s + c0, sn);
             } else {
-                z[col] = scale * cos_of(u);
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    if (c0 + j >= s) break;
+                    z[c0 + j] = cs[j];
+                    if (pair) z[s + c0 + j] = sn[j];
+                }
             }
         }
     }
 }
 
 // ---- predict ------------------------------------------------------------------------------
-// One block owns BM rows and kPredictOutputs outputs and sweeps every column tile of U: the
-// per-thread partial dot products stay in registers, then the 16 threads sharing a row (a
-// half-warp) add theirs with shuffles in a fixed order.
-template <class T>
-__global__ void __launch_bounds__(threads_of<FeatureTile<T>>())
+// One block owns 128 rows and MO outputs and sweeps every column tile of U: the per-thread
+// partial dot products stay in registers, then the 16 threads sharing a row (a half-warp) add
+// theirs with shuffles in a fixed order.
+template <class T, int MO>
+__global__ void __launch_bounds__(Tile::NT, kFeatureMinBlocks<T>)
 predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __restrict__ W,
                const T* __restrict__ b, const T* __restrict__ theta, T scale, bool pair,
                const T* __restrict__ coef, int m, T* __restrict__ F, int output_groups) {
-    using Tile = UTile<T, FeatureTile<T>>;
-    constexpr int MO = kPredictOutputs;
-    static_assert(Tile::TX == 16, "predict reduces across 16-lane half-warps");
-    __shared__ Tile tile;
-    __shared__ T coef_tile[2][Tile::BN][MO];  // rows of coef for this column tile: cos, sin
+    constexpr int NB = 1, BN = 64;
+    __shared__ __align__(16) TileSmem<T, NB> sm;
+    __shared__ T coef_tile[2][BN][MO];  // rows of coef for this column tile: cos, sin
 
     const std::size_t row0 = std::size_t(blockIdx.x / output_groups) * Tile::BM;
     const int o0 = int(blockIdx.x % output_groups) * MO;
-    const int tx = threadIdx.x % Tile::TX, ty = threadIdx.x / Tile::TX;
+    const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
 
-    T part[Tile::TM][MO];
+    T part[8][MO];
 #pragma unroll
-    for (int i = 0; i < Tile::TM; ++i)
+    for (int i = 0; i < 8; ++i)
 #pragma unroll
         for (int o = 0; o < MO; ++o) part[i][o] = T(0);
 
-    for (int col0 = 0; col0 < s; col0 += Tile::BN) {
-        for (int e = threadIdx.x; e < 2 * Tile::BN * MO; e += Tile::NT) {
-            const int half = e / (Tile::BN * MO), c = (e / MO) % Tile::BN, o = e % MO;
+    for (int col0 = 0; col0 < s; col0 += BN) {
+        for (int e = int(threadIdx.x); e < 2 * BN * MO; e += Tile::NT) {
+            const int half = e / (BN * MO), c = (e / MO) % BN, o = e % MO;
             const int col = col0 + c;
             T v = T(0);
             if (col < s && o0 + o < m && (half == 0 || pair))
@@ -200,16 +314,16 @@ predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __
                          std::size_t(o0 + o)];
             coef_tile[half][c][o] = v;
         }
-        T acc[Tile::TM][Tile::TN];
-        tile.compute(X, theta, W, n, d, s, row0, col0, acc);  // ends with a barrier: coef_tile ready
+        T acc[8][4 * NB];
+        u_tile(sm, X, theta, W, n, d, s, row0, col0, acc);  // its first barrier: coef_tile ready
 #pragma unroll
-        for (int j = 0; j < Tile::TN; ++j) {
-            const int c = tx + Tile::TX * j;
+        for (int j = 0; j < 4 * NB; ++j) {
+            const int c = tile_index(tx, j);
             const int col = col0 + c;
             if (col >= s) continue;  // coef_tile is zero there, but cos(b) must not be taken
             const T off = b ? b[col] : T(0);
 #pragma unroll
-            for (int i = 0; i < Tile::TM; ++i) {
+            for (int i = 0; i < 8; ++i) {
                 const T u = acc[i][j] + off;
                 if (pair) {
                     T sn, cs;
@@ -230,7 +344,7 @@ predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __
     }
 
 #pragma unroll
-    for (int i = 0; i < Tile::TM; ++i)
+    for (int i = 0; i < 8; ++i)
 #pragma unroll
         for (int o = 0; o < MO; ++o) {
             T v = part[i][o];
@@ -240,8 +354,8 @@ predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __
         }
     if (tx == 0) {
 #pragma unroll
-        for (int i = 0; i < Tile::TM; ++i) {
-            const std::size_t row = row0 + std::size_t(ty + Tile::TY * i);
+        for (int i = 0; i < 8; ++i) {
+            const std::size_t row = row0 + std::size_t(tile_index(ty, i));
             if (row >= n) continue;
 #pragma unroll
             for (int o = 0; o < MO; ++o)
@@ -251,68 +365,35 @@ predict_kernel(const T* __restrict__ X, std::size_t n, int d, int s, const T* __
 }
 
 // ---- gram: C_slice (+)= A[slice rows]^T B[slice rows] ---------------------------------------
-// A is rows x p and B rows x q, both row-major (a chunk of Z and of Z or Y), so both tiles load
+// A is rows x p and B rows x q, both row-major (a chunk of Z and of Z or Y), so both slabs load
 // contiguously along their columns. blockIdx.y is the row slice; slice z writes
 // C + z * slice_stride. With upper_only (A == B, p == q) tiles below the diagonal return at once.
+// Square 128 x 128 tiles (NB = 2).
 template <class T>
-__global__ void __launch_bounds__(threads_of<GramTile<T>>())
+__global__ void __launch_bounds__(Tile::NT, kGramMinBlocks<T>)
 at_b_kernel(const T* __restrict__ A, int p, const T* __restrict__ B, int q, std::size_t rows,
             std::size_t slice_rows, T* __restrict__ C, std::size_t slice_stride, int col_tiles,
             bool upper_only, bool overwrite) {
-    using Cfg = GramTile<T>;
-    constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, TM = Cfg::TM, TN = Cfg::TN;
-    constexpr int TX = BN / TN, TY = BM / TM, NT = TX * TY;
-    static_assert((BM * BK) % NT == 0 && (BK * BN) % NT == 0, "tile loads must split evenly");
     const int ti = int(blockIdx.x) / col_tiles, tj = int(blockIdx.x) % col_tiles;
     if (upper_only && ti > tj) return;  // the whole block leaves before any barrier
-    __shared__ T As[BK][BM];
-    __shared__ T Bs[BK][BN];
-    const int i0 = ti * BM, j0 = tj * BN;
+    __shared__ __align__(16) TileSmem<T, 2> sm;
+    const int i0 = ti * Tile::BM, j0 = tj * Tile::BM;
     const std::size_t r_begin = std::size_t(blockIdx.y) * slice_rows;
     const std::size_t r_end = r_begin + slice_rows < rows ? r_begin + slice_rows : rows;
-    const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+    RowLoader<T, 2> la(A, std::size_t(p), r_begin, r_end, std::size_t(p), std::size_t(i0));
+    RowLoader<T, 2> lb(B, std::size_t(q), r_begin, r_end, std::size_t(q), std::size_t(j0));
+    T acc[8][8];
+    tile_product(sm, la, lb, r_begin, r_end, acc);  // a slice past the rows sums nothing: zeros
 
-    T acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = T(0);
-    for (std::size_t r0 = r_begin; r0 < r_end; r0 += BK) {
-#pragma unroll
-        for (int t = 0; t < (BM * BK) / NT; ++t) {
-            const int e = tid + t * NT, k = e / BM, i = e % BM;
-            const std::size_t r = r0 + std::size_t(k);
-            As[k][i] = (r < r_end && i0 + i < p) ? A[r * std::size_t(p) + std::size_t(i0 + i)] : T(0);
-        }
-#pragma unroll
-        for (int t = 0; t < (BK * BN) / NT; ++t) {
-            const int e = tid + t * NT, k = e / BN, j = e % BN;
-            const std::size_t r = r0 + std::size_t(k);
-            Bs[k][j] = (r < r_end && j0 + j < q) ? B[r * std::size_t(q) + std::size_t(j0 + j)] : T(0);
-        }
-        __syncthreads();
-#pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
-            T a[TM], bv[TN];
-#pragma unroll
-            for (int i = 0; i < TM; ++i) a[i] = As[kk][ty + TY * i];
-#pragma unroll
-            for (int j = 0; j < TN; ++j) bv[j] = Bs[kk][tx + TX * j];
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fma(a[i], bv[j], acc[i][j]);
-        }
-        __syncthreads();
-    }
+    const int tx = int(threadIdx.x) & 15, ty = int(threadIdx.x) >> 4;
     T* c_out = C + std::size_t(blockIdx.y) * slice_stride;
 #pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int gi = i0 + ty + TY * i;
+    for (int i = 0; i < 8; ++i) {
+        const int gi = i0 + tile_index(ty, i);
         if (gi >= p) continue;
 #pragma unroll
-        for (int j = 0; j < TN; ++j) {
-            const int gj = j0 + tx + TX * j;
+        for (int j = 0; j < 8; ++j) {
+            const int gj = j0 + tile_index(tx, j);
             if (gj >= q) continue;
             T* dst = c_out + std::size_t(gi) * std::size_t(q) + std::size_t(gj);
             *dst = overwrite ? acc[i][j] : *dst + acc[i][j];
@@ -383,7 +464,7 @@ void clear_stale_error() { (void)cudaGetLastError(); }
 // the partial sums stay small. Depends on the shapes only (so do the results' bits).
 template <class T>
 std::size_t gram_slices(std::size_t n_out, std::size_t m) {
-    const std::size_t tiles = ceil_div(n_out, GramTile<T>::BM);
+    const std::size_t tiles = ceil_div(n_out, std::size_t(Tile::BM));
     const std::size_t upper = tiles * (tiles + 1) / 2;
     std::size_t slices = ceil_div(kGramTargetBlocks, upper);
     if (slices > kGramMaxSlices) slices = kGramMaxSlices;
@@ -423,13 +504,13 @@ GramLayout gram_layout(std::size_t n, std::size_t n_out, std::size_t m) {
 template <class T>
 CudaResult launch_features(const T* X, std::size_t n, const FourierFeatureMap<T>& map, T* Z,
                            cudaStream_t stream) {
-    using Cfg = FeatureTile<T>;
-    const std::size_t col_tiles = ceil_div(map.s, Cfg::BN);
-    const std::size_t blocks = ceil_div(n, Cfg::BM) * col_tiles;
+    const std::size_t col_tiles = ceil_div(map.s, std::size_t(64));
+    const std::size_t blocks = ceil_div(n, Tile::BM) * col_tiles;
     if (blocks > std::size_t(INT_MAX)) return invalid("too many rows for one features launch");
-    features_kernel<T><<<unsigned(blocks), threads_of<Cfg>(), 0, stream>>>(
+    const bool vec = map.s % 4 == 0 && reinterpret_cast<std::uintptr_t>(Z) % 16 == 0;
+    features_kernel<T><<<unsigned(blocks), Tile::NT, 0, stream>>>(
         X, n, int(map.d), int(map.s), map.weights, map.offsets, map.theta, map.scale, map.pair, Z,
-        int(col_tiles));
+        int(col_tiles), vec);
     return launched("features kernel launch failed");
 }
 
@@ -454,13 +535,19 @@ CudaResult fused_cos_predict(const T* X, std::size_t n, const FourierFeatureMap<
     if (m > std::size_t(INT_MAX)) return invalid("coef has too many columns");
     if (n == 0 || m == 0) return {};
     if (!X || !coef || !F) return invalid("X, coef and the output must be device pointers, not null");
-    using Cfg = FeatureTile<T>;
-    const std::size_t groups = ceil_div(m, kPredictOutputs);
-    const std::size_t blocks = ceil_div(n, Cfg::BM) * groups;
+    // one output (regression, binary classification) gets a kernel of its own: no wasted FMAs
+    const std::size_t per_group = m == 1 ? 1 : kPredictOutputs;
+    const std::size_t groups = ceil_div(m, per_group);
+    const std::size_t blocks = ceil_div(n, Tile::BM) * groups;
     if (blocks > std::size_t(INT_MAX)) return invalid("too many rows or outputs for one predict launch");
-    predict_kernel<T><<<unsigned(blocks), threads_of<Cfg>(), 0, stream>>>(
-        X, n, int(map.d), int(map.s), map.weights, map.offsets, map.theta, map.scale, map.pair, coef,
-        int(m), F, int(groups));
+    if (per_group == 1)
+        predict_kernel<T, 1><<<unsigned(blocks), Tile::NT, 0, stream>>>(
+            X, n, int(map.d), int(map.s), map.weights, map.offsets, map.theta, map.scale, map.pair, coef,
+            int(m), F, int(groups));
+    else
+        predict_kernel<T, kPredictOutputs><<<unsigned(blocks), Tile::NT, 0, stream>>>(
+            X, n, int(map.d), int(map.s), map.weights, map.offsets, map.theta, map.scale, map.pair, coef,
+            int(m), F, int(groups));
     return launched("predict kernel launch failed");
 }
 
@@ -491,10 +578,9 @@ CudaResult streamed_gram(const T* X, std::size_t n, const FourierFeatureMap<T>& 
     if (!X) return invalid("X must be a device pointer, not null");
 
     const GramLayout lay = gram_layout<T>(n, n_out, m);
-    using Cfg = GramTile<T>;
-    const std::size_t g_tiles = ceil_div(n_out, Cfg::BM);
+    const std::size_t g_tiles = ceil_div(n_out, std::size_t(Tile::BM));
     const std::size_t g_blocks = g_tiles * g_tiles;
-    const std::size_t y_col_tiles = ceil_div(m, Cfg::BN);
+    const std::size_t y_col_tiles = ceil_div(m, std::size_t(Tile::BM));
     if (g_blocks > std::size_t(INT_MAX) || g_tiles * y_col_tiles > std::size_t(INT_MAX))
         return invalid("n_out is too large for the gram kernel's grid");
 
@@ -515,7 +601,7 @@ CudaResult streamed_gram(const T* X, std::size_t n, const FourierFeatureMap<T>& 
     T* g_target = g_part ? g_part : G;
     T* y_target = y_part ? y_part : ZtY;
     const std::size_t g_stride = n_out * n_out, y_stride = n_out * m;
-    const int threads = threads_of<Cfg>();
+    const int threads = Tile::NT;
 
     CudaResult r;
     for (std::size_t row0 = 0; row0 < n && r.ok(); row0 += lay.chunk_rows) {
@@ -523,7 +609,7 @@ CudaResult streamed_gram(const T* X, std::size_t n, const FourierFeatureMap<T>& 
         const bool overwrite = row0 == 0 && (g_part || !accumulate);
         r = launch_features(X + row0 * map.d, rows, map, Zc, stream);
         if (!r.ok()) break;
-        const std::size_t slice_rows = ceil_div(ceil_div(rows, lay.slices), Cfg::BK) * Cfg::BK;
+        const std::size_t slice_rows = ceil_div(ceil_div(rows, lay.slices), std::size_t(Tile::BK)) * Tile::BK;
         const dim3 g_grid(unsigned(g_blocks), unsigned(lay.slices));
         at_b_kernel<T><<<g_grid, threads, 0, stream>>>(Zc, int(n_out), Zc, int(n_out), rows, slice_rows,
                                                        g_target, g_stride, int(g_tiles), true, overwrite);
