@@ -545,10 +545,14 @@ class _ClosingInputs:
     def __call__(self, Xb, yb):
         from rffkern.rffnet import _training_targets
 
-        Xs = ((np.asarray(Xb, self.dtype) - self.x_mean) / self.x_scale).astype(self.dtype)
-        Y = np.asarray(yb, np.float64).reshape(Xs.shape[0], -1)
+        Xs = np.subtract(Xb, self.x_mean, dtype=self.dtype)  # one chunk-sized array per step,
+        Xs /= self.x_scale                                    # in place where it can be
+        Xr = Xs.astype(np.float64)
+        del Xs
+        Xr *= self.theta
+        Y = np.asarray(yb, np.float64).reshape(Xr.shape[0], -1)
         T = _training_targets(Y, self.intercept, self.y_scale, self.dtype).astype(np.float64)
-        return np.ascontiguousarray(Xs.astype(np.float64) * self.theta), T
+        return Xr, T
 
 
 def _closing_ridge(est, X, y):

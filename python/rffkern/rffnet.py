@@ -661,8 +661,14 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         """B and the intercept from the closing ridge's solution (in the trained target units)."""
         dtype = self.coef_.dtype
         self.coef_ = np.ascontiguousarray(coef, dtype=dtype)
-        trained_intercept = self._trained_map[3]
+        trained_intercept = self._trained_intercept()
         self.intercept_ = (trained_intercept + np.asarray(intercept) * self.y_scale_).astype(dtype)
+
+    def _trained_intercept(self):
+        """The intercept as trained (the closing ridge's targets are centred on it)."""
+        trained = self._trained_map
+        assert trained is not None, "only after _closing_map"
+        return trained[3]
 
     def _closing_fit_add_rows(self, X, y):
         """Add rows to the closing ridge at its chosen penalty and solve again: the model of the
@@ -678,7 +684,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
                           order="C")
         Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
         Xr = self._standardized(X).astype(np.float64) * self.relevances_.astype(np.float64)
-        Yr = (Y - self._trained_map[3]) / self.y_scale_
+        Yr = (Y - self._trained_intercept()) / self.y_scale_
         fmap = FourierFeatureMap(self.weights_.astype(np.float64), self.offsets_.astype(np.float64),
                                  float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
         stats.add(fmap, Xr, Yr)
