@@ -165,8 +165,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     5. The ridge and RFFNet are compared on the held-out rows (R^2, or accuracy for classes); the
        winner is returned with the held-out rows added: the ridge's Gram matrix takes them
        (:meth:`~rffkern.RFFRidge.partial_fit`: same width, standardization and penalty, one pass
-       over the held-out rows only), and so does RFFNetRegressor's closing ridge (same relevances,
-       map and penalty; RFFNetClassifier is returned as trained). ``model.selection_report_``
+       over the held-out rows only), and so does RFFNet's closing fit (same relevances, map and
+       penalty: the regressor's ridge takes one Gram pass over them and one solve, the
+       classifier's logistic / softmax fit runs again on all rows). ``model.selection_report_``
        records the scores (``width_search`` and ``ridge`` where fitted, ``rffnet``;
        ``rffnet_variant_scores`` for the RFFNet runs), the times and the choice.
 
@@ -338,19 +339,20 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     report = dict(task=task, reason=reason, validation_scores=scores,
                   rffnet_variant=net_name, rffnet_variant_scores={k: v[0] for k, v in nets.items()},
                   fit_times=times)
+    # the closing fits' statistics (a Gram matrix, or the features of every row) are dropped,
+    # but the winner's until the held-out rows have joined it
+    closing_stats = net.__dict__.pop("_closing_stats", None)
     for _, other in nets.values():
         del other._keep_closing_stats
+        other.__dict__.pop("_closing_stats", None)
     if ridge is None or s_net > scores["ridge"]:
         model, report["chosen"] = net, "rffnet"
-        if getattr(net, "_closing_stats", None) is not None and (
-                not classify or np.isin(y[idx_val], net.classes_).all()):
-            # the held-out rows join the closing ridge (same relevances, map and penalty): one
-            # Gram pass over them and one solve
+        if closing_stats is not None and (not classify or np.isin(y[idx_val], net.classes_).all()):
+            # the held-out rows join the closing fit (same relevances, map and penalty)
             tic = time.perf_counter()
+            net._closing_stats = closing_stats
             net._closing_fit_add_rows(X[idx_val], y[idx_val])
             times["rffnet_refit"] = time.perf_counter() - tic
-        for _, other in nets.values():
-            other.__dict__.pop("_closing_stats", None)
     else:
         tic = time.perf_counter()
         model = ridge
