@@ -47,6 +47,22 @@ def draw_offsets(n_components, rng, dtype=np.float64):
     return rng.uniform(0.0, 2.0 * np.pi, n_components).astype(dtype, copy=False)
 
 
+def widen_map(kernel, W, b, n_total, rng):
+    """``(W, b)`` widened to ``n_total`` columns: new frequencies from the kernel's spectral density
+    (unit length scale) and uniform phases, drawn from a child generator of ``rng``, so that the
+    caller's own stream stays as it was (a closing fit's extra features). Unchanged when ``W``
+    already has ``n_total`` columns or more."""
+    n_extra = n_total - W.shape[1]
+    if n_extra <= 0:
+        return W, b
+    try:
+        child = rng.spawn(1)[0]
+    except (TypeError, ValueError):  # a bit generator without a seed sequence
+        child = rng
+    return (np.concatenate([W, draw_frequencies(kernel, W.shape[0], n_extra, 1.0, child)], axis=1),
+            np.concatenate([b, draw_offsets(n_extra, child)]))
+
+
 def orf_weights(d, n_frequencies, length_scale, rng):
     """Orthogonal random features (Yu et al. 2016): W of shape (d, n_frequencies).
 

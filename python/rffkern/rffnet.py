@@ -41,7 +41,7 @@ from rffkern._rffnet_training import (
     initial_relevances,
     train_epochs,
 )
-from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets
+from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, widen_map
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -293,16 +293,11 @@ class _BaseRFFNet(BaseEstimator):
         self._trained_map = (self.weights_, self.offsets_, self.coef_, self.intercept_)
         W = self.weights_.astype(np.float64)
         b = self.offsets_.astype(np.float64)
-        target = self.refit_components
-        n_extra = 0 if target is None else min(target, CLOSING_COMPONENTS_PER_ROW * n_rows) - W.shape[1]
-        if n_extra > 0:
-            try:  # a child generator: the estimator's stream (later splits and epochs) stays as it was
-                rng = self._rng.spawn(1)[0]
-            except (TypeError, ValueError):  # a bit generator without a seed sequence
-                rng = self._rng
-            W = np.concatenate([W, draw_frequencies(self.kernel, W.shape[0], n_extra, 1.0, rng)], axis=1)
-            b = np.concatenate([b, draw_offsets(n_extra, rng)])
-        return W, b
+        if self.refit_components is None:
+            return W, b
+        # the estimator's stream (later splits and epochs) stays as it was
+        return widen_map(self.kernel, W, b, min(self.refit_components, CLOSING_COMPONENTS_PER_ROW * n_rows),
+                         self._rng)
 
     def _after_training(self, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val):
         """A hook run after the epochs of ``fit`` (not ``partial_fit``): the closing fit of B
@@ -533,8 +528,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         -0.010/-0.010, cpu_act -0.44/-0.27 -> -0.50/-0.33, kin40k +0.42/+0.48 -> +0.38/+0.41, at
         20-40% more fit time (with the trained features only, ``refit_components=None``). False
         keeps B as trained (the paper); ``partial_fit`` never refits; a fit on Dask arrays runs
-        the closing ridge with distributed passes; a ``warm_start`` fit or ``partial_fit`` continues training from the trained W, b,
-        B and intercept (the closing ridge is run again at the end of a ``warm_start`` fit).
+        the closing ridge with distributed passes; a ``warm_start`` fit or ``partial_fit``
+        continues training from the trained W, b, B and intercept (the closing ridge is run again
+        at the end of a ``warm_start`` fit).
     refit_components : int or None, default=1000
         Features of the closing ridge (``refit_coef``): the ``n_components`` trained ones plus new
         draws of the same kernel at the learned relevances, up to this many (at most two per
@@ -966,25 +962,6 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     """
 
     _loss_kind = "classification"
-
-    def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
-                 init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
-                 solver: str = "shared-adam", learning_rate: float = 3e-3, learning_rate_schedule: str = "adaptive",
-                 batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
-                 validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
-                 checkpoint: bool = True, standardize: bool = True, feature_scale: float | str = 1.0,
-                 dtype: str = "float32", random_state: RandomStateLike = None, n_jobs: int | None = None,
-                 verbose: int = 0, warm_start: bool = False, relevance_penalty: float = 0.1,
-                 refit_coef: bool = True, refit_components: int | None = 1000) -> None:
-        super().__init__(
-            n_components, alpha=alpha, kernel=kernel, init=init, n_restarts=n_restarts,
-            restart_iter=restart_iter, solver=solver, learning_rate=learning_rate,
-            learning_rate_schedule=learning_rate_schedule, batch_size=batch_size, max_iter=max_iter,
-            early_stopping=early_stopping,
-            validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change, tol=tol,
-            checkpoint=checkpoint, standardize=standardize, feature_scale=feature_scale, dtype=dtype,
-            random_state=random_state, n_jobs=n_jobs, verbose=verbose, warm_start=warm_start,
-            relevance_penalty=relevance_penalty, refit_coef=refit_coef, refit_components=refit_components)
 
     def _after_training(self, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val):
         """``refit_coef``: B by L2-penalised logistic / softmax regression on the trained features

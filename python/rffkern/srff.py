@@ -42,7 +42,7 @@ from rffkern._data import TargetScaler, check_sample_weight, holdout_split, mean
 from rffkern._progress import ProgressLog
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._sampling import (knn_distances, median_distance, weighted_knn_blocks, weighted_median,
-                               weighted_median_distance)
+                               weighted_median_distance, widen_map)
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.ridge import _refuse_dask_weights
@@ -613,15 +613,8 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         penalties mean what they mean for RFFNet's closing ridge."""
         from rffkern.rffnet import CLOSING_COMPONENTS_PER_ROW
 
-        W, b = self.weights_, self.offsets_
-        n_extra = min(self.refit_components, CLOSING_COMPONENTS_PER_ROW * n_rows) - W.shape[1]
-        if n_extra > 0:
-            try:
-                child = rng.spawn(1)[0]
-            except (TypeError, ValueError):  # a bit generator without a seed sequence
-                child = rng
-            W = np.concatenate([W, child.standard_normal((W.shape[0], n_extra))], axis=1)
-            b = np.concatenate([b, child.uniform(0.0, 2.0 * np.pi, n_extra)])
+        W, b = widen_map("gaussian", self.weights_, self.offsets_,
+                         min(self.refit_components, CLOSING_COMPONENTS_PER_ROW * n_rows), rng)
         return W, b, kernels.default_scale(W.shape[1])
 
     def _set_closing(self, W, b, scale, coef, intercept, alpha):
