@@ -104,10 +104,6 @@ class _Whitening:
         """``1 / sqrt(e / 4 + 2 alpha)`` per eigenvector: ``B = V diag(scales) U``."""
         return 1.0 / np.sqrt(0.25 * self.evals + 2.0 * alpha)
 
-    def matrix(self, alpha):
-        """P (symmetric), the whitening of the objective's curvature at penalty ``alpha``."""
-        return (self.V * self.scales(alpha)) @ self.V.T
-
 
 def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whitening=None,
                      tol=OUTPUT_TOL, max_iter=1000):
@@ -144,22 +140,28 @@ def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whiten
     p = _normalised_weights(Z.shape[0], sample_weight)[:, None]
     start = np.zeros((s, m)) if coef is None else np.asarray(coef, dtype=np.float64)
 
+    # B = V D U: ||B||^2 = ||D U||^2 (V orthogonal) and the logits are Z V D U, in one of two orders
     if Z.shape[0] < ROTATE_ROWS_PER_OUTPUT * m:
-        # B = V D U: the logits are (Z V) D U and ||B||^2 = ||D U||^2 (V orthogonal): two n x s x m
-        # products per evaluation, after one n x s x s product per fold for Z V
+        # (Z V) D U: two n x s x m products per evaluation, after one n x s x s product per fold
         ZV = white.rotated(Z)
 
-        def objective(u):
-            DU = d * u.reshape(s, m)
-            loss, R = _losses_and_residuals(ZV @ DU, Y, kind)
-            value = float(p[:, 0] @ loss + alpha * np.sum(DU * DU))
-            return value, (d * (ZV.T @ (R * p)) + 2.0 * alpha * d * DU).ravel()
+        def logits(DU):
+            return ZV @ DU
+
+        def pullback(G):  # the gradient in D U of the loss from its gradient G in the logits
+            return ZV.T @ G
     else:  # many rows: Z (V D U), two s x s x m products more per evaluation, but no Z V
-        def objective(u):
-            DU = d * u.reshape(s, m)
-            loss, R = _losses_and_residuals(Z @ (V @ DU), Y, kind)
-            value = float(p[:, 0] @ loss + alpha * np.sum(DU * DU))
-            return value, (d * (V.T @ (Z.T @ (R * p))) + 2.0 * alpha * d * DU).ravel()
+        def logits(DU):
+            return Z @ (V @ DU)
+
+        def pullback(G):
+            return V.T @ (Z.T @ G)
+
+    def objective(u):
+        DU = d * u.reshape(s, m)
+        loss, R = _losses_and_residuals(logits(DU), Y, kind)
+        value = float(p[:, 0] @ loss + alpha * np.sum(DU * DU))
+        return value, (d * pullback(R * p) + 2.0 * alpha * d * DU).ravel()
 
     # L-BFGS is invariant under the rotation V: these iterates are those of B = P U' with the
     # symmetric P = V D V.T (U' = V U)
