@@ -727,6 +727,31 @@ def test_classifier_refit_coef_is_the_penalised_cross_entropy_fit(n_classes):
     assert model.score(X, labels) >= trained.score(X, labels)
 
 
+def test_classifier_penalty_search_in_float32_agrees_with_float64(monkeypatch):
+    """The closing fit's penalty search runs on float32 copies of the features (SEARCH_DTYPE): it
+    chooses the penalty a float64 search chooses, with fold solutions equal to float32 precision
+    (relative to the solution), on both whitening paths (Z V formed, and not)."""
+    import rffkern._output_refit as refit
+    X, y, _ = make_jse3(600, random_state=3)
+    model = RFFNetClassifier(n_components=40, max_iter=3, refit_coef=False, random_state=0, n_jobs=1).fit(X, y > 0)
+    Z = _trained_features(model, X)
+    rows = np.arange(600)
+    folds = [(rows[:480], rows[480:])]
+    for labels, rotate_rows in (((y > 0).astype(int), 500), (np.digitize(y, [-0.5, 0.5]), 1)):
+        Y = np.eye(labels.max() + 1)[labels] if labels.max() > 1 else labels[:, None].astype(float)
+        kind = "softmax" if Y.shape[1] > 1 else "logistic"
+        monkeypatch.setattr(refit, "ROTATE_ROWS_PER_OUTPUT", rotate_rows)
+        found = {}
+        for dtype in (np.float64, np.float32):
+            monkeypatch.setattr(refit, "SEARCH_DTYPE", dtype)
+            found[dtype] = refit.choose_output_penalty(Z, Y, kind, folds, refit.OUTPUT_ALPHAS, 1e-4, None,
+                                                       np.zeros((Z.shape[1], Y.shape[1])))
+        assert found[np.float32][0] == found[np.float64][0]
+        B32, B64 = found[np.float32][1], found[np.float64][1]
+        assert B32.dtype == np.float64
+        assert np.abs(B32 - B64).max() < 1e-3 * np.abs(B64).max()
+
+
 def test_classifier_outputs_agree_after_refit():
     """predict, predict_proba, predict_log_proba and decision_function all come from coef_."""
     X, y, _ = make_jse3(400, random_state=1)

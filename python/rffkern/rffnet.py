@@ -907,7 +907,8 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         of the early-stopping validation part; without early stopping, by 3-fold
         cross-validation over interleaved rows (row i in fold i mod 3). The model keeps the
         paper's form (no output bias; predict, predict_proba and decision_function all come
-        from the refitted ``coef_``). It stores the n x s features in float64 while it runs.
+        from the refitted ``coef_``). It stores the n x s features in float64 while it runs (and
+        float32 copies of the fold's rows for the penalty search, which fits in float32).
         Measured (``bench/bench_realdata.py`` splits, seeds 0 and 1, test error relative to the
         better of Nystroem/RBFSampler + RidgeClassifierCV): digits +1.50/+0.83 -> +1.25/+0.33,
         breast_cancer +0.20/+1.50 -> +0.40/+0.50 (114 test rows: one error moves it by 0.2),
@@ -965,7 +966,8 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
 
     def _after_training(self, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val):
         """``refit_coef``: B by L2-penalised logistic / softmax regression on the trained features
-        of every row, the penalty by the held-out log-loss over ``OUTPUT_ALPHAS`` (in float64)."""
+        of every row, the penalty by the held-out log-loss over ``OUTPUT_ALPHAS`` (searched in float32, the
+        kept fit in float64)."""
         self.refit_alpha_ = None
         if not self.refit_coef:
             return
@@ -1014,7 +1016,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         X = validate_data(self, X, dtype=self.relevances_.dtype, ensure_all_finite=True, reset=False,
                           order="C")
         _, Y_new, _ = self._encode_targets(y, first_call=False)
-        Z = np.concatenate([Z, self._trained_features(self._standardized(X))])
+        Z = np.concatenate([Z, self._trained_features(self._standardized(X)).astype(Z.dtype)])
         Y = np.concatenate([Y, np.asarray(Y_new, dtype=np.float64)])
         coef, _ = fit_output_layer(Z, Y, self._loss, self.refit_alpha_, None, coef, whitening=whitening)
         self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
