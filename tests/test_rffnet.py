@@ -752,6 +752,44 @@ def test_classifier_penalty_search_in_float32_agrees_with_float64(monkeypatch):
         assert np.abs(B32 - B64).max() < 1e-3 * np.abs(B64).max()
 
 
+def test_stratified_subset_keeps_every_class_in_proportion():
+    from rffkern.rffnet import CLOSING_MIN_CLASS_ROWS, _stratified_subset
+    labels = np.repeat([0, 1, 2], [9000, 990, 10])
+    idx = _stratified_subset(labels, 1000, np.random.default_rng(0))
+    assert np.all(np.diff(idx) > 0)  # sorted, no repeats
+    assert np.bincount(labels[idx]).tolist() == [900, 99, 10]  # the rare class whole (10 < 20 rows)
+    few = _stratified_subset(np.repeat([0, 1], [990, 10 * CLOSING_MIN_CLASS_ROWS]), 100, np.random.default_rng(0))
+    assert np.bincount(np.repeat([0, 1], [990, 10 * CLOSING_MIN_CLASS_ROWS])[few]).tolist()[1] == CLOSING_MIN_CLASS_ROWS
+    np.testing.assert_array_equal(idx, _stratified_subset(labels, 1000, np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_closing_fit_on_a_row_subset_above_the_cap(monkeypatch, n_classes):
+    """Above CLOSING_MAX_ROWS rows the closing fit fits a stratified subset: the stream draws it only
+    then (a cap of exactly the row count changes nothing), the result is a penalised fit that
+    predicts about as well as the fit on every row, and rffkern.fit keeps no rows to add."""
+    import rffkern.rffnet as rn
+    X, y, _ = make_jse3(900, random_state=4)
+    labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    X_test, y_test, _ = make_jse3(2000, random_state=5)
+    test_labels = np.digitize(y_test, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    kw = dict(n_components=30, max_iter=8, refit_components=200, random_state=0, n_jobs=1)
+    full = RFFNetClassifier(**kw).fit(X, labels)
+    monkeypatch.setattr(rn, "CLOSING_MAX_ROWS", 900)
+    np.testing.assert_array_equal(RFFNetClassifier(**kw).fit(X, labels).coef_, full.coef_)
+    monkeypatch.setattr(rn, "CLOSING_MAX_ROWS", 300)
+    sub = RFFNetClassifier(**kw)
+    sub._keep_closing_stats = True
+    sub.fit(X, labels)
+    assert not hasattr(sub, "_closing_stats")  # nothing for rffkern.fit to add rows to
+    np.testing.assert_array_equal(sub.relevances_, full.relevances_)  # the same epochs
+    assert sub.refit_alpha_ is not None and not np.allclose(sub.coef_, full.coef_)
+    # 300 of 900 rows: a little behind the fit on every row, far ahead of the trained B
+    trained = RFFNetClassifier(**kw, refit_coef=False).fit(X, labels)
+    assert sub.score(X_test, test_labels) > full.score(X_test, test_labels) - 0.08
+    assert sub.score(X_test, test_labels) > trained.score(X_test, test_labels) + 0.1
+
+
 def test_classifier_outputs_agree_after_refit():
     """predict, predict_proba, predict_log_proba and decision_function all come from coef_."""
     X, y, _ = make_jse3(400, random_state=1)

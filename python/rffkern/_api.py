@@ -171,7 +171,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        (:meth:`~rffkern.RFFRidge.partial_fit`: same width, standardization and penalty, one pass
        over the held-out rows only), and so does RFFNet's closing fit (same relevances, map and
        penalty: the regressor's ridge takes one Gram pass over them and one solve, the
-       classifier's logistic / softmax fit runs again on all rows). ``model.selection_report_``
+       classifier's logistic / softmax fit runs again on all rows, unless it fitted a subset
+       of rows, above ``rffkern.rffnet.CLOSING_MAX_ROWS``). ``model.selection_report_``
        records the scores (``width_search`` and ``ridge`` where fitted, ``rffnet``;
        ``rffnet_variant_scores`` for the RFFNet runs), the times and the choice.
 
