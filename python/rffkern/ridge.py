@@ -383,9 +383,10 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
 
     The defaults make a tuned kernel ridge machine from raw X and y in one call: X is standardized,
     y centred and scaled (predictions come back in y's units), the kernel width is chosen among
-    0.5, 1 and 2 times the median pairwise distance and the penalty among 23 values from 1e-8 to
-    1e3, both by exact leave-one-out error -- each width costs one streamed Gram pass, one
-    eigendecomposition and one LOO pass over X.
+    0.5, 1 and 2 times the median pairwise distance (the median itself unless another is better by
+    more than one standard error) and the penalty among 23 values from 1e-8 to 1e3, both by exact
+    leave-one-out error -- each width costs one streamed Gram pass, one eigendecomposition and one
+    LOO pass over X.
 
     Parameters
     ----------
@@ -399,10 +400,14 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         :class:`rffkern.RandomFourierFeatures`).
     length_scale : float, sequence of float, "median" or "auto", default="auto"
         Kernel width in the units of the (standardized) inputs. "median": the median pairwise
-        distance of a subsample of at most 2000 rows; "auto": the best of 0.5, 1 and 2 times it by
-        the selection error; a sequence: the best of those widths (the chosen value is
-        ``length_scale_``). ``partial_fit`` cannot compare widths: it takes the first of a
-        sequence, the median itself for "auto".
+        distance of a subsample of at most 2000 rows; "auto": 0.5, 1 and 2 times it, each at its
+        best penalty, and the one nearest the median (1x) whose selection error is within one
+        standard error of the least (of the mean per-row difference of the LOO or held-out losses
+        to the best width's, ``rffkern.ridge.one_se_width``; with ``alpha_selection="gcv"``, which scores no
+        row, the least); a sequence: the width of least selection error (so ``m * [0.5, 1, 2]``,
+        ``m`` the ``length_scale_`` of a "median" fit, is the earlier "auto" rule of least error).
+        The chosen value is ``length_scale_``. ``partial_fit`` cannot compare widths: it takes the
+        first of a sequence, the median itself for "auto".
     pair : bool, default=False
         Use ``[cos, sin]`` features of ``n_components // 2`` frequencies.
     fit_intercept : bool, default=True
@@ -618,10 +623,12 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
     kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
         The shift-invariant kernel whose spectral density the frequencies are drawn from (see
         :class:`rffkern.RandomFourierFeatures`).
-    length_scale : float, "median" or "auto", default="auto"
+    length_scale : float, sequence of float, "median" or "auto", default="auto"
         Kernel width in the units of the (standardized) inputs. "median": the median pairwise
-        distance of a subsample of at most 2000 rows; "auto": the best of 0.5, 1 and 2 times it by
-        the selection error (the chosen value is ``length_scale_``).
+        distance of a subsample of at most 2000 rows; "auto": of 0.5, 1 and 2 times it, the one
+        nearest 1x whose selection error is within one standard error of the least, as in
+        :class:`RFFRidge`; a sequence: the width of least selection error (the chosen value is
+        ``length_scale_``).
     pair : bool, default=False
         Use ``[cos, sin]`` features of ``n_components // 2`` frequencies.
     fit_intercept : bool, default=True
