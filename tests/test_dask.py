@@ -181,6 +181,51 @@ def test_default_fit_on_dask_is_close_to_single_machine(client):
     assert np.std(dist.predict(X) - single.predict(X)) < 0.2 * resid
 
 
+def test_width_rule_standard_errors_from_chunk_sums_equal_those_of_the_rows():
+    """The distributed fit's one-standard-error width rule works from per-chunk sums of products of
+    the rows' squared LOO residuals; the standard errors equal those of the rows on one machine."""
+    from rffkern._dask import _chunk_loo, _paired_standard_errors
+    from rffkern._ridge_solvers import GramStats, LooPass, fit_ridge_map
+    from rffkern.ridge import DEFAULT_ALPHAS, paired_standard_error
+
+    X, y = _regression(700, 4, seed=5)
+    est = RFFRidge(80, random_state=0)
+    unit = est._draw_map(4, np.random.default_rng(0))
+    est._standardizer(X)
+    est._target_scaler = est._make_target_scaler().fit(y[:, None])
+    Xs, Ys = est._standardized(X), est._target_scaler.transform(y[:, None])
+    widths = [0.8, 1.6, 3.2]
+    stats = [GramStats(est._map(unit / w).n_out, 1, Xs.dtype).add(est._map(unit / w), Xs, Ys) for w in widths]
+    passes = [LooPass(s, DEFAULT_ALPHAS, True) for s in stats]
+    sums = sum(_chunk_loo(est, unit, widths, passes, X[i:i + 200], y[i:i + 200], True) for i in range(0, 700, 200))
+    alpha_index = [int(np.argmin(r)) for r in sums[0].reshape(len(widths), -1)]
+    chunked = _paired_standard_errors(sums[0], sums[1:], stats, alpha_index, 1)
+    fits = [fit_ridge_map(est._map(unit / w), Xs, Ys, DEFAULT_ALPHAS, return_row_losses=True) for w in widths]
+    best = int(np.argmin([f[3].min() for f in fits]))
+    rows = [paired_standard_error(f[5][0], fits[best][5][0]) for f in fits]
+    assert [DEFAULT_ALPHAS.index(f[2]) for f in fits] == alpha_index
+    assert chunked[best] == 0.0 and min(rows[:best] + rows[best + 1:]) > 0
+    np.testing.assert_allclose(chunked, rows, rtol=1e-8, atol=1e-15)
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")  # three 1000 x 1000 LOO passes
+def test_auto_width_on_dask_follows_the_one_se_rule_like_one_machine(client):
+    """Below SAMPLE_ROWS rows both fits see the same median distance, so they compare the same
+    widths: on breast_cancer's split of seed 1 the least LOO error is at 0.5x, within one standard
+    error of 1x, and both keep 1x."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X, _, y, _ = train_test_split(X, y, test_size=0.2, random_state=1, stratify=y)
+    single = RFFRidgeClassifier(random_state=1).fit(X, y)
+    dist = _in_thread(RFFRidgeClassifier(random_state=1).fit, da.from_array(X, chunks=(100, 30)),
+                      da.from_array(y, chunks=100))
+    assert int(np.argmin(dist.width_errors_)) == 0
+    np.testing.assert_allclose(dist.width_errors_, single.width_errors_, rtol=1e-8)
+    assert dist.length_scale_ == pytest.approx(single.length_scale_, rel=1e-12)
+
+
 @pytest.mark.filterwarnings("ignore:Sending large graph")  # the NumPy data, persisted once
 def test_fit_survives_a_killed_worker(client):
     """A worker process SIGKILLed while the Gram pass runs: Dask recomputes its chunks, and the model

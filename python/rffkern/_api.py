@@ -152,8 +152,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     2. Kernel width: :class:`~rffkern.RFFRidge` (or :class:`~rffkern.RFFRidgeClassifier`) with
        ``SEARCH_COMPONENTS`` (500) features (at most twice the rows) on at most ``SEARCH_ROWS``
        (3000) random training rows compares 0.5, 1 and 2 times the median pairwise distance (X
-       standardized, y scaled; extended while an end wins) by exact leave-one-out error, each
-       with its best penalty among 23 values; this ridge is scored on the held-out rows too.
+       standardized, y scaled) by exact leave-one-out error, each with its best penalty among 23
+       values, and keeps the median itself unless another width's error is lower by more than one
+       standard error (of the per-row differences); this ridge is scored on the held-out rows too.
     3. RFFNet (ARD relevances per feature) started from that kernel: its relevances start at
        ``1 / length_scale`` of the width search, so a high-dimensional input does not start from
        a flat kernel, and learn a length scale per input; its closing fit (``refit_coef``) refits

@@ -163,9 +163,39 @@ def _chunk_grams(est, unit, widths, n_targets, Xb, yb):
             for w in widths]
 
 
-def _chunk_loo(est, unit, widths, passes, Xb, yb):
+def _chunk_loo(est, unit, widths, passes, Xb, yb, moments=False):
+    """The LOO sums of a chunk per width and alpha, shape (n_widths, n_alphas); with ``moments``
+    also the sums of products of the rows' squared residuals over every (width, alpha) pair, for
+    the standard errors of the width rule: one array (1 + n_widths * n_alphas, n_widths * n_alphas),
+    its first row the sums, so that chunks add up as arrays."""
     Xs, Ys = est._standardized(Xb), _ridge_targets(est, yb, Xb.dtype)
-    return np.array([p.sse(est._map(unit / w), Xs, Ys) for w, p in zip(widths, passes)])
+    if not moments:
+        return np.array([p.sse(est._map(unit / w), Xs, Ys) for w, p in zip(widths, passes)])
+    rows = [np.empty((Xs.shape[0], p.inv.shape[0])) for p in passes]
+    sse = np.concatenate([p.sse(est._map(unit / w), Xs, Ys, row_out=r) for w, p, r in zip(widths, passes, rows)])
+    R = np.hstack(rows)
+    return np.vstack([sse[None, :], R.T @ R])
+
+
+def _paired_standard_errors(sums, products, stats, alpha_index, n_targets):
+    """Per width, the standard error of the mean per-row difference of its squared LOO residuals
+    (at its chosen alpha, averaged over the targets, in y's units) to those of the width of least
+    error: from the chunk sums of :func:`_chunk_loo` (``moments=True``), as one machine computes it
+    from the rows (:func:`rffkern.ridge.paired_standard_error`) up to rounding."""
+    n_alphas = sums.shape[0] // len(stats)
+    cols = [k * n_alphas + a for k, a in enumerate(alpha_index)]
+    unit = [s.target_scale ** 2 / n_targets for s in stats]  # a row's R2 sum -> its loss in y's units
+    means = [sums[c] * u for c, u in zip(cols, unit)]
+    n = stats[0].rows
+    best = int(np.argmin([m / n for m in means]))
+    out = []
+    for k, (c, u) in enumerate(zip(cols, unit)):
+        cb, ub = cols[best], unit[best]
+        sum_d = means[k] - means[best]
+        sum_d2 = products[c, c] * u * u + products[cb, cb] * ub * ub - 2.0 * products[c, cb] * u * ub
+        var = max(sum_d2 - sum_d * sum_d / n, 0.0) / (n - 1) if n > 1 else float("nan")
+        out.append(float(np.sqrt(var / n)))
+    return out
 
 
 def _aligned_targets(y, X):
@@ -270,29 +300,45 @@ def fit_ridge(est, X, y):
     (stats,) = dask.compute(stats)
 
     score = len(alphas) > 1 or len(widths) > 1
+    # length_scale="auto": the one-standard-error width rule needs the spread of the per-row losses
+    one_se = isinstance(est.length_scale, str) and est.length_scale == "auto" and len(widths) > 1
+    products = None
     if score and est.alpha_selection == "loo":
         passes = [LooPass(s, alphas, est.fit_intercept) for s in stats]
         passes_key = dask.delayed(passes, pure=False, traverse=False)  # s x s each: one key, not per task
-        sse = _tree_reduce([dask.delayed(_chunk_loo, pure=True)(est_key, unit_key, widths, passes_key, xb, yb)
+        sse = _tree_reduce([dask.delayed(_chunk_loo, pure=True)(est_key, unit_key, widths, passes_key, xb, yb,
+                                                                one_se)
                             for xb, yb in zip(x_blocks, y_blocks)], _add_arrays)
         (sse,) = dask.compute(sse)
+        if one_se:
+            products, sse = sse[1:], sse[0]
+            flat_sse, sse = sse, sse.reshape(len(widths), len(alphas))
         errors_per_width = [e / (s.n * n_targets) for e, s in zip(sse, stats)]
     elif score:
         errors_per_width = [gcv_errors(s, alphas, est.fit_intercept) for s in stats]
     else:
         errors_per_width = [None]
 
-    best = None
+    fits, alpha_index = [], []
     est.width_errors_ = []
     for width, s, errors in zip(widths, stats, errors_per_width):
         alpha = alphas[0]
+        alpha_index.append(0 if errors is None else int(np.argmin(errors)))
         if errors is not None:
             alpha, errors = choose_alpha(alphas, errors, s)
         error = np.inf if errors is None else float(np.min(errors))
         est.width_errors_.append(error)
-        if best is None or error < best[0]:
-            best = (error, width, (*solve_ridge(s, alpha, est.fit_intercept), alpha, errors, s))
-    _, est.length_scale_, out = best  # type: ignore[misc]  # set: there is at least one width
+        fits.append((alpha, errors, s))
+    if products is not None:
+        from rffkern.ridge import one_se_width
+
+        pick = one_se_width(est.width_errors_, _paired_standard_errors(flat_sse, products, stats, alpha_index,
+                                                                       n_targets))
+    else:
+        pick = int(np.argmin(est.width_errors_))
+    alpha, errors, s = fits[pick]
+    est.length_scale_ = widths[pick]
+    out = (*solve_ridge(s, alpha, est.fit_intercept), alpha, errors, s)
     est.weights_ = unit / est.length_scale_
     est._store(*out, ravel=ravel)
     est._store_derivative_norms(Xs_sample, rng)

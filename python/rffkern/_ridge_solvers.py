@@ -181,16 +181,17 @@ def choose_alpha(alphas, errors, stats):
     return best, errors * stats.target_scale * stats.target_scale
 
 
-def loo_errors(fmap, X, Y, stats, alphas, fit_intercept, sample_weight=None):
+def loo_errors(fmap, X, Y, stats, alphas, fit_intercept, sample_weight=None, row_out=None):
     """Mean squared leave-one-out error of every alpha (shape (n_alphas,)), one blocked pass over X,
     in units of ``stats.target_scale ** 2``.
 
     ``stats`` holds the Gram of the fit (all rows); (X, Y) are the rows whose exact LOO residuals
     are averaged -- all of them, or a random subset for an unbiased estimate of the mean.
-    ``sample_weight`` (of those rows, or None) weights the average.
+    ``sample_weight`` (of those rows, or None) weights the average. ``row_out`` (n, n_alphas), if
+    given, receives every row's squared LOO residuals (see :meth:`LooPass.sse`).
     """
     total = X.shape[0] if sample_weight is None else float(np.sum(sample_weight))
-    sse = LooPass(stats, alphas, fit_intercept).sse(fmap, X, Y, sample_weight)
+    sse = LooPass(stats, alphas, fit_intercept).sse(fmap, X, Y, sample_weight, row_out)
     return sse / (total * Y.shape[1])
 
 
@@ -211,7 +212,7 @@ class LooPass:
         s = self.inv.shape[1]
         self.work_dtype = np.float32 if stats.rows * float(s) ** 2 >= FLOAT32_LOO_MIN_WORK else np.float64
 
-    def sse(self, fmap, X, Y, sample_weight=None):
+    def sse(self, fmap, X, Y, sample_weight=None, row_out=None):
         """Sum of the squared LOO residuals of the rows of (X, Y), per alpha, in blocks of rows.
 
         With ``sample_weight`` (n,) the sum is weighted, ``sum_i w_i r_i^2``: with integer weights
@@ -227,6 +228,9 @@ class LooPass:
             Targets in the units the statistics were built from (before ``target_scale``).
         sample_weight : ndarray of shape (n,) or None, default=None
             Weights of these rows; None: 1 each.
+        row_out : ndarray of shape (n, n_alphas) or None, default=None
+            If given, filled with each row's squared LOO residual (summed over the targets,
+            unweighted) for every alpha, the terms of the sum (no extra pass).
 
         Returns
         -------
@@ -255,6 +259,8 @@ class LooPass:
             Yb = Y[start:start + _BLOCK_ROWS].astype(np.float64) / self.target_scale - self.ybar  # (b, m)
             F = (Q @ M32).astype(np.float64).reshape(Q.shape[0], n_alphas, m)       # (b, n_alphas, m)
             R2 = (((Yb[:, None, :] - F) / np.maximum(1.0 - H, 1e-12)[:, :, None]) ** 2).sum(axis=2)
+            if row_out is not None:
+                row_out[start:start + R2.shape[0]] = R2
             if sample_weight is None:
                 sse += R2.sum(axis=0)
             else:
@@ -277,12 +283,13 @@ def _rows(A, idx):
 
 
 def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", validation_fraction=0.1,
-                  rng=None, score_single=False, sample_weight=None, loo_rows=None):
+                  rng=None, score_single=False, sample_weight=None, loo_rows=None, return_row_losses=False):
     """Fit ridge on the map ``fmap`` for one or several alphas.
 
     Returns ``(coef, intercept, alpha, errors, stats)``: coef (s, m), intercept (m,), the chosen
     alpha, the selection errors per alpha (None for a single alpha unless ``score_single``, e.g. to
-    compare maps) and the :class:`GramStats` of all the data (for later ``partial_fit``).
+    compare maps) and the :class:`GramStats` of all the data (for later ``partial_fit``); with
+    ``return_row_losses`` a sixth element, the per-row terms of the chosen alpha's error.
 
     Parameters
     ----------
@@ -306,11 +313,16 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
         that many rows (the Gram still holds every row): an unbiased estimate of the LOO error at
         a fraction of the pass's cost, but a noisy one at small penalties (a few rows of leverage
         near 1 dominate the mean). None: every row.
+    return_row_losses : bool, default=False
+        Also return ``(losses, weights)``: the squared LOO (or held-out) error of each scored row
+        at the chosen alpha (mean over the targets, in y's units squared; the chosen alpha's
+        error is their ``weights``-weighted mean) and those rows' weights (None: equal), taken
+        from the selection pass itself; None for GCV, which scores no row.
 
     Returns
     -------
     coef, intercept, alpha, errors, stats
-        As above.
+        As above (and ``row_losses`` with ``return_row_losses``).
     """
     alphas = list(alphas)
     m = Y.shape[1]
@@ -318,7 +330,8 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
     if len(alphas) == 1 and not score_single:
         stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X, Y, w)
         coef, intercept = solve_ridge(stats, alphas[0], fit_intercept)
-        return coef, intercept, alphas[0], None, stats
+        return (coef, intercept, alphas[0], None, stats) + ((None,) if return_row_losses else ())
+    rows = None  # per-row selection losses (n_scored, n_alphas) in units of target_scale**2, and weights
     if rng is None:
         rng = np.random.default_rng(0)
     if selection == "validation":
@@ -344,6 +357,7 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
             if not w_va.sum() > 0:
                 raise ValueError("every held-out sample has zero sample_weight; use alpha_selection='loo' or 'gcv'")
             errors = w_va @ per_row / w_va.sum()
+        rows = (per_row, _rows(w, va))
         stats.add(fmap, X[va], Y[va], _rows(w, va))
     else:
         stats = GramStats(fmap.n_out, m, X.dtype).add(fmap, X, Y, w)
@@ -353,12 +367,21 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
                 idx = np.sort(rng.choice(X.shape[0], int(loo_rows), replace=False))
                 if w is not None and not w[idx].sum() > 0:
                     idx = None
-            errors = loo_errors(fmap, _rows(X, idx), _rows(Y, idx), stats, alphas, fit_intercept, _rows(w, idx))
+            n_scored = X.shape[0] if idx is None else idx.size
+            row_out = np.empty((n_scored, len(alphas))) if return_row_losses else None
+            errors = loo_errors(fmap, _rows(X, idx), _rows(Y, idx), stats, alphas, fit_intercept, _rows(w, idx),
+                                row_out)
+            if row_out is not None:
+                rows = (row_out / m, _rows(w, idx))
         else:
             errors = gcv_errors(stats, alphas, fit_intercept)
+    i_best = int(np.argmin(errors))
     best, errors = choose_alpha(alphas, errors, stats)
     coef, intercept = solve_ridge(stats, best, fit_intercept)
-    return coef, intercept, best, errors, stats
+    if not return_row_losses:
+        return coef, intercept, best, errors, stats
+    row_losses = None if rows is None else (rows[0][:, i_best] * stats.target_scale**2, rows[1])
+    return coef, intercept, best, errors, stats, row_losses
 
 
 def as_alpha_list(alpha):
