@@ -142,6 +142,21 @@ SPARSE_MIN_FEATURES = 50
 #: R^2 0.59 against 0.89 with every row.)
 
 
+def _least_error_width(ridge: Any) -> float:
+    """The searched width of least leave-one-out error: RFFNet's start.
+
+    Not the ridge's own choice (the median heuristic unless another width is better by more than
+    one standard error, which steadies the ridge on a few hundred rows): RFFNet learns its widths,
+    and on kin40k (bench_realdata split, seed 1, scratch A/B ``/tmp/s/rule_ab.py``) starting from
+    the one-standard-error width (1x, where 2x had the least error) gave RMSE/sd 0.2809 against
+    0.2541 from the least-error one (seed 2: 0.2729 both).
+    """
+    grid = getattr(ridge, "_width_grid", None)
+    if not grid or len(grid) != len(ridge.width_errors_ or []):
+        return float(ridge.length_scale_)
+    return float(grid[int(np.argmin(ridge.width_errors_))])
+
+
 def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: RandomStateLike = None,
         n_jobs: int | None = None, verbose: int = 0, validation_fraction: float = 0.2,
         **params: Any) -> RFFRidge | RFFRidgeClassifier | RFFNetRegressor | RFFNetClassifier:
@@ -156,7 +171,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        values, and keeps the median itself unless another width's error is lower by more than one
        standard error (of the per-row differences); this ridge is scored on the held-out rows too.
     3. RFFNet (ARD relevances per feature) started from that kernel: its relevances start at
-       ``1 / length_scale`` of the width search, so a high-dimensional input does not start from
+       ``1 / length_scale``, the searched width of least leave-one-out error (the ridge itself keeps
+       the median unless another width is better by more than one standard error), so a high-dimensional input does not start from
        a flat kernel, and learn a length scale per input; its closing fit (``refit_coef``) refits
        the output layer on 1000 features of the learned kernel (``refit_components``). Variants
        (``RFFNET_VARIANTS``): the paper's Adam without penalty (every input may matter) and, with
@@ -174,7 +190,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        penalty: the regressor's ridge takes one Gram pass over them and one solve, the
        classifier's logistic / softmax fit runs again on all rows, unless it fitted a subset
        of rows, above ``rffkern.rffnet.CLOSING_MAX_ROWS``). ``model.selection_report_``
-       records the scores (``width_search`` and ``ridge`` where fitted, ``rffnet``;
+       records the searched ``width`` and ``rffnet_init_width``, the scores (``width_search`` and ``ridge`` where fitted, ``rffnet``;
        ``rffnet_variant_scores`` for the RFFNet runs), the times and the choice.
 
     Every returned model has ``feature_importances_``: RFFNet's ``|relevances|``, or for the ridge
@@ -298,11 +314,13 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     if probe is None:  # a failed search: the full ridge compares the widths itself
         ridge = fit_ridge("auto")
         width = ridge.length_scale_
+        net_width = _least_error_width(ridge)
         log.step("stage", 2, 5, f"width search on every training row, {n_full} features: ridge "
                  f"length_scale {width:.4g}, alpha {ridge.alpha_:.3g}, validation score "
                  f"{scores['ridge']:.4f} ({times['ridge']:.2f} s)")
     else:
         width = probe.length_scale_
+        net_width = _least_error_width(probe)
         log.step("stage", 2, 5, f"width search on {len(search_idx)} rows, {n_probe} features: "
                  f"length_scale {width:.4g}, validation score {scores['width_search']:.4f} "
                  f"({times['width_search']:.2f} s)")
@@ -314,7 +332,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     for name, variant in RFFNET_VARIANTS.items():
         if name == "sparse" and X.shape[1] < SPARSE_MIN_FEATURES:
             continue
-        net_params = dict(init=np.full(X.shape[1], 1.0 / width), random_state=seeds[2],
+        net_params = dict(init=np.full(X.shape[1], 1.0 / net_width), random_state=seeds[2],
                           n_jobs=n_jobs, **variant)
         net_params.update(params)  # the caller's parameters apply to both
         key = repr(sorted((k, v) for k, v in net_params.items() if k != "init"))  # init: the same array
@@ -343,7 +361,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     else:
         log.step("stage", 4, 5, f"ridge: fitted in stage 2, validation score {scores['ridge']:.4f}")
 
-    report = dict(task=task, reason=reason, validation_scores=scores,
+    report = dict(task=task, reason=reason, width=width, rffnet_init_width=net_width, validation_scores=scores,
                   rffnet_variant=net_name, rffnet_variant_scores={k: v[0] for k, v in nets.items()},
                   fit_times=times)
     # the closing fits' statistics (a Gram matrix, or the features of every row) are dropped,

@@ -252,6 +252,7 @@ class _RFFRidgeBase(BaseEstimator):
                 detail += f", {how} mse {error * float(np.mean(self._target_scaler.scale_**2)):.4g}"
             log.step("width", i, len(widths), detail + f" ({len(alphas)} alphas)")
         pick = self._pick_width(self.width_errors_, row_losses if auto else None)
+        self._width_grid = [float(v) for v in widths]  # for rffkern.fit (RFFNet's start)
         self.length_scale_, out = widths[pick], fits[pick]
         self.weights_ = unit / self.length_scale_
         self._store(*out, ravel=ravel)  # type: ignore[misc]  # out: fit_ridge_map's 5-tuple
