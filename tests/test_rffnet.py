@@ -741,6 +741,7 @@ def test_classifier_penalty_search_in_float32_agrees_with_float64(monkeypatch):
         Y = np.eye(labels.max() + 1)[labels] if labels.max() > 1 else labels[:, None].astype(float)
         kind = "softmax" if Y.shape[1] > 1 else "logistic"
         monkeypatch.setattr(refit, "ROTATE_ROWS_PER_OUTPUT", rotate_rows)
+        monkeypatch.setattr(refit, "FLOAT32_SEARCH_MIN_ROWS", 0)
         found = {}
         for dtype in (np.float64, np.float32):
             monkeypatch.setattr(refit, "SEARCH_DTYPE", dtype)
