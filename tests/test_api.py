@@ -130,3 +130,18 @@ def test_returned_rffnet_classifier_closes_on_the_held_out_rows_too(n_classes):
     _, grad = penalised_loss(Z, Y, kind, net.refit_alpha_, net.coef_.astype(np.float64))
     _, grad_before = penalised_loss(Z, Y, kind, net.refit_alpha_, before.astype(np.float64))
     assert np.abs(grad).max() < 1e-3 * np.abs(grad_before).max() + 1e-6
+
+
+def test_rffnet_starts_from_the_searched_width_of_least_loo_error():
+    """rffkern.fit's RFFNet starts from the width of least LOO error among those the search compared
+    (what RFFRidge picks from an explicit list of those widths), not the ridge's one-SE choice."""
+    from rffkern._api import _least_error_width
+    X, y, _ = make_jse3(400, random_state=2)
+    auto = RFFRidge(200, random_state=0).fit(X, y)
+    listed = RFFRidge(200, length_scale=auto._width_grid, random_state=0).fit(X, y)
+    np.testing.assert_allclose(listed.width_errors_, auto.width_errors_)
+    assert _least_error_width(auto) == listed.length_scale_
+    model = rffkern.fit(X, y, random_state=0, max_iter=5)
+    report = model.selection_report_
+    assert report["chosen"] == "rffnet"
+    np.testing.assert_array_equal(model.init, np.full(X.shape[1], 1.0 / report["rffnet_init_width"]))

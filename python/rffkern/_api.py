@@ -171,8 +171,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        values, and keeps the median itself unless another width's error is lower by more than one
        standard error (of the per-row differences); this ridge is scored on the held-out rows too.
     3. RFFNet (ARD relevances per feature) started from that kernel: its relevances start at
-       ``1 / length_scale``, the searched width of least leave-one-out error (the ridge itself keeps
-       the median unless another width is better by more than one standard error), so a high-dimensional input does not start from
+       ``1 / length_scale``, the searched width of least leave-one-out error (the ridge itself
+       keeps the median unless another width is better by more than one standard error), so a
+       high-dimensional input does not start from
        a flat kernel, and learn a length scale per input; its closing fit (``refit_coef``) refits
        the output layer on 1000 features of the learned kernel (``refit_components``). Variants
        (``RFFNET_VARIANTS``): the paper's Adam without penalty (every input may matter) and, with
@@ -190,7 +191,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        penalty: the regressor's ridge takes one Gram pass over them and one solve, the
        classifier's logistic / softmax fit runs again on all rows, unless it fitted a subset
        of rows, above ``rffkern.rffnet.CLOSING_MAX_ROWS``). ``model.selection_report_``
-       records the searched ``width`` and ``rffnet_init_width``, the scores (``width_search`` and ``ridge`` where fitted, ``rffnet``;
+       records the searched ``width`` and ``rffnet_init_width``, the scores (``width_search``
+       and ``ridge`` where fitted, ``rffnet``;
        ``rffnet_variant_scores`` for the RFFNet runs), the times and the choice.
 
     Every returned model has ``feature_importances_``: RFFNet's ``|relevances|``, or for the ridge

@@ -337,6 +337,7 @@ def fit_ridge(est, X, y):
     else:
         pick = int(np.argmin(est.width_errors_))
     alpha, errors, s = fits[pick]
+    est._width_grid = [float(v) for v in widths]  # as the in-memory fit (rffkern.fit's RFFNet start)
     est.length_scale_ = widths[pick]
     out = (*solve_ridge(s, alpha, est.fit_intercept), alpha, errors, s)
     est.weights_ = unit / est.length_scale_

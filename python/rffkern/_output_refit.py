@@ -104,9 +104,9 @@ class _Whitening:
     @single_threaded_lapack
     def __init__(self, Z, sample_weight=None):
         p = _normalised_weights(Z.shape[0], sample_weight)
-        Zp = Z * np.sqrt(p).astype(Z.dtype)[:, None]  # C order: its transpose is the Fortran array BLAS reads
+        Zp = Z * np.sqrt(p).astype(Z.dtype, copy=False)[:, None]  # C order: its transpose is the Fortran array BLAS reads
         syrk = ssyrk if Z.dtype == np.float32 else dsyrk
-        M = syrk(1.0, Zp.T, trans=0, lower=0).astype(np.float64)  # Zp.T @ Zp, the upper triangle
+        M = syrk(1.0, Zp.T, trans=0, lower=0).astype(np.float64, copy=False)  # Zp.T @ Zp, the upper triangle
         self.evals, self.V = eigh(M, lower=False, check_finite=False, driver="evd")
         np.maximum(self.evals, 0.0, out=self.evals)  # round-off can make tiny eigenvalues negative
         self._rotated = None
@@ -114,7 +114,7 @@ class _Whitening:
     def rotated(self, Z):
         """``Z @ V``, kept for the last ``Z`` it was asked for (the fits of one fold share it)."""
         if self._rotated is None or self._rotated[0] is not Z:
-            self._rotated = (Z, Z @ self.V.astype(Z.dtype))
+            self._rotated = (Z, Z @ self.V.astype(Z.dtype, copy=False))
         return self._rotated[1]
 
     def scales(self, alpha):
@@ -164,16 +164,16 @@ def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whiten
         ZV = white.rotated(Z)
 
         def logits(DU):
-            return (ZV @ DU.astype(dt)).astype(np.float64)
+            return (ZV @ DU.astype(dt, copy=False)).astype(np.float64, copy=False)
 
         def pullback(G):  # the gradient in D U of the loss from its gradient G in the logits
-            return (ZV.T @ G.astype(dt)).astype(np.float64)
+            return (ZV.T @ G.astype(dt, copy=False)).astype(np.float64, copy=False)
     else:  # many rows: Z (V D U), two s x s x m products more per evaluation, but no Z V
         def logits(DU):
-            return (Z @ (V @ DU).astype(dt)).astype(np.float64)
+            return (Z @ (V @ DU).astype(dt, copy=False)).astype(np.float64, copy=False)
 
         def pullback(G):
-            return V.T @ (Z.T @ G.astype(dt)).astype(np.float64)
+            return V.T @ (Z.T @ G.astype(dt, copy=False)).astype(np.float64, copy=False)
 
     def objective(u):
         DU = d * u.reshape(s, m)
@@ -239,7 +239,7 @@ def choose_output_penalty(Z, Y, kind, folds, alphas, start, sample_weight=None, 
         for (Zt, Yt, wt, Zh, Yh, wh, share, whitening), B0 in zip(parts, starts):
             B, _ = fit_output_layer(Zt, Yt, kind, alpha, wt, B0, whitening=whitening, tol=tol)
             fitted.append(B)
-            total += share * mean_loss(Zh @ B.astype(Zh.dtype), Yh, kind, wh)
+            total += share * mean_loss(Zh @ B.astype(Zh.dtype, copy=False), Yh, kind, wh)
         return total, fitted
 
     first = int(np.argmin(np.abs(np.log(alphas) - np.log(start))))

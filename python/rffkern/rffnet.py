@@ -1028,7 +1028,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         X = validate_data(self, X, dtype=self.relevances_.dtype, ensure_all_finite=True, reset=False,
                           order="C")
         _, Y_new, _ = self._encode_targets(y, first_call=False)
-        Z = np.concatenate([Z, self._trained_features(self._standardized(X)).astype(Z.dtype)])
+        Z = np.concatenate([Z, self._trained_features(self._standardized(X))])
         Y = np.concatenate([Y, np.asarray(Y_new, dtype=np.float64)])
         coef, _ = fit_output_layer(Z, Y, self._loss, self.refit_alpha_, None, coef, whitening=whitening)
         self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
