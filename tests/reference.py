@@ -60,6 +60,14 @@ def loss_values(F, Y, loss):
     raise ValueError(f"unknown loss {loss!r}")
 
 
+def logistic_loss_grad(Z, y, coef, w=None):
+    """Weighted sum of the logistic losses of f = Z @ coef, and its gradient in coef."""
+    w = np.ones(Z.shape[0]) if w is None else w
+    F = (Z @ coef)[:, None]
+    per_row, dF = loss_values(F, y[:, None], "logistic")
+    return float(w @ per_row), Z.T @ (w * dF[:, 0])
+
+
 def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", scale=None, pair=False):
     """Mean loss L of f = Z coef and (L, dL/dcoef, dL/dtheta), by the chain rule written out:
 

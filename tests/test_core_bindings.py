@@ -52,8 +52,10 @@ def _core_results(n_threads, dtype=np.float64):
     prm, grd = C.copy(), np.ones_like(C)
     am, av = np.zeros_like(C), np.zeros_like(C)
     _core.adam_prox_step(prm, grd, am, av, 1, 1e-2, 0.9, 0.999, 1e-8, 0.0, 0.0, n_threads)
+    labels, rw, lg = (np.arange(n) % 2).astype(np.float64), np.linspace(0.5, 1.5, n), np.empty(s)
+    lloss = _core.logistic_loss_grad(Z, np.ascontiguousarray(C[:, 0]), labels, rw, lg, n_threads)
     return [Z, F, G, ZtY, gc, gt, np.array(loss), theta, coef, mc, vc, mt, vt, np.array(mean_loss),
-            np.array(step), F2, H, prm, am, av]
+            np.array(step), F2, H, prm, am, av, np.array(lloss), lg]
 
 
 @pytest.mark.parametrize("n_threads", HUGE_THREAD_COUNTS)
@@ -165,6 +167,27 @@ def test_other_bindings_name_their_arguments():
                           "squared", True, 1e-3, 0.9, 0.999, 1e-8, 0.0, 0.0, True, True,
                           np.zeros_like(coef), np.zeros_like(coef), np.zeros_like(theta),
                           np.zeros_like(theta), 0, 1)
+
+
+def test_logistic_loss_grad_binding_names_its_arguments():
+    Z = np.ones((4, 3))
+    y, w, c = np.zeros(4), np.ones(4), np.zeros(3)
+    with pytest.raises(TypeError, match="coef must have dtype float64"):
+        _core.logistic_loss_grad(Z, c.astype(np.float32), y, w, np.empty(3), 1)
+    with pytest.raises(TypeError, match="y must have dtype float64"):
+        _core.logistic_loss_grad(Z.astype(np.float32), c.astype(np.float32), y.astype(np.float32), w,
+                                 np.empty(3), 1)
+    with pytest.raises(ValueError, match="w must have shape"):
+        _core.logistic_loss_grad(Z, c, y, np.ones(5), np.empty(3), 1)
+    with pytest.raises(TypeError, match="Z must be a C-contiguous"):
+        _core.logistic_loss_grad(np.ones((3, 4)).T, c, y, w, np.empty(3), 1)
+    buf = np.zeros(7)
+    with pytest.raises(ValueError, match="out overlaps w"):
+        _core.logistic_loss_grad(Z, c, y, buf[:4], buf[3:6], 1)
+    with pytest.raises(ValueError, match="at least one sample"):
+        _core.logistic_loss_grad(np.ones((0, 3)), c, np.zeros(0), np.zeros(0), np.empty(3), 1)
+    with pytest.raises(ValueError, match="n_threads"):
+        _core.logistic_loss_grad(Z, c, y, w, np.empty(3), 0)
 
 
 def test_gram_out_aliasing_weights_is_refused():

@@ -421,12 +421,59 @@ def test_train_epoch_default_hyperparameters_three_epochs(solver, loss):
     assert state.step == 9
 
 
+# ---- logistic loss on given features (the classifier's closing fit) ------------------------------
+@st.composite
+def logistic_problem(draw, dtype):
+    n, s = draw(st.integers(1, 600)), draw(st.integers(1, 70))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    Z = (rng.normal(size=(n, s)) * draw(st.sampled_from([0.1, 1.0, 5.0]))).astype(dtype)
+    coef = rng.normal(size=s).astype(dtype)
+    y = (rng.random(n) < 0.5).astype(np.float64)
+    w = draw(st.sampled_from([None, "uniform", "signed"]))
+    if w is not None:
+        w = rng.uniform(0, 2, n) if w == "uniform" else rng.normal(size=n)
+    return Z, y, coef, w
+
+
+@dtypes
+@threads
+@given(data=st.data())
+def test_logistic_loss_grad(dtype, n_threads, data):
+    """One fused pass equals loss_values on Z @ coef; n up to 600 spans several 256-row chunks,
+    s up to 70 every vector-width remainder; logits up to |f| ~ 40 (the loss's linear tails)."""
+    Z, y, coef, w = data.draw(logistic_problem(dtype))
+    value, grad = kernels.logistic_loss_grad(Z, y, coef, w, n_threads=n_threads)
+    ev, eg = reference.logistic_loss_grad(f64(Z), y, f64(coef), w)
+    aw = np.ones(len(y)) if w is None else np.abs(w)
+    F = np.abs(f64(Z)) @ np.abs(f64(coef))  # the logits' magnitude: their round-off bounds the error
+    assert isinstance(value, float) and grad.dtype == np.float64 and grad.shape == coef.shape
+    assert_within(value, ev, aw @ (1.0 + F), dtype, "logistic loss")
+    assert_within(grad, eg, np.abs(f64(Z)).T @ (aw * (1.0 + F)), dtype, "logistic grad")
+
+
+def test_logistic_loss_grad_refuses_bad_input():
+    Z = np.ones((3, 2))
+    with pytest.raises(ValueError, match="targets y in"):
+        kernels.logistic_loss_grad(Z, [0.0, 2.0, 1.0], np.zeros(2))
+    with pytest.raises(ValueError, match="coef must have shape"):
+        kernels.logistic_loss_grad(Z, [0.0, 1.0, 1.0], np.zeros(3))
+    with pytest.raises(ValueError, match="sample_weight"):
+        kernels.logistic_loss_grad(Z, [0.0, 1.0, 1.0], np.zeros(2), [1.0, np.nan, 1.0])
+    with pytest.raises(ValueError, match="Z"):
+        kernels.logistic_loss_grad(np.full((3, 2), np.inf), [0.0, 1.0, 1.0], np.zeros(2))
+    with pytest.raises(ValueError):
+        kernels.logistic_loss_grad(np.ones((0, 2)), [], np.zeros(2))
+    Zc = Z.copy()
+    kernels.logistic_loss_grad(Zc, [0.0, 1.0, 1.0], np.ones(2))
+    np.testing.assert_array_equal(Zc, Z)  # the caller's arrays are never modified
+
+
 # ---- every instruction set -----------------------------------------------------------------------
 @pytest.mark.parametrize("isa_name", available_isas())
 @settings(max_examples=15)
 @given(data=st.data())
 def test_every_isa_matches_the_reference(isa_name, data):
-    """features, predict, gram and loss_and_grad under each instruction set this CPU has."""
+    """features, predict, gram, loss_and_grad and logistic_loss_grad under each instruction set this CPU has."""
     dtype = data.draw(st.sampled_from(DTYPES))
     X, Y, W, b, th, pair, coef, loss = data.draw(loss_problem(dtype))
     n_threads = data.draw(st.sampled_from([1, 2]))
@@ -447,6 +494,14 @@ def test_every_isa_matches_the_reference(isa_name, data):
     for name, g, e, mag in zip(("loss", "grad_coef", "grad_theta"), got, exp,
                                loss_grad_magnitudes(X, Y, W, b, th, coef, loss, pair)):
         assert_within(g, e, mag, dtype, f"{isa_name} {loss} {name}")
+    Zl, yl, cl, wl = data.draw(logistic_problem(dtype))
+    with isa(isa_name):
+        value, grad = kernels.logistic_loss_grad(Zl, yl, cl, wl, n_threads=n_threads)
+    ev, eg = reference.logistic_loss_grad(f64(Zl), yl, f64(cl), wl)
+    aw = np.ones(len(yl)) if wl is None else np.abs(wl)
+    F = np.abs(f64(Zl)) @ np.abs(f64(cl))
+    assert_within(value, ev, aw @ (1.0 + F), dtype, f"{isa_name} logistic loss")
+    assert_within(grad, eg, np.abs(f64(Zl)).T @ (aw * (1.0 + F)), dtype, f"{isa_name} logistic grad")
 
 
 @pytest.mark.parametrize("isa_name", available_isas())

@@ -149,11 +149,14 @@ def test_concurrent_calls_of_every_kernel_agree_with_serial(dtype):
 
 # ---- same bits whatever the thread count ---------------------------------------------------------
 def _all_kernels(X, Y, W, b, th, pair, coef, loss, n_threads):
+    Z = kernels.features(X, W, b, theta=th, pair=pair, n_threads=n_threads)
+    labels = (np.arange(X.shape[0]) % 2).astype(np.float64)
     return [
-        kernels.features(X, W, b, theta=th, pair=pair, n_threads=n_threads),
+        Z,
         kernels.predict(X, W, b, coef, theta=th, pair=pair, n_threads=n_threads),
         *kernels.gram(X, W, b, Y, theta=th, pair=pair, n_threads=n_threads),
         *kernels.loss_and_grad(X, Y, W, b, coef, theta=th, loss=loss, pair=pair, n_threads=n_threads),
+        *kernels.logistic_loss_grad(Z, labels, coef[:, 0], np.linspace(0.5, 1.5, X.shape[0]), n_threads=n_threads),
     ]
 
 

@@ -12,6 +12,12 @@ core and never materialises it:
 ``train_epoch``    one pass of mini-batch Adam/SGD + prox steps, all inside the core
 =================  ===========================================================================
 
+and, on features already formed (RFFNetClassifier's closing fit, where the relevances are fixed):
+
+======================  ======================================================================
+``logistic_loss_grad``  weighted logistic loss of ``f = Z @ coef`` and its gradient, one pass
+======================  ======================================================================
+
 The computation dtype is that of ``X`` (float32 stays float32; integers become float64); the other
 arrays are converted to it. The GIL is released during the computation. ``n_threads`` follows
 scikit-learn's ``n_jobs``: None = all usable cores, -1 = all, 0 is an error. Every kernel returns
@@ -47,6 +53,7 @@ __all__ = [
     "adam_prox_step",
     "sgd_prox_step",
     "train_epoch",
+    "logistic_loss_grad",
     "AdamState",
     "LOSSES",
     "fwht",
@@ -451,6 +458,63 @@ def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: Array
     elif ravel:
         grad_coef = grad_coef[:, 0]
     return float(value), grad_coef, grad_theta
+
+
+def logistic_loss_grad(Z: ArrayLike, y: ArrayLike, coef: ArrayLike, sample_weight: ArrayLike | None = None, *,
+                       n_threads: int | None = None) -> tuple[float, NDArray[np.float64]]:
+    """Weighted logistic loss of the logits ``f = Z @ coef`` and its gradient, in one pass over ``Z``.
+
+    ``loss = sum_i w_i (log(1 + exp(f_i)) - y_i f_i)`` and
+    ``grad = sum_i w_i (sigmoid(f_i) - y_i) Z_i``: two matrix-vector products (``Z @ coef``, then
+    ``Z.T @ r``) would read ``Z`` from memory twice, this kernel reads each row once (the closing
+    fit of :class:`~rffkern.RFFNetClassifier` evaluates it some hundreds of times on fixed
+    features). The logits are formed in ``Z``'s dtype, the loss, residuals and sums in float64.
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_samples, n_features)
+        The features. float32 stays float32; other dtypes become float64.
+    y : array-like of shape (n_samples,)
+        Targets in {0, 1}.
+    coef : array-like of shape (n_features,)
+        Coefficients (converted to ``Z``'s dtype).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Row weights ``w_i`` (finite; any sign); None: 1 each.
+    n_threads : int, default=None
+        Threads of the compiled kernel, as scikit-learn's ``n_jobs``. The result does not depend
+        on it.
+
+    Returns
+    -------
+    loss : float
+        The weighted sum of the per-row losses.
+    grad : ndarray of shape (n_features,), float64
+        Its gradient in ``coef``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import kernels
+    >>> Z = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    >>> loss, grad = kernels.logistic_loss_grad(Z, [1.0, 0.0, 1.0], np.zeros(2))
+    >>> round(loss, 4), grad
+    (2.0794, array([-1. ,  0.5]))
+    """
+    Zc = check_array_2d(Z, "Z")
+    n, s = Zc.shape
+    yc = check_vector(y, "y", n, np.float64)
+    if not np.all((yc == 0) | (yc == 1)):
+        raise ValueError("the logistic loss needs targets y in {0, 1}")
+    c = check_vector(coef, "coef", s, Zc.dtype)
+    w = np.ones(n) if sample_weight is None else check_vector(sample_weight, "sample_weight", n, np.float64)
+    return _logistic_loss_grad(Zc, yc, c, w, resolve_n_threads(n_threads))
+
+
+def _logistic_loss_grad(Z, y, coef, w, n_threads):
+    """:func:`logistic_loss_grad` on arrays already checked: Z C-contiguous float32/float64, coef
+    (s,) of Z's dtype, y and w (n,) C-contiguous float64, n_threads resolved."""
+    grad = np.empty(Z.shape[1])
+    return float(_core.logistic_loss_grad(Z, coef, y, w, grad, n_threads)), grad
 
 
 def _check_step_params(learning_rate: float, beta1: float, beta2: float, eps: float, l2: float, l1: float,

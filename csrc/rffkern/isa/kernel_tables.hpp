@@ -31,12 +31,21 @@ struct StructuredKernelTable {
     void (*sorf)(const T* X, std::size_t n, const SorfMap<T>& map, T* Z, int n_threads);
 };
 
+// The closing fit's logistic loss on given features (linear_loss.hpp).
+template <class T>
+struct LinearLossKernelTable {
+    double (*logistic_loss_grad)(const T* Z, std::size_t n, std::size_t s, const T* coef, const double* y,
+                                 const double* w, double* grad, int n_threads);
+};
+
 #define RFFKERN_DECLARE_ISA_BUILD(NS)                                                     \
     namespace NS {                                                                       \
     template <class T>                                                                   \
     const CosKernelTable<T>& cos_kernel_table();                                         \
     template <class T>                                                                   \
     const StructuredKernelTable<T>& structured_kernel_table();                           \
+    template <class T>                                                                   \
+    const LinearLossKernelTable<T>& linear_loss_kernel_table();                          \
     }
 RFFKERN_DECLARE_ISA_BUILD(isa_baseline)
 #if defined(RFFKERN_X86)
@@ -71,6 +80,11 @@ const CosKernelTable<T>& active_cos_kernels() {
 template <class T>
 const StructuredKernelTable<T>& active_structured_kernels() {
     return active_build<StructuredKernelTable<T>>(RFFKERN_EVERY_ISA_BUILD(structured_kernel_table<T>));
+}
+
+template <class T>
+const LinearLossKernelTable<T>& active_linear_loss_kernels() {
+    return active_build<LinearLossKernelTable<T>>(RFFKERN_EVERY_ISA_BUILD(linear_loss_kernel_table<T>));
 }
 
 #undef RFFKERN_EVERY_ISA_BUILD

@@ -1,0 +1,3 @@
+// The logistic loss on given features compiled for the avx2 instruction set (flags set in CMakeLists.txt).
+#define RFFKERN_ISA_NS isa_avx2
+#include "rffkern/isa/linear_loss_impl.hpp"

@@ -1,0 +1,17 @@
+// Losses of a linear model on given features: the closing fit of RFFNetClassifier (refit_coef),
+// whose features are fixed once the relevances are trained. The contract is in docs/kernels.rst.
+#pragma once
+#include <cstddef>
+
+namespace rffkern {
+
+// The weighted logistic loss of the logits f = Z coef and its gradient in coef, in one pass over Z:
+//   returns sum_i w_i (log(1 + exp(f_i)) - y_i f_i), and grad (s) = sum_i w_i (sigmoid(f_i) - y_i) Z_i.
+// Z is n x s (row-major), coef s values, y and w n values (y in {0, 1}; any real weights). The
+// logits are formed in T, the loss, residuals and sums in double. Bitwise reproducible for any
+// n_threads.
+template <class T>
+double logistic_loss_grad(const T* Z, std::size_t n, std::size_t s, const T* coef, const double* y,
+                          const double* w, double* grad, int n_threads);
+
+}  // namespace rffkern
