@@ -94,7 +94,7 @@ inline double rows(const T* z, std::size_t s, const T* coef, const double* y, co
     return loss;
 }
 
-// Rows per group: measured (one thread, AVX-512 and AVX2 builds, 1000 features, median of 7 x 10
+// Rows per group: measured (one thread, the AVX-512 build this AMD EPYC dispatches to, 1000 features, median of 7 x 10
 // calls, /tmp/s/ab_logistic.py against the two NumPy products): float64, 39799 rows 30.0 / 31.0 /
 // 26.1 / 22.0 ms with 1 / 2 / 4 / 8 rows per group (NumPy 39-41 ms), 1293 rows 0.62 / 0.60 / 0.41 /
 // 0.37 ms (NumPy 0.42); float32, 35819 rows 10.6 / 17.2 / 14.9 / 12.7 ms (NumPy 21 ms).
