@@ -35,8 +35,8 @@ double logistic_loss_grad(const py::object& Z_, const py::object& coef_, const p
 }  // namespace
 
 void register_linear_loss(py::module_& m) {
-    m.def("logistic_loss_grad", &logistic_loss_grad, py::arg("Z"), py::arg("coef"), py::arg("y"), py::arg("w"),
-          py::arg("out"), py::arg("n_threads"));
+    m.def("logistic_loss_grad", &logistic_loss_grad, py::arg("Z"), py::arg("coef"), py::arg("y"),
+          py::arg("w"), py::arg("out"), py::arg("n_threads"));
 }
 
 }  // namespace rffkern::bindings

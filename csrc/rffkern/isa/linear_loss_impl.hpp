@@ -94,10 +94,11 @@ inline double rows(const T* z, std::size_t s, const T* coef, const double* y, co
     return loss;
 }
 
-// Rows per group: measured (one thread, the AVX-512 build this AMD EPYC dispatches to, 1000 features, median of 7 x 10
-// calls, /tmp/s/ab_logistic.py against the two NumPy products): float64, 39799 rows 30.0 / 31.0 /
-// 26.1 / 22.0 ms with 1 / 2 / 4 / 8 rows per group (NumPy 39-41 ms), 1293 rows 0.62 / 0.60 / 0.41 /
-// 0.37 ms (NumPy 0.42); float32, 35819 rows 10.6 / 17.2 / 14.9 / 12.7 ms (NumPy 21 ms).
+// Rows per group: measured (one thread, the AVX-512 build this AMD EPYC dispatches to, 1000
+// features, median of 7 x 10 calls, /tmp/s/ab_logistic.py against the two NumPy products):
+// float64, 39799 rows 30.0 / 31.0 / 26.1 / 22.0 ms with 1 / 2 / 4 / 8 rows per group (NumPy
+// 39-41 ms), 1293 rows 0.62 / 0.60 / 0.41 / 0.37 ms (NumPy 0.42); float32, 35819 rows 10.6 / 17.2
+// / 14.9 / 12.7 ms (NumPy 21 ms).
 template <class T>
 constexpr int kRows = std::is_same_v<T, float> ? 1 : 8;
 
@@ -112,9 +113,10 @@ double logistic_loss_grad(const T* Z, std::size_t n, std::size_t s, const T* coe
         T* g = partial.data() + c * s;
         double loss = 0;
         const std::size_t stop = std::min(n, (c + 1) * kLinearLossChunkRows);
-        // rows in groups of kRows (then one by one): a fixed grouping, so the same sums for any thread count
+        // rows in groups of kRows (then one by one): a fixed grouping, the same sums for any thread count
         std::size_t i = c * kLinearLossChunkRows;
-        for (; i + kRows<T> <= stop; i += kRows<T>) loss += rows<kRows<T>>(Z + i * s, s, coef, y + i, w + i, g);
+        for (; i + kRows<T> <= stop; i += kRows<T>)
+            loss += rows<kRows<T>>(Z + i * s, s, coef, y + i, w + i, g);
         for (; i < stop; ++i) loss += rows<1>(Z + i * s, s, coef, y + i, w + i, g);
         chunk_loss.data()[c] = loss;
     }
