@@ -1006,11 +1006,10 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
             folds = [(tr, ho) for tr, ho in folds if tr.size and (w is None or w[tr].sum() > 0 and w[ho].sum() > 0)]
         if folds:
             alpha, coef, whitening = choose_output_penalty(Z, Y, kind, folds, OUTPUT_ALPHAS, self.alpha, w, start,
-                                                           n_threads=resolve_n_threads(self.n_jobs))
+                                                           n_threads=self.n_jobs)
         else:  # no rows to hold out: the estimator's own penalty (at least the grid's smallest)
             alpha, coef, whitening = max(float(self.alpha), OUTPUT_ALPHAS[0]), start, None
-        coef, _ = fit_output_layer(Z, Y, kind, alpha, w, coef, whitening=whitening,
-                                   n_threads=resolve_n_threads(self.n_jobs))
+        coef, _ = fit_output_layer(Z, Y, kind, alpha, w, coef, whitening=whitening, n_threads=self.n_jobs)
         self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
         self.refit_alpha_ = float(alpha)
         if getattr(self, "_keep_closing_stats", False) and w is None and not capped:  # for _closing_fit_add_rows
@@ -1033,7 +1032,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         Z = np.concatenate([Z, self._trained_features(self._standardized(X))])
         Y = np.concatenate([Y, np.asarray(Y_new, dtype=np.float64)])
         coef, _ = fit_output_layer(Z, Y, self._loss, self.refit_alpha_, None, coef, whitening=whitening,
-                                   n_threads=resolve_n_threads(self.n_jobs))
+                                   n_threads=self.n_jobs)
         self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
         return self
 
