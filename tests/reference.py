@@ -68,6 +68,13 @@ def logistic_loss_grad(Z, y, coef, w=None):
     return float(w @ per_row), Z.T @ (w * dF[:, 0])
 
 
+def softmax_loss_grad(Z, Y, coef, w=None):
+    """Weighted sum of the softmax cross-entropies of F = Z @ coef, and its gradient in coef."""
+    w = np.ones(Z.shape[0]) if w is None else w
+    per_row, dF = loss_values(Z @ coef, Y, "softmax")
+    return float(w @ per_row), Z.T @ (w[:, None] * dF)
+
+
 def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", scale=None, pair=False):
     """Mean loss L of f = Z coef and (L, dL/dcoef, dL/dtheta), by the chain rule written out:
 

@@ -54,8 +54,11 @@ def _core_results(n_threads, dtype=np.float64):
     _core.adam_prox_step(prm, grd, am, av, 1, 1e-2, 0.9, 0.999, 1e-8, 0.0, 0.0, n_threads)
     labels, rw, lg = (np.arange(n) % 2).astype(np.float64), np.linspace(0.5, 1.5, n), np.empty(s)
     lloss = _core.logistic_loss_grad(Z, np.ascontiguousarray(C[:, 0]), labels, rw, lg, n_threads)
+    onehot, sg = np.eye(3)[np.arange(n) % 3], np.empty((3, s))
+    sloss = _core.softmax_loss_grad(Z, np.ascontiguousarray((C[:, :1].T * [[1], [-1], [2]]).astype(dtype)),
+                                    onehot, rw, sg, n_threads)
     return [Z, F, G, ZtY, gc, gt, np.array(loss), theta, coef, mc, vc, mt, vt, np.array(mean_loss),
-            np.array(step), F2, H, prm, am, av, np.array(lloss), lg]
+            np.array(step), F2, H, prm, am, av, np.array(lloss), lg, np.array(sloss), sg]
 
 
 @pytest.mark.parametrize("n_threads", HUGE_THREAD_COUNTS)
@@ -188,6 +191,31 @@ def test_logistic_loss_grad_binding_names_its_arguments():
         _core.logistic_loss_grad(np.ones((0, 3)), c, np.zeros(0), np.zeros(0), np.empty(3), 1)
     with pytest.raises(ValueError, match="n_threads"):
         _core.logistic_loss_grad(Z, c, y, w, np.empty(3), 0)
+
+
+def test_softmax_loss_grad_binding_names_its_arguments():
+    Z = np.ones((4, 3))
+    Y, w, c_t = np.eye(2)[[0, 1, 1, 0]], np.ones(4), np.zeros((2, 3))
+    with pytest.raises(TypeError, match="coef_t must have dtype float64"):
+        _core.softmax_loss_grad(Z, c_t.astype(np.float32), Y, w, np.empty((2, 3)), 1)
+    with pytest.raises(TypeError, match="Y must have dtype float64"):
+        _core.softmax_loss_grad(Z.astype(np.float32), c_t.astype(np.float32), Y.astype(np.float32), w,
+                                np.empty((2, 3)), 1)
+    with pytest.raises(ValueError, match="coef_t must have shape"):
+        _core.softmax_loss_grad(Z, np.zeros((2, 4)), Y, w, np.empty((2, 3)), 1)
+    with pytest.raises(ValueError, match="Y must have shape"):
+        _core.softmax_loss_grad(Z, c_t, np.eye(3)[[0, 1, 2, 0]], w, np.empty((2, 3)), 1)
+    with pytest.raises(ValueError, match="out must have shape"):
+        _core.softmax_loss_grad(Z, c_t, Y, w, np.empty((3, 2)), 1)
+    with pytest.raises(TypeError, match="Z must be a C-contiguous"):
+        _core.softmax_loss_grad(np.ones((3, 4)).T, c_t, Y, w, np.empty((2, 3)), 1)
+    buf = np.zeros(10)
+    with pytest.raises(ValueError, match="out overlaps w"):
+        _core.softmax_loss_grad(Z, c_t, Y, buf[:4], buf[3:9].reshape(2, 3), 1)
+    with pytest.raises(ValueError, match="at least one sample"):
+        _core.softmax_loss_grad(np.ones((0, 3)), c_t, np.zeros((0, 2)), np.zeros(0), np.empty((2, 3)), 1)
+    with pytest.raises(ValueError, match="n_threads"):
+        _core.softmax_loss_grad(Z, c_t, Y, w, np.empty((2, 3)), 0)
 
 
 def test_gram_out_aliasing_weights_is_refused():

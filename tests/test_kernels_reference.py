@@ -468,12 +468,89 @@ def test_logistic_loss_grad_refuses_bad_input():
     np.testing.assert_array_equal(Zc, Z)  # the caller's arrays are never modified
 
 
+@st.composite
+def softmax_problem(draw, dtype):
+    n, s, m = draw(st.integers(1, 600)), draw(st.integers(1, 70)), draw(st.integers(2, 11))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    Z = (rng.normal(size=(n, s)) * draw(st.sampled_from([0.1, 1.0, 5.0]))).astype(dtype)
+    coef = rng.normal(size=(s, m)).astype(dtype)
+    if draw(st.booleans()):
+        Y = np.eye(m)[rng.integers(m, size=n)]  # one-hot rows, as in the closing fit
+    else:
+        Y = rng.uniform(0, 1, (n, m)) * (rng.random((n, m)) < 0.5)  # class weights, rows summing to anything
+    w = draw(st.sampled_from([None, "uniform", "signed"]))
+    if w is not None:
+        w = rng.uniform(0, 2, n) if w == "uniform" else rng.normal(size=n)
+    return Z, Y, coef, w
+
+
+def assert_softmax_matches(Z, Y, coef, w, value, grad, dtype, what):
+    ev, eg = reference.softmax_loss_grad(f64(Z), Y, f64(coef), w)
+    aw = np.ones(len(Y)) if w is None else np.abs(w)
+    F = np.abs(f64(Z)) @ np.abs(f64(coef)).sum(axis=1)  # bounds every logit's magnitude
+    ysum = Y.sum(axis=1)
+    assert isinstance(value, float) and grad.dtype == np.float64 and grad.shape == coef.shape
+    assert_within(value, ev, aw @ (ysum * (1.0 + F)), dtype, f"{what} softmax loss")
+    bound = np.abs(f64(Z)).T @ (aw * (1.0 + ysum) * (1.0 + F))
+    assert_within(grad, eg, np.repeat(bound[:, None], coef.shape[1], axis=1), dtype, f"{what} softmax grad")
+
+
+@dtypes
+@threads
+@given(data=st.data())
+def test_softmax_loss_grad(dtype, n_threads, data):
+    """One fused pass equals loss_values on Z @ coef; n up to 600 spans several 256-row chunks and
+    every remainder of the row groups, s up to 70 every vector-width remainder, m from 2 to 11
+    every remainder of the 4-output blocks; logits up to |F| ~ 40."""
+    Z, Y, coef, w = data.draw(softmax_problem(dtype))
+    value, grad = kernels.softmax_loss_grad(Z, Y, coef, w, n_threads=n_threads)
+    assert_softmax_matches(Z, Y, coef, w, value, grad, dtype, "")
+
+
+def test_softmax_loss_grad_of_two_outputs_is_the_logistic_loss_of_their_difference():
+    """Softmax over (0, f) is the logistic loss of f: the two kernels agree."""
+    rng = np.random.default_rng(0)
+    Z, c, w = rng.normal(size=(300, 9)), rng.normal(size=9), rng.uniform(size=300)
+    y = (rng.random(300) < 0.4) * 1.0
+    value, grad = kernels.softmax_loss_grad(Z, np.column_stack([1 - y, y]), np.column_stack([0 * c, c]), w)
+    lvalue, lgrad = kernels.logistic_loss_grad(Z, y, c, w)
+    assert value == pytest.approx(lvalue, rel=1e-12)
+    np.testing.assert_allclose(grad[:, 1], lgrad, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grad[:, 0], -lgrad, rtol=1e-10, atol=1e-12)
+
+
+def test_softmax_loss_grad_refuses_bad_input():
+    Z, Y = np.ones((3, 2)), np.eye(3)
+    with pytest.raises(ValueError, match="at least 2 outputs"):
+        kernels.softmax_loss_grad(Z, np.ones((3, 1)), np.zeros((2, 1)))
+    with pytest.raises(ValueError, match="non-negative targets"):
+        kernels.softmax_loss_grad(Z, -Y, np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="Y must have shape"):
+        kernels.softmax_loss_grad(Z, np.eye(4), np.zeros((2, 4)))
+    with pytest.raises(ValueError, match="coef must have shape"):
+        kernels.softmax_loss_grad(Z, Y, np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="sample_weight"):
+        kernels.softmax_loss_grad(Z, Y, np.zeros((2, 3)), [1.0, np.nan, 1.0])
+    with pytest.raises(ValueError, match="Y"):
+        kernels.softmax_loss_grad(Z, np.full((3, 3), np.nan), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="Z"):
+        kernels.softmax_loss_grad(np.full((3, 2), np.inf), Y, np.zeros((2, 3)))
+    with pytest.raises(ValueError):
+        kernels.softmax_loss_grad(np.ones((0, 2)), np.ones((0, 3)), np.zeros((2, 3)))
+    Zc, Yc, cc = Z.copy(), Y.copy(), np.ones((2, 3))
+    kernels.softmax_loss_grad(Zc, Yc, cc)
+    np.testing.assert_array_equal(Zc, Z)  # the caller's arrays are never modified
+    np.testing.assert_array_equal(Yc, Y)
+    np.testing.assert_array_equal(cc, np.ones((2, 3)))
+
+
 # ---- every instruction set -----------------------------------------------------------------------
 @pytest.mark.parametrize("isa_name", available_isas())
 @settings(max_examples=15)
 @given(data=st.data())
 def test_every_isa_matches_the_reference(isa_name, data):
-    """features, predict, gram, loss_and_grad and logistic_loss_grad under each instruction set this CPU has."""
+    """features, predict, gram, loss_and_grad, logistic_loss_grad and softmax_loss_grad under each
+    instruction set this CPU has."""
     dtype = data.draw(st.sampled_from(DTYPES))
     X, Y, W, b, th, pair, coef, loss = data.draw(loss_problem(dtype))
     n_threads = data.draw(st.sampled_from([1, 2]))
@@ -502,6 +579,10 @@ def test_every_isa_matches_the_reference(isa_name, data):
     F = np.abs(f64(Zl)) @ np.abs(f64(cl))
     assert_within(value, ev, aw @ (1.0 + F), dtype, f"{isa_name} logistic loss")
     assert_within(grad, eg, np.abs(f64(Zl)).T @ (aw * (1.0 + F)), dtype, f"{isa_name} logistic grad")
+    Zs, Ys, cs, ws = data.draw(softmax_problem(dtype))
+    with isa(isa_name):
+        value, grad = kernels.softmax_loss_grad(Zs, Ys, cs, ws, n_threads=n_threads)
+    assert_softmax_matches(Zs, Ys, cs, ws, value, grad, dtype, isa_name)
 
 
 @pytest.mark.parametrize("isa_name", available_isas())

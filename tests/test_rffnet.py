@@ -753,21 +753,6 @@ def test_classifier_penalty_search_in_float32_agrees_with_float64(monkeypatch):
         assert np.abs(B32 - B64).max() < 1e-3 * np.abs(B64).max()
 
 
-@given(n=st.integers(1, 300), m=st.integers(1, 4), dtype=st.sampled_from([np.float32, np.float64]),
-       seed=st.integers(0, 2**31 - 1))
-@settings(max_examples=40, deadline=None)
-def test_closing_fit_products_by_blocks_equal_the_plain_products(n, m, dtype, seed):
-    """The closing fit's row-blocked Z @ A and its (G.T @ Z).T equal the plain products (to the
-    dtype's round-off; any row count, including fewer rows than a block and a ragged last block)."""
-    import rffkern._output_refit as refit
-    rng = np.random.default_rng(seed)
-    Z, A, G = (rng.standard_normal(shape).astype(dtype) for shape in ((n, 70), (70, m), (n, m)))
-    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
-    for got, want in ((refit._times(Z, A), Z.astype(np.float64) @ A), (refit._t_times(Z, G), Z.T.astype(np.float64) @ G)):
-        assert got.dtype == dtype and got.shape == want.shape
-        np.testing.assert_allclose(got, want, **{k: v * np.sqrt(70) for k, v in tol.items()})
-
-
 def test_stratified_subset_keeps_every_class_in_proportion():
     from rffkern.rffnet import CLOSING_MIN_CLASS_ROWS, _stratified_subset
     labels = np.repeat([0, 1, 2], [9000, 990, 10])

@@ -214,6 +214,9 @@ def _kernel_calls():
         "logistic_loss_grad": (kernels.logistic_loss_grad, dict(
             Z=rng.normal(size=(10, 6)), y=(np.arange(10) % 2).astype(float), coef=coef,
             sample_weight=np.ones(10))),
+        "softmax_loss_grad": (kernels.softmax_loss_grad, dict(
+            Z=rng.normal(size=(10, 6)), Y=np.eye(3)[np.arange(10) % 3], coef=np.zeros((6, 3)),
+            sample_weight=np.ones(10))),
     }
 
 

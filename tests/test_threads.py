@@ -157,6 +157,8 @@ def _all_kernels(X, Y, W, b, th, pair, coef, loss, n_threads):
         *kernels.gram(X, W, b, Y, theta=th, pair=pair, n_threads=n_threads),
         *kernels.loss_and_grad(X, Y, W, b, coef, theta=th, loss=loss, pair=pair, n_threads=n_threads),
         *kernels.logistic_loss_grad(Z, labels, coef[:, 0], np.linspace(0.5, 1.5, X.shape[0]), n_threads=n_threads),
+        *kernels.softmax_loss_grad(Z, np.eye(3)[np.arange(X.shape[0]) % 3], coef[:, :1] * [1, -1, 2],
+                                   np.linspace(0.5, 1.5, X.shape[0]), n_threads=n_threads),
     ]
 
 

@@ -14,4 +14,14 @@ template <class T>
 double logistic_loss_grad(const T* Z, std::size_t n, std::size_t s, const T* coef, const double* y,
                           const double* w, double* grad, int n_threads);
 
+// The weighted softmax cross-entropy of the logits F = Z coef (n x m) and its gradient in coef:
+//   returns sum_i w_i sum_k Y_ik (lse(F_i) - F_ik), with lse the log-sum-exp over the m outputs,
+//   and grad_t (m x s, the transposed gradient) with grad_t[k] = sum_i w_i (p_ik sum_l Y_il - Y_ik) Z_i,
+//   p_i = softmax(F_i). coef_t is coef transposed (m x s, row-major), Y n x m (one-hot rows, or
+//   any non-negative weights of the classes), w n values. The logits are formed in T, the
+//   losses, residuals and sums in double. Bitwise reproducible for any n_threads.
+template <class T>
+double softmax_loss_grad(const T* Z, std::size_t n, std::size_t s, std::size_t m, const T* coef_t,
+                         const double* Y, const double* w, double* grad_t, int n_threads);
+
 }  // namespace rffkern

@@ -93,11 +93,19 @@ def train_epoch(
     shared_theta_moment: bool = ...,
 ) -> tuple[float, int]: ...
 
-# bind_linear_loss.cpp (y, w and out are float64 whatever Z's dtype)
+# bind_linear_loss.cpp (y, Y, w and out are float64 whatever Z's dtype)
 def logistic_loss_grad(
     Z: _Float,
     coef: _Float,
     y: _Float,
+    w: _Float,
+    out: _Float,
+    n_threads: int,
+) -> float: ...
+def softmax_loss_grad(
+    Z: _Float,
+    coef_t: _Float,
+    Y: _Float,
     w: _Float,
     out: _Float,
     n_threads: int,

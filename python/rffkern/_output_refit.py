@@ -6,8 +6,9 @@ classifier's objective in its output weights ``B``,
     sum_i w_i loss(y_i, Z_i B) / sum_i w_i + alpha * ||B||^2,
 
 is an L2-penalised logistic (one output) or softmax (one output per class) regression: convex,
-solved here by L-BFGS with its analytic gradient (``fit_output_layer``; with one output the loss and
-gradient come from the compiled :func:`rffkern.kernels.logistic_loss_grad`). The penalty comes from
+solved here by L-BFGS with its analytic gradient (``fit_output_layer``; the loss and gradient come
+from the compiled :func:`rffkern.kernels.logistic_loss_grad` for one output and
+:func:`rffkern.kernels.softmax_loss_grad` for several). The penalty comes from
 the data (``choose_output_penalty``): penalties of a grid are fitted on training rows and scored
 by the log-loss of held-out rows (from 4000 rows on, on float32 copies of the features,
 ``SEARCH_DTYPE``; the kept fit on every row runs in float64).
@@ -30,7 +31,7 @@ from scipy.special import expit, log_softmax
 from rffkern._linalg import single_threaded_lapack
 from rffkern._losses import mean_loss
 from rffkern._validation import resolve_n_threads
-from rffkern.kernels import _logistic_loss_grad
+from rffkern.kernels import _logistic_loss_grad, _softmax_loss_grad
 
 __all__ = ["penalised_loss", "fit_output_layer", "choose_output_penalty", "OUTPUT_ALPHAS"]
 
@@ -52,6 +53,8 @@ OUTPUT_TOL = 1e-5
 #: against 1.2 s. With the other savings of this module (the fit on every row preconditioned by
 #: the first fold's whitening, the second moments by a symmetric rank-k update), a9a (32561 rows,
 #: 1 output) went from 14.6 to 9.6 s, same test error and penalty (scratch script, one thread).
+#: Rechecked with the compiled softmax loss (``/tmp/s/ab_close.py``, medians of 3): on mnist_test10k
+#: (5184 and 6400 rows, 10 outputs) rotating always took 3.56 s against 3.51 s with this threshold.
 ROTATE_ROWS_PER_OUTPUT = 500
 #: The penalty search (``choose_output_penalty``) fits its folds on float32 copies of the features
 #: (products at twice the speed and half the memory traffic; the losses, residuals and L-BFGS stay in
@@ -68,39 +71,20 @@ SEARCH_DTYPE = np.float32
 #: ``bench_realdata_s19small.json`` against ``s18small_merged.json``; a tighter final tolerance
 #: moved the errors about without fixing them), and a small fit saves only a second or two.
 FLOAT32_SEARCH_MIN_ROWS = 4000
-#: With several outputs, every evaluation's ``Z @ A`` (A with one column per output) runs over
-#: blocks of this many rows, and ``Z.T @ G`` as ``(G.T @ Z).T``: OpenBLAS's GEMM packs all of a tall
-#: ``Z`` through memory for a few columns, where a block of it stays in the L2 cache. Measured (one
-#: thread, 1000 features, median of 9 x 30 calls; scratch script), ``Z @ A`` / ``Z.T @ G`` in ms,
-#: plain -> these: float64, 1293 rows, 10 outputs 1.27 / 1.57 -> 0.63 / 0.96; 6400 rows, 10 outputs
-#: 11.4 / 11.4 -> 4.6 / 6.6; 20000 rows, 2 outputs 31.1 / 29.4 -> 11.5 / 15.4; float32, 6400 rows,
-#: 10 outputs 5.8 / 7.8 -> 3.0 / 4.5. One output (logistic) calls the compiled
-#: :func:`rffkern.kernels.logistic_loss_grad` instead: one pass over the rows for the logits, the
-#: losses and the gradient, where the two matrix-vector products read Z twice from memory. Measured
-#: (one thread, 1000 features, median of 7 x 10 calls, ``/tmp/s/ab_logistic.py``), NumPy -> compiled:
-#: float32 35819 rows 18.5-20.9 -> 8.2-9.3 ms, float64 39799 rows 39-41 -> 21.7 ms, float64 7029
-#: rows 6.0-6.7 -> 3.3-3.6 ms, float64 1293 rows 0.35-0.43 -> 0.30-0.36 ms; the closing fit of
-#: RFFNetClassifier(solver="adam", relevance_penalty=0) on w8a (bench split, seed 0) 8.2 -> 4.1 s, a9a
-#: 3.5 -> 1.8 s, the same penalty and test accuracy.
-PRODUCT_BLOCK_ROWS = 64
-
-
-def _times(Z, A):
-    """``Z @ A``, by blocks of ``PRODUCT_BLOCK_ROWS`` rows when A has several columns."""
-    if A.shape[1] < 2 or Z.shape[0] <= PRODUCT_BLOCK_ROWS:
-        return Z @ A
-    out = np.empty((Z.shape[0], A.shape[1]), dtype=np.result_type(Z, A))
-    for start in range(0, Z.shape[0], PRODUCT_BLOCK_ROWS):
-        stop = start + PRODUCT_BLOCK_ROWS
-        np.matmul(Z[start:stop], A, out=out[start:stop])
-    return out
-
-
-def _t_times(Z, G):
-    """``Z.T @ G``, as ``(G.T @ Z).T`` when G has several columns."""
-    if G.shape[1] < 2:
-        return Z.T @ G
-    return (np.ascontiguousarray(G.T) @ Z).T
+#: Every evaluation of the objective is one compiled pass over the rows: the logits, the losses
+#: and the gradient, while each row is in the L1 cache (:func:`rffkern.kernels.logistic_loss_grad`
+#: for one output, :func:`rffkern.kernels.softmax_loss_grad` for several), where two matrix
+#: products (``Z @ A``, then ``Z.T @ G``) read ``Z`` from memory twice. Measured (one thread, 1000
+#: features, median of 7 x 10 calls; scratch scripts ``/tmp/s/ab_logistic.py``,
+#: ``/tmp/s/ab_softmax.py``), NumPy -> compiled: one output, float32 35819 rows 18.5-20.9 -> 8.2-9.3
+#: ms, float64 39799 rows 39-41 -> 21.7 ms, float64 1293 rows 0.35-0.43 -> 0.30-0.36 ms; 10 outputs
+#: (against ``Z @ A`` by blocks of 64 rows, which stay in L2, and ``(G.T @ Z).T``: OpenBLAS packs
+#: all of a tall ``Z`` for a few columns), float64 1293 rows 1.72 -> 1.52 ms, 919 rows 1.18 ->
+#: 0.99 ms, float32 5760 rows 7.31 -> 5.21 ms. The closing fit (penalty search and the fit on
+#: every row, ``/tmp/s/ab_close.py``, one thread, medians) of RFFNetClassifier(solver="adam",
+#: relevance_penalty=0) on the bench split of seed 0: w8a 8.2 -> 4.1 s, a9a 3.5 -> 1.8 s (one
+#: output), digits 1.67 -> 1.43 s, mnist_test10k 4.59 -> 3.51 s (10 outputs); the same penalties
+#: and test accuracy.
 
 
 def _normalised_weights(n, sample_weight):
@@ -181,8 +165,7 @@ def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whiten
     max_iter : int, default=1000
         L-BFGS iterations at most.
     n_threads : int or None, default=None
-        Threads of the compiled logistic loss (one output), as ``n_jobs``; the result does not
-        depend on it.
+        Threads of the compiled loss, as ``n_jobs``; the result does not depend on it.
 
     Returns
     -------
@@ -199,36 +182,28 @@ def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whiten
 
     # B = V D U: ||B||^2 = ||D U||^2 (V orthogonal) and the logits are Z V D U, in one of two orders
     rotate = Z.shape[0] < ROTATE_ROWS_PER_OUTPUT * m
-    if kind == "logistic" and m == 1:
-        # one output: the compiled kernel forms the logits, the losses and the gradient in one pass
-        # over the rows (two matrix-vector products read the n x s features twice)
-        X = np.ascontiguousarray(white.rotated(Z) if rotate else Z)
-        y, w = np.ascontiguousarray(Y[:, 0], dtype=np.float64), np.ascontiguousarray(p[:, 0])
-        threads = resolve_n_threads(n_threads)
+    # one pass over the rows forms the logits, the losses and the gradient (the compiled logistic
+    # loss for one output, the softmax cross-entropy for several): two matrix products read the
+    # n x s features twice
+    if kind == "logistic" and m != 1:
+        raise ValueError(f"the closing fit's logistic loss has one output, got {m}")
+    X = np.ascontiguousarray(white.rotated(Z) if rotate else Z)
+    w = np.ascontiguousarray(p[:, 0])
+    threads = resolve_n_threads(n_threads)
+    if kind == "logistic":
+        y = np.ascontiguousarray(Y[:, 0], dtype=np.float64)
 
         def loss_and_pullback(DU):  # the mean loss, and its gradient in D U
             value, g = _logistic_loss_grad(X, y, (DU if rotate else V @ DU)[:, 0].astype(dt), w, threads)
             return value, (g if rotate else V.T @ g)[:, None]
     else:
-        if rotate:
-            # (Z V) D U: two n x s x m products per evaluation, after one n x s x s product per fold
-            ZV = white.rotated(Z)
+        Yc = np.ascontiguousarray(Y, dtype=np.float64)
 
-            def logits(DU):
-                return _times(ZV, DU.astype(dt, copy=False)).astype(np.float64, copy=False)
-
-            def pullback(G):  # the gradient in D U of the loss from its gradient G in the logits
-                return _t_times(ZV, G.astype(dt, copy=False)).astype(np.float64, copy=False)
-        else:  # many rows: Z (V D U), two s x s x m products more per evaluation, but no Z V
-            def logits(DU):
-                return _times(Z, (V @ DU).astype(dt, copy=False)).astype(np.float64, copy=False)
-
-            def pullback(G):
-                return V.T @ _t_times(Z, G.astype(dt, copy=False)).astype(np.float64, copy=False)
-
-        def loss_and_pullback(DU):
-            loss, R = _losses_and_residuals(logits(DU), Y, kind)
-            return float(p[:, 0] @ loss), pullback(R * p)
+        def loss_and_pullback(DU):  # the kernel takes and returns the transposes (m x s)
+            # (V D U).T as D U.T V.T: an m x s x s product, 1.6x faster than s x s x m at m = 10, s = 1000
+            coef_t = DU.T if rotate else DU.T @ V.T
+            value, g_t = _softmax_loss_grad(X, Yc, np.ascontiguousarray(coef_t, dtype=dt), w, threads)
+            return value, (g_t if rotate else g_t @ V).T
 
     def objective(u):
         DU = d * u.reshape(s, m)

@@ -16,6 +16,7 @@ and, on features already formed (RFFNetClassifier's closing fit, where the relev
 
 ======================  ======================================================================
 ``logistic_loss_grad``  weighted logistic loss of ``f = Z @ coef`` and its gradient, one pass
+``softmax_loss_grad``   weighted softmax cross-entropy of ``F = Z @ coef`` and its gradient, one pass
 ======================  ======================================================================
 
 The computation dtype is that of ``X`` (float32 stays float32; integers become float64); the other
@@ -54,6 +55,7 @@ __all__ = [
     "sgd_prox_step",
     "train_epoch",
     "logistic_loss_grad",
+    "softmax_loss_grad",
     "AdamState",
     "LOSSES",
     "fwht",
@@ -515,6 +517,72 @@ def _logistic_loss_grad(Z, y, coef, w, n_threads):
     (s,) of Z's dtype, y and w (n,) C-contiguous float64, n_threads resolved."""
     grad = np.empty(Z.shape[1])
     return float(_core.logistic_loss_grad(Z, coef, y, w, grad, n_threads)), grad
+
+
+def softmax_loss_grad(Z: ArrayLike, Y: ArrayLike, coef: ArrayLike, sample_weight: ArrayLike | None = None, *,
+                      n_threads: int | None = None) -> tuple[float, NDArray[np.float64]]:
+    """Weighted softmax cross-entropy of the logits ``F = Z @ coef`` and its gradient, in one pass over ``Z``.
+
+    ``loss = sum_i w_i sum_k Y_ik (lse(F_i) - F_ik)``, with ``lse`` the log-sum-exp over the
+    outputs, and ``grad = Z.T @ R`` with ``R_ik = w_i (softmax(F_i)_k sum_l Y_il - Y_ik)``: the
+    multinomial counterpart of :func:`logistic_loss_grad`. Two matrix products (``Z @ coef``, then
+    ``Z.T @ R``) would read ``Z`` from memory twice, this kernel reads each row once, forming its
+    logits for blocks of rows and outputs in registers (the closing fit of
+    :class:`~rffkern.RFFNetClassifier` with three or more classes evaluates it some hundreds of
+    times on fixed features). The logits are formed in ``Z``'s dtype, the losses, residuals and
+    sums in float64.
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_samples, n_features)
+        The features. float32 stays float32; other dtypes become float64.
+    Y : array-like of shape (n_samples, n_outputs)
+        Targets: one-hot rows, or any non-negative weights of the outputs (at least 2 outputs).
+    coef : array-like of shape (n_features, n_outputs)
+        Coefficients (converted to ``Z``'s dtype).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Row weights ``w_i`` (finite; any sign); None: 1 each.
+    n_threads : int, default=None
+        Threads of the compiled kernel, as scikit-learn's ``n_jobs``. The result does not depend
+        on it.
+
+    Returns
+    -------
+    loss : float
+        The weighted sum of the per-row cross-entropies.
+    grad : ndarray of shape (n_features, n_outputs), float64
+        Its gradient in ``coef``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import kernels
+    >>> Z = np.array([[1.0, 0.0], [0.0, 2.0]])
+    >>> loss, grad = kernels.softmax_loss_grad(Z, np.eye(2), np.zeros((2, 2)))
+    >>> round(loss, 4), grad
+    (1.3863, array([[-0.5,  0.5],
+           [ 1. , -1. ]]))
+    """
+    Zc = check_array_2d(Z, "Z")
+    n, s = Zc.shape
+    Yc = check_matrix(Y, "Y", (n, None), np.float64)
+    if Yc.shape[1] < 2:
+        raise ValueError(f"the softmax loss needs at least 2 outputs (columns of Y), got {Yc.shape[1]}; "
+                         "use logistic_loss_grad for one")
+    if np.any(Yc < 0):
+        raise ValueError("the softmax loss needs non-negative targets Y (one-hot rows or class weights)")
+    c = check_matrix(coef, "coef", (s, Yc.shape[1]), Zc.dtype)
+    w = np.ones(n) if sample_weight is None else check_vector(sample_weight, "sample_weight", n, np.float64)
+    loss, grad_t = _softmax_loss_grad(Zc, Yc, np.ascontiguousarray(c.T), w, resolve_n_threads(n_threads))
+    return loss, grad_t.T.copy()
+
+
+def _softmax_loss_grad(Z, Y, coef_t, w, n_threads):
+    """:func:`softmax_loss_grad` on arrays already checked: Z C-contiguous float32/float64, coef_t
+    the coefficients transposed, (m, s) C-contiguous of Z's dtype, Y (n, m) and w (n,)
+    C-contiguous float64, n_threads resolved. Returns the loss and the transposed gradient (m, s)."""
+    grad_t = np.empty(coef_t.shape)
+    return float(_core.softmax_loss_grad(Z, coef_t, Y, w, grad_t, n_threads)), grad_t
 
 
 def _check_step_params(learning_rate: float, beta1: float, beta2: float, eps: float, l2: float, l1: float,

@@ -31,11 +31,13 @@ struct StructuredKernelTable {
     void (*sorf)(const T* X, std::size_t n, const SorfMap<T>& map, T* Z, int n_threads);
 };
 
-// The closing fit's logistic loss on given features (linear_loss.hpp).
+// The closing fit's logistic and softmax losses on given features (linear_loss.hpp).
 template <class T>
 struct LinearLossKernelTable {
     double (*logistic_loss_grad)(const T* Z, std::size_t n, std::size_t s, const T* coef, const double* y,
                                  const double* w, double* grad, int n_threads);
+    double (*softmax_loss_grad)(const T* Z, std::size_t n, std::size_t s, std::size_t m, const T* coef_t,
+                                const double* Y, const double* w, double* grad_t, int n_threads);
 };
 
 #define RFFKERN_DECLARE_ISA_BUILD(NS)                                                     \

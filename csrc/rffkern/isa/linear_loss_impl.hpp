@@ -1,5 +1,5 @@
-// One instruction-set build of the logistic loss on given features (the closing fit of
-// RFFNetClassifier): each isa/linear_loss_<isa>.cpp defines RFFKERN_ISA_NS and includes this file;
+// One instruction-set build of the logistic and softmax losses on given features (the closing fit
+// of RFFNetClassifier): each isa/linear_loss_<isa>.cpp defines RFFKERN_ISA_NS and includes this file;
 // CMake gives that translation unit its -m flags, and linear_loss.cpp calls the table below for the
 // active level.
 //
@@ -132,11 +132,179 @@ double logistic_loss_grad(const T* Z, std::size_t n, std::size_t s, const T* coe
     return loss;
 }
 
+// ---- softmax (several outputs) ----
+//
+// Each row's m logits are dot products with the m columns of coef, kept transposed (coef_t, m x s:
+// one contiguous vector per class). A block of R rows x K classes forms its R * K dot products in
+// registers, so that each load of a row serves K classes and each load of a class column R rows;
+// the gradient terms of the block's rows go into the transposed gradient (m x s) the same way.
+// Registers: R * K accumulators (and as many broadcast residuals in the gradient), R + K loads.
+#if defined(__AVX512F__)
+constexpr int kSoftmaxRows = 4;  // 16 accumulators of the 32 vector registers
+#else
+constexpr int kSoftmaxRows = 2;  // 8 of the 16
+#endif
+constexpr int kSoftmaxClasses = 4;
+
+// f[r * m + k] = z_r . c_k for r < R, k < K, with z_r = z + r * s and c_k = c + k * s.
+template <int R, int K, class T>
+inline void block_dots(const T* z, std::size_t s, const T* c, std::size_t m, T* f) {
+    using V = typename simd::VecTraits<T>::V;
+    constexpr std::size_t L = std::size_t(simd::VecTraits<T>::L);
+    V acc[R][K] = {};
+    std::size_t j = 0;
+    for (; j + L <= s; j += L) {
+        V cv[K];
+        for (int k = 0; k < K; ++k) cv[k] = simd::loadu<V>(c + std::size_t(k) * s + j);
+        for (int r = 0; r < R; ++r) {
+            const V zv = simd::loadu<V>(z + std::size_t(r) * s + j);
+            for (int k = 0; k < K; ++k) acc[r][k] += zv * cv[k];
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int k = 0; k < K; ++k) {
+            const T* zr = z + std::size_t(r) * s;
+            const T* ck = c + std::size_t(k) * s;
+            T total = 0;
+            for (std::size_t l = 0; l < L; ++l) total += acc[r][k][l];
+            for (std::size_t q = j; q < s; ++q) total += zr[q] * ck[q];
+            f[std::size_t(r) * m + std::size_t(k)] = total;
+        }
+}
+
+// g_k[j] += sum_r res[r * m + k] z_r[j] for k < K, with g_k = g + k * s: one load and store of
+// g_k per R rows.
+template <int R, int K, class T>
+inline void block_axpys(const T* res, std::size_t m, const T* z, std::size_t s, T* g) {
+    using V = typename simd::VecTraits<T>::V;
+    constexpr std::size_t L = std::size_t(simd::VecTraits<T>::L);
+    V rv[R][K];
+    for (int r = 0; r < R; ++r)
+        for (int k = 0; k < K; ++k) rv[r][k] = V{} + res[std::size_t(r) * m + std::size_t(k)];
+    std::size_t j = 0;
+    for (; j + L <= s; j += L) {
+        V zv[R];
+        for (int r = 0; r < R; ++r) zv[r] = simd::loadu<V>(z + std::size_t(r) * s + j);
+        for (int k = 0; k < K; ++k) {
+            T* gk = g + std::size_t(k) * s + j;
+            V v = simd::loadu<V>(gk);
+            for (int r = 0; r < R; ++r) v += rv[r][k] * zv[r];
+            simd::storeu(gk, v);
+        }
+    }
+    for (; j < s; ++j)
+        for (int k = 0; k < K; ++k) {
+            T v = g[std::size_t(k) * s + j];
+            for (int r = 0; r < R; ++r) v += rv[r][k][0] * z[std::size_t(r) * s + j];
+            g[std::size_t(k) * s + j] = v;
+        }
+}
+
+// The m classes of R rows in blocks of kSoftmaxClasses (then 3, 2 or 1): Op<K>(k0) per block.
+template <template <int> class Op, class... Args>
+inline void over_class_blocks(std::size_t m, Args&&... args) {
+    std::size_t k = 0;
+    for (; k + kSoftmaxClasses <= m; k += kSoftmaxClasses) Op<kSoftmaxClasses>::run(k, args...);
+    switch (m - k) {
+        case 3: Op<3>::run(k, args...); break;
+        case 2: Op<2>::run(k, args...); break;
+        case 1: Op<1>::run(k, args...); break;
+        default: break;
+    }
+}
+
+template <int R, class T>
+struct DotsOp {
+    template <int K>
+    struct Op {
+        static void run(std::size_t k, const T* z, std::size_t s, const T* c, std::size_t m, T* f) {
+            block_dots<R, K>(z, s, c + k * s, m, f + k);
+        }
+    };
+};
+
+template <int R, class T>
+struct AxpysOp {
+    template <int K>
+    struct Op {
+        static void run(std::size_t k, const T* res, std::size_t m, const T* z, std::size_t s, T* g) {
+            block_axpys<R, K>(res + k, m, z, s, g + k * s);
+        }
+    };
+};
+
+// R consecutive rows: their logits, their weighted cross-entropies (returned, summed) and
+// gradient terms (added to the transposed gradient g, m x s). f and res hold R * m values.
+template <int R, class T>
+inline double softmax_rows(const T* z, std::size_t s, std::size_t m, const T* coef_t, const double* Y,
+                           const double* w, T* g, T* f, T* res) {
+    over_class_blocks<DotsOp<R, T>::template Op>(m, z, s, coef_t, m, f);
+    double loss = 0;
+    for (int r = 0; r < R; ++r) {
+        const T* fr = f + std::size_t(r) * m;
+        const double* yr = Y + std::size_t(r) * m;
+        double top = double(fr[0]);
+        for (std::size_t k = 1; k < m; ++k) top = std::max(top, double(fr[k]));
+        double total = 0, ysum = 0, yf = 0;
+        for (std::size_t k = 0; k < m; ++k) {
+            total += std::exp(double(fr[k]) - top);
+            ysum += yr[k];
+            yf += yr[k] * double(fr[k]);
+        }
+        const double lse = top + std::log(total);
+        loss += w[r] * (ysum * lse - yf);  // sum_k y_k (lse - f_k)
+        for (std::size_t k = 0; k < m; ++k)
+            res[std::size_t(r) * m + k] = T(w[r] * (std::exp(double(fr[k]) - lse) * ysum - yr[k]));
+    }
+    over_class_blocks<AxpysOp<R, T>::template Op>(m, res, m, z, s, g);
+    return loss;
+}
+
+template <class T>
+double softmax_loss_grad(const T* Z, std::size_t n, std::size_t s, std::size_t m, const T* coef_t,
+                         const double* Y, const double* w, double* grad_t, int n_threads) {
+    constexpr int R = kSoftmaxRows;
+    const std::size_t n_chunks = ceil_div(n, kLinearLossChunkRows);
+    const std::size_t ms = m * s;
+    AlignedBuffer<T> partial(n_chunks * ms);  // zeroed
+    AlignedBuffer<double> chunk_loss(n_chunks);
+    const std::size_t per_thread = 2 * std::size_t(R) * m;  // the logits and residuals of one row group
+    AlignedBuffer<T> scratch(std::size_t(n_threads) * per_thread);
+#pragma omp parallel num_threads(n_threads) if (n_threads > 1 && n_chunks > 1)
+    {
+        T* f = scratch.data() + std::size_t(thread_id()) * per_thread;
+        T* res = f + std::size_t(R) * m;
+#pragma omp for schedule(static)
+        for (std::size_t c = 0; c < n_chunks; ++c) {
+            T* g = partial.data() + c * ms;
+            double loss = 0;
+            const std::size_t stop = std::min(n, (c + 1) * kLinearLossChunkRows);
+            // rows in groups of R (then one by one): a fixed grouping, the same sums for any thread count
+            std::size_t i = c * kLinearLossChunkRows;
+            for (; i + R <= stop; i += R)
+                loss += softmax_rows<R>(Z + i * s, s, m, coef_t, Y + i * m, w + i, g, f, res);
+            for (; i < stop; ++i)
+                loss += softmax_rows<1>(Z + i * s, s, m, coef_t, Y + i * m, w + i, g, f, res);
+            chunk_loss.data()[c] = loss;
+        }
+    }
+    const std::ptrdiff_t total_ms = std::ptrdiff_t(ms);
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && ms >= 4096)
+    for (std::ptrdiff_t j = 0; j < total_ms; ++j) {
+        double total = 0;
+        for (std::size_t c = 0; c < n_chunks; ++c) total += double(partial.data()[c * ms + std::size_t(j)]);
+        grad_t[j] = total;
+    }
+    double loss = 0;
+    for (std::size_t c = 0; c < n_chunks; ++c) loss += chunk_loss.data()[c];
+    return loss;
+}
+
 }  // namespace
 
 template <class T>
 const LinearLossKernelTable<T>& linear_loss_kernel_table() {
-    static constexpr LinearLossKernelTable<T> table{&logistic_loss_grad<T>};
+    static constexpr LinearLossKernelTable<T> table{&logistic_loss_grad<T>, &softmax_loss_grad<T>};
     return table;
 }
 template const LinearLossKernelTable<float>& linear_loss_kernel_table<float>();
