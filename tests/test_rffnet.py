@@ -2,6 +2,7 @@
 scikit-learn compatibility, reproducibility across thread counts, recovery of the true support,
 partial_fit, TopK and input validation."""
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -848,3 +849,28 @@ def test_partial_fit_after_fit_forgets_the_closing_fit(cls):
     est = cls(n_components=20, max_iter=3, random_state=0).fit(X, y)
     assert est.refit_alpha_ is not None
     assert est.partial_fit(X, y).refit_alpha_ is None  # B trained on from the refitted one
+
+
+@given(n=st.integers(1, 40), m=st.integers(1, 3), weighted=st.booleans(), constant=st.booleans(),
+       seed=st.integers(0, 2**31 - 1))
+@settings(max_examples=60, deadline=None)
+def test_epoch_scores_equal_scikit_learns(n, m, weighted, constant, seed):
+    """The per-epoch validation scores (validation_scores_) are scikit-learn's r2_score and
+    accuracy_score, computed without their input checks: weighted or not, several outputs, and a
+    constant output (fitted exactly, or not)."""
+    from sklearn.metrics import accuracy_score, r2_score
+
+    from rffkern.rffnet import _accuracy, _r2
+    rng = np.random.default_rng(seed)
+    Y = rng.normal(size=(n, m))
+    if constant:
+        Y[:, 0] = 1.5
+    F = Y + rng.normal(size=(n, m)) * rng.choice([0.0, 0.1, 3.0])
+    w = rng.uniform(0.1, 2.0, n) if weighted else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's for one row (R^2 undefined: NaN)
+        want = r2_score(Y, F, sample_weight=w)
+    assert _r2(Y, F, w) == pytest.approx(want, rel=1e-12, abs=1e-12, nan_ok=True)
+    labels, predicted = rng.integers(3, size=n), rng.integers(3, size=n)
+    assert _accuracy(labels, predicted, w) == pytest.approx(accuracy_score(labels, predicted, sample_weight=w),
+                                                            rel=1e-12, abs=1e-15)

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -49,6 +48,29 @@ __all__ = ["RFFNetRegressor", "RFFNetClassifier", "constant_init"]
 
 SOLVERS = ("adam", "shared-adam", "palm-adam", "sgd", "palm-sgd")
 INITS = ("constant", "median", "regressor", "restarter")
+
+
+
+# The per-epoch validation scores (``validation_scores_``), in a few NumPy lines: scikit-learn's
+# r2_score and accuracy_score check their inputs for ~0.5 ms a call, which on small data cost more
+# than the epoch's validation pass (cpu_act, 100 epochs: 0.05 s of a 1.3 s rffkern.fit).
+def _r2(Y, F, sample_weight=None):
+    """``sklearn.metrics.r2_score(Y, F, sample_weight)``: the mean over outputs of ``1 - SSE / SST``
+    (1 for a constant output fitted exactly, 0 for one fitted otherwise; NaN for one row)."""
+    Y, F = np.asarray(Y, np.float64), np.asarray(F, np.float64)
+    if Y.shape[0] < 2:
+        return float("nan")
+    w = np.ones((Y.shape[0], 1)) if sample_weight is None else np.asarray(sample_weight, np.float64)[:, None]
+    sse = (w * (Y - F) ** 2).sum(axis=0)
+    sst = (w * (Y - np.average(Y, axis=0, weights=w[:, 0])) ** 2).sum(axis=0)  # as r2_score rounds it
+    safe = sst > 0
+    r2 = np.where(safe, 1.0 - sse / np.where(safe, sst, 1.0), np.where(sse > 0, 0.0, 1.0))
+    return float(np.mean(r2))
+
+
+def _accuracy(labels, predicted, sample_weight=None):
+    """``sklearn.metrics.accuracy_score(labels, predicted, sample_weight=sample_weight)``."""
+    return float(np.average(labels == predicted, weights=sample_weight))
 
 
 class _BaseRFFNet(BaseEstimator):
@@ -710,7 +732,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         return intercept, sd
 
     def _score_outputs(self, F, Y, sample_weight=None):
-        return float(r2_score(Y.astype(np.float64), F.astype(np.float64), sample_weight=sample_weight))
+        return _r2(Y, F, sample_weight)
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> RFFNetRegressor:
         """Fit the model (new W, b and initial state from ``random_state``, unless ``warm_start``).
@@ -1081,8 +1103,8 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
 
     def _score_outputs(self, F, Y, sample_weight=None):
         if Y.shape[1] == 1:
-            return float(accuracy_score(Y[:, 0] > 0.5, F[:, 0] > 0, sample_weight=sample_weight))
-        return float(accuracy_score(Y.argmax(axis=1), F.argmax(axis=1), sample_weight=sample_weight))
+            return _accuracy(Y[:, 0] > 0.5, F[:, 0] > 0, sample_weight)
+        return _accuracy(Y.argmax(axis=1), F.argmax(axis=1), sample_weight)
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> RFFNetClassifier:
         """Fit the classifier.
