@@ -6,6 +6,8 @@ For every shape, dtype and thread count this times, in one run, median of ``--re
 * ``predict``   vs NumPy features-then-matmul ``(c * np.cos(X @ W + b)) @ B``
 * ``gram``      vs NumPy features + ``Z.T @ Z`` (time, and peak memory measured in a fresh
   subprocess each, as the growth of the maximum resident set size)
+* ``logistic_loss_grad`` / ``softmax_loss_grad`` (the closing fit's losses on formed features) vs
+  NumPy's two products, ``F = Z @ coef`` then ``Z.T @ R`` with SciPy's ``expit`` / ``log_softmax``
 
 BLAS threads are limited to the same count with threadpoolctl, so OpenMP and BLAS never share
 cores. Prints a table of ratios (baseline time / rffkern time; > 1 means rffkern is faster) and
@@ -13,6 +15,7 @@ writes JSON to bench/results/.
 
     python bench/bench_kernels.py                      # n=100k, d in {100, 10}, s=1000
     python bench/bench_kernels.py --n 20000 --reps 3   # quicker
+    python bench/bench_kernels.py --skip-features --skip-gram --loss-n 1293 6400 --reps 15  # the losses
 """
 from __future__ import annotations
 
@@ -89,6 +92,58 @@ def run_gram(n, d, s, dtype, threads, reps):
     return out
 
 
+def numpy_linear_loss(Z, Y, coef, w):
+    """The closing fit's loss and gradient by two NumPy products (the baseline of the loss kernels)."""
+    from scipy.special import expit, log_softmax
+
+    F = (Z @ coef).astype(np.float64)
+    if Y.shape[1] == 1:
+        loss = w @ (np.logaddexp(0.0, F[:, 0]) - Y[:, 0] * F[:, 0])
+        R = (expit(F) - Y) * w[:, None]
+    else:
+        logp = log_softmax(F, axis=1)
+        loss = -w @ (Y * logp).sum(axis=1)
+        R = (np.exp(logp) - Y) * w[:, None]
+    return loss, Z.T @ R.astype(Z.dtype)
+
+
+def run_losses(args):
+    """Time the compiled closing-fit losses against numpy_linear_loss; returns the result rows."""
+    from threadpoolctl import threadpool_limits
+
+    from rffkern import kernels
+
+    print(f"\nclosing-fit losses on formed features, s={args.s}, median of {args.reps}")
+    header = f"{'n':>6} {'m':>3} {'dtype':>7} {'thr':>3} | {'rffkern':>8} {'numpy':>8} {'x':>5}"
+    print(header)
+    print("-" * len(header))
+    rows = []
+    rng = np.random.default_rng(0)
+    for n in args.loss_n:
+        for m in args.loss_outputs:
+            for dt in args.dtypes:
+                Z = (rng.standard_normal((n, args.s)) * np.sqrt(2.0 / args.s)).astype(dt)
+                coef = rng.standard_normal((args.s, m)).astype(dt)
+                labels = rng.integers(max(m, 2), size=n)
+                Y = (labels == 1).astype(np.float64)[:, None] if m == 1 else np.eye(m)[labels]
+                w = np.full(n, 1.0 / n)
+                for nt in args.threads:
+                    if m == 1:
+                        def compiled():
+                            return kernels.logistic_loss_grad(Z, Y[:, 0], coef[:, 0], w, n_threads=nt)
+                    else:
+                        def compiled():
+                            return kernels.softmax_loss_grad(Z, Y, coef, w, n_threads=nt)
+                    with threadpool_limits(nt):
+                        t_k = median_time(compiled, args.reps)
+                        t_n = median_time(lambda: numpy_linear_loss(Z, Y, coef, w), args.reps)
+                    rows.append(dict(kernel="logistic_loss_grad" if m == 1 else "softmax_loss_grad", n=n,
+                                     outputs=m, s=args.s, dtype=dt, threads=nt, loss_s=t_k, numpy_loss_s=t_n))
+                    print(f"{n:>6} {m:>3} {dt:>7} {nt:>3} | {t_k*1e3:6.2f}ms {t_n*1e3:6.2f}ms {t_n/t_k:5.2f}",
+                          flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=100_000)
@@ -100,6 +155,12 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--gram-reps", type=int, default=3)
     ap.add_argument("--skip-gram", action="store_true")
+    ap.add_argument("--skip-features", action="store_true", help="skip the features/predict table")
+    ap.add_argument("--loss-n", type=int, nargs="+", default=[1293, 6400, 40000],
+                    help="rows for the closing-fit loss comparison")
+    ap.add_argument("--loss-outputs", type=int, nargs="+", default=[1, 10],
+                    help="outputs (1: logistic_loss_grad, more: softmax_loss_grad)")
+    ap.add_argument("--skip-losses", action="store_true")
     ap.add_argument("--child", choices=["rffkern", "numpy"], help=argparse.SUPPRESS)
     ap.add_argument("--dtype", default="float64", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -108,13 +169,29 @@ def main():
         args.threads = args.threads[0]
         return gram_child(args)
 
-    from sklearn.kernel_approximation import RBFSampler
-    from threadpoolctl import threadpool_limits
-
     from rffkern import _core, kernels
 
     print(f"rffkern kernels: isa={_core.active_isa()} libmvec={_core.have_libmvec()}; "
           f"n={args.n}, s={args.s}, median of {args.reps}")
+    rows = []
+    if not args.skip_features:
+        rows += run_features(args, kernels)
+    if not args.skip_gram:
+        rows += run_grams(args)
+    if not args.skip_losses:
+        rows += run_losses(args)
+    outdir = Path(__file__).resolve().parent / "results"
+    outdir.mkdir(exist_ok=True)
+    path = outdir / "bench_kernels.json"
+    path.write_text(json.dumps({"isa": _core.active_isa(), "cores": os.cpu_count(), "rows": rows}, indent=1))
+    print(f"\nJSON: {path}")
+
+
+def run_features(args, kernels):
+    """The features / predict table; returns its result rows."""
+    from sklearn.kernel_approximation import RBFSampler
+    from threadpoolctl import threadpool_limits
+
     rows = []
     header = (f"{'d':>4} {'dtype':>7} {'thr':>3} | {'features':>9} {'numpy':>8} {'x':>5} {'RBFSampler':>10} {'x':>5}"
               f" | {'predict':>8} {'numpy':>8} {'x':>5}")
@@ -142,25 +219,26 @@ def main():
                       f" {t_rbf*1e3:8.0f}ms {t_rbf/t_feat:5.2f} | {t_pred*1e3:6.0f}ms {t_np_pred*1e3:6.0f}ms"
                       f" {t_np_pred/t_pred:5.2f}", flush=True)
             del out
-    if not args.skip_gram:
-        print(f"\ngram (Z.T @ Z), n={args.gram_n}, s={args.s}, median of {args.gram_reps} fresh processes")
-        header = (f"{'d':>4} {'dtype':>7} {'thr':>3} | {'rffkern':>8} {'numpy':>8} {'time x':>6} | "
-                  f"{'mem MiB':>8} {'numpy':>8} {'mem /':>6}")
-        print(header)
-        print("-" * len(header))
-        for dt in args.dtypes:
-            for nt in args.threads:
-                res = run_gram(args.gram_n, args.d[0], args.s, dt, nt, args.gram_reps)
-                (t_r, m_r), (t_n, m_n) = res["rffkern"], res["numpy"]
-                rows.append(dict(kernel="gram", n=args.gram_n, d=args.d[0], s=args.s, dtype=dt, threads=nt,
-                                 gram_s=t_r, numpy_gram_s=t_n, gram_mem_mib=m_r, numpy_gram_mem_mib=m_n))
-                print(f"{args.d[0]:>4} {dt:>7} {nt:>3} | {t_r*1e3:6.0f}ms {t_n*1e3:6.0f}ms {t_n/t_r:6.2f} | "
-                      f"{m_r:8.1f} {m_n:8.1f} {m_n/max(m_r, 0.1):6.1f}", flush=True)
-    outdir = Path(__file__).resolve().parent / "results"
-    outdir.mkdir(exist_ok=True)
-    path = outdir / "bench_kernels.json"
-    path.write_text(json.dumps({"isa": _core.active_isa(), "cores": os.cpu_count(), "rows": rows}, indent=1))
-    print(f"\nJSON: {path}")
+    return rows
+
+
+def run_grams(args):
+    """The gram table (fresh processes); returns its result rows."""
+    rows = []
+    print(f"\ngram (Z.T @ Z), n={args.gram_n}, s={args.s}, median of {args.gram_reps} fresh processes")
+    header = (f"{'d':>4} {'dtype':>7} {'thr':>3} | {'rffkern':>8} {'numpy':>8} {'time x':>6} | "
+              f"{'mem MiB':>8} {'numpy':>8} {'mem /':>6}")
+    print(header)
+    print("-" * len(header))
+    for dt in args.dtypes:
+        for nt in args.threads:
+            res = run_gram(args.gram_n, args.d[0], args.s, dt, nt, args.gram_reps)
+            (t_r, m_r), (t_n, m_n) = res["rffkern"], res["numpy"]
+            rows.append(dict(kernel="gram", n=args.gram_n, d=args.d[0], s=args.s, dtype=dt, threads=nt,
+                             gram_s=t_r, numpy_gram_s=t_n, gram_mem_mib=m_r, numpy_gram_mem_mib=m_n))
+            print(f"{args.d[0]:>4} {dt:>7} {nt:>3} | {t_r*1e3:6.0f}ms {t_n*1e3:6.0f}ms {t_n/t_r:6.2f} | "
+                  f"{m_r:8.1f} {m_n:8.1f} {m_n/max(m_r, 0.1):6.1f}", flush=True)
+    return rows
 
 
 if __name__ == "__main__":

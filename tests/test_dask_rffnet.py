@@ -143,10 +143,10 @@ def test_classifier_accuracy_close_to_single_machine(client, n_classes):
     labels = np.array(["a", "b", "c"])[np.digitize(Y_GSE, edges)]
     test_labels = np.array(["a", "b", "c"])[np.digitize(Y_TEST, edges)]
     p = dict(PARAMS, learning_rate=3e-3)
-    single = RFFNetClassifier(**p, refit_coef=False).fit(X_GSE, labels)  # Dask fits skip the closing fit
+    single = RFFNetClassifier(**p).fit(X_GSE, labels)  # both with the closing fit
     dist = _in_thread(RFFNetClassifier(**p).fit, da.from_array(X_GSE, chunks=(750, 100)),
                       da.from_array(labels, chunks=750), shards=2)
-    assert dist.refit_alpha_ is None
+    assert dist.refit_alpha_ is not None and single.refit_alpha_ is not None
     np.testing.assert_array_equal(dist.classes_, single.classes_)
     assert dist.coef_.shape == single.coef_.shape
     acc_single, acc_dist = single.score(X_TEST, test_labels), dist.score(X_TEST, test_labels)
@@ -157,6 +157,56 @@ def test_classifier_accuracy_close_to_single_machine(client, n_classes):
     proba = dist.predict_proba(da.from_array(X_TEST, chunks=(500, 100)))
     assert isinstance(proba, da.Array)
     np.testing.assert_allclose(proba.compute(scheduler="sync"), dist.predict_proba(X_TEST), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_closing_fit_on_dask_solves_the_penalised_problem_on_every_row(client, n_classes):
+    """The classifier's closing fit of a Dask fit: on the client, on every row gathered (3000 <
+    CLOSING_MAX_ROWS), the map widened to refit_components: its B minimises the L2-penalised
+    log-loss of all rows at the chosen penalty, and it beats the trained B alone."""
+    from rffkern._output_refit import OUTPUT_ALPHAS, penalised_loss
+
+    edges = np.quantile(Y_GSE, np.linspace(0, 1, n_classes + 1)[1:-1])
+    codes = np.digitize(Y_GSE, edges)
+    Xd, yd = da.from_array(X_GSE, chunks=(750, 100)), da.from_array(codes, chunks=750)
+    p = dict(PARAMS, learning_rate=3e-3, refit_components=300)
+    dist = _in_thread(RFFNetClassifier(**p).fit, Xd, yd, shards=2)
+    assert dist.refit_alpha_ in OUTPUT_ALPHAS
+    n_out = 1 if n_classes == 2 else n_classes
+    assert dist.weights_.shape == (100, 300) and dist.coef_.shape == (300, n_out)
+    np.testing.assert_array_equal(dist.weights_[:, :128], dist._trained_map[0])  # the trained ones first
+    Z = dist._trained_features(dist._standardized(X_GSE))
+    Y = codes[:, None].astype(float) if n_classes == 2 else np.eye(n_classes)[codes]
+    _, grad = penalised_loss(Z, Y, "logistic" if n_classes == 2 else "softmax", dist.refit_alpha_,
+                             dist.coef_.astype(np.float64))
+    assert np.abs(grad).max() < 1e-4
+    plain = _in_thread(RFFNetClassifier(**dict(p, refit_coef=False)).fit, Xd, yd, shards=2)
+    test_codes = np.digitize(Y_TEST, edges)
+    assert dist.score(X_TEST, test_codes) > plain.score(X_TEST, test_codes)
+    again = _in_thread(RFFNetClassifier(**p).fit, Xd, yd, shards=2)
+    np.testing.assert_array_equal(again.coef_, dist.coef_)  # determined by random_state
+
+
+def test_closing_fit_on_dask_takes_a_stratified_subset_above_the_cap(client, monkeypatch):
+    """Above CLOSING_MAX_ROWS the closing fit gathers a stratified random subset of that many rows
+    (every class in proportion), as a single-machine fit does."""
+    import rffkern.rffnet as rffnet_module
+
+    gathered = {}
+    original = RFFNetClassifier._after_training
+
+    def spy(self, Xs, Y, *rest):
+        gathered["rows"], gathered["Y"] = Xs.shape[0], Y
+        return original(self, Xs, Y, *rest)
+
+    monkeypatch.setattr(rffnet_module, "CLOSING_MAX_ROWS", 900)
+    monkeypatch.setattr(RFFNetClassifier, "_after_training", spy)
+    codes = np.digitize(Y_GSE, np.quantile(Y_GSE, [0.2, 0.5]))
+    dist = _in_thread(RFFNetClassifier(**PARAMS).fit, da.from_array(X_GSE, chunks=(750, 100)),
+                      da.from_array(codes, chunks=750), shards=2)
+    assert dist.refit_alpha_ is not None
+    assert abs(gathered["rows"] - 900) <= 3
+    np.testing.assert_allclose(gathered["Y"].mean(axis=0), np.bincount(codes) / codes.size, atol=0.01)
 
 
 def test_bad_input_is_refused(client):

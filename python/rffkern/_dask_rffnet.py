@@ -32,9 +32,10 @@ and ``n_shards`` (bit for bit, whichever worker runs which task, and whatever th
 The regressor's closing fit (``refit_coef``: ridge on ``refit_components`` features of the
 learned kernel, the penalty by exact leave-one-out) runs on every row with the distributed Gram
 and leave-one-out passes of :mod:`rffkern._dask_fits` (two passes more), as the single-machine
-fit does. The classifier's (penalised logistic / softmax regression) is not run here: B stays as
-trained and ``refit_alpha_`` is None (its L-BFGS would pass over every row's features once per
-iteration).
+fit does. The classifier's (penalised logistic / softmax regression, whose L-BFGS passes over the
+features some hundreds of times) runs on the client, on the rows gathered from the workers: every
+row, or above ``rffkern.rffnet.CLOSING_MAX_ROWS`` (50,000) a stratified random subset of that many,
+as a single-machine fit caps its closing fit; its penalty is chosen on 3 interleaved folds of them.
 
 The number of shards is read from the Dask config key ``"rffkern.rffnet-shards"``
 (``dask.config.set({"rffkern.rffnet-shards": 4})``); by default it is the number of workers of
@@ -526,9 +527,28 @@ def fit_rffnet(est, X, y):
     if best is not None:
         est.relevances_, est.coef_ = best[0], best[1]
     est.refit_alpha_ = None
-    if not classifier and est.refit_coef:
-        _closing_ridge(est, X, y)
+    if est.refit_coef:
+        (_closing_softmax if classifier else _closing_ridge)(est, X, y)
     return est
+
+
+def _closing_softmax(est, X, y):
+    """``refit_coef`` of ``RFFNetClassifier`` on Dask arrays: the closing logistic / softmax fit on
+    the client, on rows gathered from the workers -- every row, or above
+    ``rffkern.rffnet.CLOSING_MAX_ROWS`` a stratified random subset of that many (as the
+    single-machine fit caps its rows; the labels are gathered to draw it) -- its penalty chosen on 3
+    interleaved folds of those rows, as a single-machine fit without an early-stopping split does.
+    Its L-BFGS passes over the features some hundreds of times: on the workers that would be as
+    many rounds of tasks."""
+    from rffkern.rffnet import CLOSING_MAX_ROWS, _stratified_subset
+
+    labels = np.asarray(y.compute()).reshape(-1)
+    if labels.size > CLOSING_MAX_ROWS:
+        keep = _stratified_subset(labels, CLOSING_MAX_ROWS, est._rng)
+        labels, X = labels[keep], X[keep]
+    rows = np.asarray(X.compute())
+    _, Y, _ = est._encode_targets(labels, first_call=False)
+    est._after_training(est._standardized(rows), Y, None, None, None, None)
 
 
 class _ClosingInputs:
