@@ -84,7 +84,10 @@ FLOAT32_SEARCH_MIN_ROWS = 4000
 #: every row, ``/tmp/s/ab_close.py``, one thread, medians) of RFFNetClassifier(solver="adam",
 #: relevance_penalty=0) on the bench split of seed 0: w8a 8.2 -> 4.1 s, a9a 3.5 -> 1.8 s (one
 #: output), digits 1.67 -> 1.43 s, mnist_test10k 4.59 -> 3.51 s (10 outputs); the same penalties
-#: and test accuracy.
+#: and test accuracy. The fits run their BLAS calls on one thread (``fit_output_layer``): they
+#: alternate with the compiled loss's OpenMP region every evaluation, and a multi-threaded OpenBLAS
+#: between them made ``rffkern.fit`` on digits 2x slower on 2 cores (13.5 s against 6.5 s with
+#: one thread; 6.2 s now) and its split reductions changed the solution with the thread count.
 
 
 def _normalised_weights(n, sample_weight):
@@ -142,6 +145,7 @@ class _Whitening:
         return 1.0 / np.sqrt(0.25 * self.evals + 2.0 * alpha)
 
 
+@single_threaded_lapack
 def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whitening=None,
                      tol=OUTPUT_TOL, max_iter=1000, n_threads=None):
     """Minimise the closing fit's objective at one penalty by L-BFGS in whitened coordinates.
