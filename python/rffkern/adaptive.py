@@ -42,7 +42,7 @@ from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, holdout_split, labels_from_decision, mean_and_scale
-from rffkern._linalg import RidgeEigen, ridge_solve
+from rffkern._linalg import RidgeEigen, ridge_solve, single_threaded_lapack
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
 from rffkern._sampling import median_distance
@@ -272,8 +272,16 @@ class _AdaptiveRFFBase(BaseEstimator):
     def _standardise(self, X):
         return np.ascontiguousarray(((X - self.x_mean_) / self.x_scale_).astype(X.dtype, copy=False))
 
+    @single_threaded_lapack
     def _run(self, X, Y):
-        """The Metropolis loop on standardised X and centred, scaled targets Y (n, m)."""
+        """The Metropolis loop on standardised X and centred, scaled targets Y (n, m).
+
+        Its BLAS / LAPACK calls (K x K solves and eigendecompositions) run on one thread: they
+        alternate with the compiled Gram's OpenMP region every iteration, and a 2-thread OpenBLAS
+        between them (its idle threads spin) made the Gram 1.6x slower on 2 cores
+        (AdaptiveRFFClassifier() on digits: 3.04 s with 2 threads against 2.40 s with one; 2.0 s
+        now, ``/tmp/s/thr_est.py``).
+        """
         self._validate_params()
         n, d = X.shape
         K = self.n_components
