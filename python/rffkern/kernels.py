@@ -470,7 +470,8 @@ def logistic_loss_grad(Z: ArrayLike, y: ArrayLike, coef: ArrayLike, sample_weigh
     ``grad = sum_i w_i (sigmoid(f_i) - y_i) Z_i``: two matrix-vector products (``Z @ coef``, then
     ``Z.T @ r``) would read ``Z`` from memory twice, this kernel reads each row once (the closing
     fit of :class:`~rffkern.RFFNetClassifier` evaluates it some hundreds of times on fixed
-    features). The logits are formed in ``Z``'s dtype, the loss, residuals and sums in float64.
+    features). The logits are formed in ``Z``'s dtype, the loss and residuals in float64; the
+    gradient is summed in ``Z``'s dtype over each block of 256 rows and in float64 over the blocks.
 
     Parameters
     ----------
@@ -529,8 +530,9 @@ def softmax_loss_grad(Z: ArrayLike, Y: ArrayLike, coef: ArrayLike, sample_weight
     ``Z.T @ R``) would read ``Z`` from memory twice, this kernel reads each row once, forming its
     logits for blocks of rows and outputs in registers (the closing fit of
     :class:`~rffkern.RFFNetClassifier` with three or more classes evaluates it some hundreds of
-    times on fixed features). The logits are formed in ``Z``'s dtype, the losses, residuals and
-    sums in float64.
+    times on fixed features). The logits are formed in ``Z``'s dtype, the losses and residuals in
+    float64; the gradient is summed in ``Z``'s dtype over each block of 256 rows and in float64
+    over the blocks.
 
     Parameters
     ----------
