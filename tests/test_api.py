@@ -145,3 +145,34 @@ def test_rffnet_starts_from_the_searched_width_of_least_loo_error():
     report = model.selection_report_
     assert report["chosen"] == "rffnet"
     np.testing.assert_array_equal(model.init, np.full(X.shape[1], 1.0 / report["rffnet_init_width"]))
+
+
+@pytest.mark.parametrize("classify", [False, True])
+def test_variants_side_by_side_give_the_sequential_model(small_search, monkeypatch, classify):
+    """With two threads or more the two RFFNet variants train side by side (each on its share of
+    the threads, BLAS on one): the same model as one after the other, and the caller's n_jobs on it."""
+    import rffkern._validation as validation
+
+    monkeypatch.setattr(_api, "SPARSE_MIN_FEATURES", 10)
+    X, y, _ = make_jse3(600, random_state=3)
+    if classify:
+        y = np.digitize(y, [-0.5, 0.5])
+    one = rffkern.fit(X, y, random_state=0, max_iter=3, n_jobs=1)
+    real = validation.resolve_n_threads
+    # two threads even on one core
+    monkeypatch.setattr(validation, "resolve_n_threads", lambda n: 2 if n == 2 else real(n))
+    import concurrent.futures
+
+    pools = []
+
+    class Spy(concurrent.futures.ThreadPoolExecutor):  # fit imports it when it runs
+        def __init__(self, n):
+            pools.append(n)
+            super().__init__(n)
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", Spy)
+    two = rffkern.fit(X, y, random_state=0, max_iter=3, n_jobs=2)
+    assert pools == [2]  # the side-by-side path ran
+    assert two.selection_report_["rffnet_variant_scores"] == one.selection_report_["rffnet_variant_scores"]
+    assert two.selection_report_["chosen"] == one.selection_report_["chosen"]
+    np.testing.assert_array_equal(two.predict(X), one.predict(X))
+    assert two.get_params()["n_jobs"] == 2

@@ -210,7 +210,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     random_state : int, Generator, RandomState or None, default=None
         Seed or generator of the split and of both models' draws.
     n_jobs : int or None, default=None
-        Threads of the compiled kernels (the result does not depend on it).
+        Threads of the compiled kernels (the result does not depend on it). With two RFFNet
+        variants and at least two threads, the variants train side by side, each on half of them.
     verbose : int, default=0
         1: one line per stage (``[rffkern.fit] stage i/5: ... (elapsed s)``); 2: also the width
         search lines of the ridge estimators.
@@ -245,8 +246,12 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
 
     from sklearn.model_selection import train_test_split
 
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
     from rffkern._progress import ProgressLog
-    from rffkern._validation import as_generator
+    from rffkern._validation import as_generator, resolve_n_threads
     from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 
     if task is None:
@@ -330,6 +335,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     net_cls = RFFNetClassifier if classify else RFFNetRegressor
     nets: dict[str, tuple[float, Any]] = {}
     tic = time.perf_counter()
+    runs: dict[str, Any] = {}
     tried: list[str] = []
     for name, variant in RFFNET_VARIANTS.items():
         if name == "sparse" and X.shape[1] < SPARSE_MIN_FEATURES:
@@ -341,10 +347,28 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         if key in tried:  # the caller fixed what tells the two apart
             continue
         tried.append(key)
-        net = net_cls(**net_params)
-        net._keep_closing_stats = True  # for the held-out rows, below
+        runs[name] = net_cls(**net_params)
+        runs[name]._keep_closing_stats = True  # for the held-out rows, below
+
+    def train(net: Any) -> tuple[float, Any]:
         net.fit(X[idx_tr], y[idx_tr])
-        nets[name] = (float(net.score(X[idx_val], y[idx_val])), net)
+        return float(net.score(X[idx_val], y[idx_val])), net
+
+    threads = resolve_n_threads(n_jobs)
+    if len(runs) > 1 and threads >= len(runs):
+        # the variants side by side, the threads shared out: the compiled kernels release the GIL,
+        # and one fit's Python and L-BFGS steps fill the other's gaps. Measured (2 cores, default
+        # threads, bench split seed 0, /tmp/s/digits_thr.py, /tmp/s/thr_fit.py), each kernel on
+        # both threads -> side by side: digits 6.2 -> 4.3 s, online_news 1.98 (one thread) -> 1.25 s,
+        # mnist_test10k 13.7-14.2 -> 12.6-13.1 s; the same models
+        for net in runs.values():
+            net.set_params(n_jobs=threads // len(runs))
+        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(len(runs)) as pool:
+            nets = dict(zip(runs, pool.map(train, runs.values())))
+        for _, net in nets.values():  # the models do not depend on it: the caller's n_jobs
+            net.set_params(n_jobs=n_jobs)
+    else:
+        nets = {name: train(net) for name, net in runs.items()}
     times["rffnet"] = time.perf_counter() - tic
     net_name = max(nets, key=lambda k: nets[k][0])
     s_net, net = nets[net_name]
