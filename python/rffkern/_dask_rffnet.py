@@ -331,7 +331,7 @@ def fit_rffnet(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.utils.multiclass import check_classification_targets
 
-    from rffkern.rffnet import _check_initial_relevances
+    from rffkern.rffnet import _check_initial_relevances, _r2_from_sums
 
     est._validate_params()
     if isinstance(est.init, str) and est.init not in ("constant", "median"):
@@ -496,8 +496,7 @@ def fit_rffnet(est, X, y):
             else:
                 sse = val[2:]
                 assert sst is not None  # computed whenever there is a validation split
-                r2 = np.where(sst > 0, 1.0 - sse / np.where(sst > 0, sst, 1.0), np.where(sse > 0, 0.0, 1.0))
-                score = float(np.mean(r2))
+                score = _r2_from_sums(sse, sst)
             est.validation_scores_.append(score)
         value = val_loss if val_loss is not None else train_loss
         if value < best_value - est.tol:

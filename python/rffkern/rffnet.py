@@ -63,6 +63,12 @@ def _r2(Y, F, sample_weight=None):
     w = np.ones((Y.shape[0], 1)) if sample_weight is None else np.asarray(sample_weight, np.float64)[:, None]
     sse = (w * (Y - F) ** 2).sum(axis=0)
     sst = (w * (Y - np.average(Y, axis=0, weights=w[:, 0])) ** 2).sum(axis=0)  # as r2_score rounds it
+    return _r2_from_sums(sse, sst)
+
+
+def _r2_from_sums(sse, sst):
+    """The mean over outputs of ``1 - SSE / SST`` from the per-output sums, as r2_score scores
+    them: 1 for a constant output (``SST == 0``) fitted exactly, 0 for one fitted otherwise."""
     safe = sst > 0
     r2 = np.where(safe, 1.0 - sse / np.where(safe, sst, 1.0), np.where(sse > 0, 0.0, 1.0))
     return float(np.mean(r2))
