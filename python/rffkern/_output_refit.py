@@ -221,14 +221,6 @@ def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whiten
     return V @ (d * result.x.reshape(s, m)), int(result.nit)
 
 
-def _as_slice(idx):
-    """A slice for sorted consecutive row indices (RFFNet's early-stopping split), else ``idx``."""
-    idx = np.asarray(idx)
-    if idx.size and idx[-1] - idx[0] == idx.size - 1 and np.all(np.diff(idx) == 1):
-        return slice(int(idx[0]), int(idx[-1]) + 1)
-    return idx
-
-
 def choose_output_penalty(Z, Y, kind, folds, alphas, start, sample_weight=None, coef=None, *,
                           tol=OUTPUT_TOL, n_threads=None):
     """The penalty of least held-out log-loss, searched outwards from ``start`` on ``alphas``.
@@ -272,9 +264,6 @@ def choose_output_penalty(Z, Y, kind, folds, alphas, start, sample_weight=None, 
         w_tr = None if sample_weight is None else sample_weight[train]
         w_ho = None if sample_weight is None else sample_weight[held_out]
         share = float(len(held_out)) if w_ho is None else float(w_ho.sum())
-        # a contiguous range of rows (RFFNet's early-stopping split) is sliced, not gathered: at
-        # most one copy, to the search's dtype
-        train, held_out = _as_slice(train), _as_slice(held_out)
         Z_train = Z[train].astype(dtype, copy=False)
         parts.append((Z_train, Y[train], w_tr, Z[held_out].astype(dtype, copy=False), Y[held_out], w_ho,
                       share, _Whitening(Z_train, w_tr)))
