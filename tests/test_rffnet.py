@@ -754,6 +754,54 @@ def test_classifier_penalty_search_in_float32_agrees_with_float64(monkeypatch):
         assert np.abs(B32 - B64).max() < 1e-3 * np.abs(B64).max()
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 2**31 - 1), st.floats(0.1, 8.0))
+def test_closing_fit_curvatures_are_the_loss_hessians_mean_eigenvalue(m, seed, scale):
+    """The preconditioner's row curvatures: p (1 - p) for the logistic loss; for the softmax the
+    mean of the nonzero eigenvalues of diag(p) - p p^T (its Hessian in the logits, of rank m - 1)."""
+    from rffkern._output_refit import _curvatures
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((7, 5))
+    coef = scale * rng.standard_normal((5, m if m > 1 else 1))
+    F = Z @ coef
+    got = _curvatures(Z, "softmax" if m > 1 else "logistic", coef)
+    if m == 1:
+        p = 1.0 / (1.0 + np.exp(-F[:, 0]))
+        np.testing.assert_allclose(got, p * (1 - p), rtol=1e-12, atol=1e-300)
+        return
+    for f, c in zip(F, got):
+        p = np.exp(f - f.max()) / np.exp(f - f.max()).sum()
+        eigs = np.linalg.eigvalsh(np.diag(p) - np.outer(p, p))
+        assert abs(c - np.sort(eigs)[1:].mean()) <= 1e-12 + 1e-9 * c  # the largest m - 1
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_closing_fit_preconditioned_at_a_confident_start_solves_the_same_problem_in_fewer_steps(n_classes):
+    """From confident output weights (as RFFNet's trained ones often are) the preconditioner of the
+    rows' curvatures there leaves the solution as it is and shortens the fit several times over
+    against that of logits 0 (curvature 1/4 for the logistic loss, 1/m for the softmax): 63 -> 11
+    and 73 -> 14 iterations when written."""
+    from rffkern._output_refit import _Whitening, fit_output_layer, penalised_loss
+    X, labels = make_blobs(400, n_features=6, centers=n_classes, cluster_std=1.0, random_state=1)
+    rng = np.random.default_rng(0)
+    W, b = rng.standard_normal((6, 300)) / 3.0, rng.uniform(0, 2 * np.pi, 300)
+    Z = np.sqrt(2.0 / 300) * np.cos(X @ W + b)
+    Y = (labels == 1).astype(float)[:, None] if n_classes == 2 else np.eye(n_classes)[labels]
+    kind = "logistic" if n_classes == 2 else "softmax"
+    alpha = 1e-5
+    start, _ = fit_output_layer(Z, Y, kind, 1e-4, tol=1e-3)  # confident; the previous penalty of a path
+    fits = {}
+    for at, point in (("zero", np.zeros_like(start)), ("start", start)):
+        white = _Whitening(Z, kind, None, point)
+        fits[at] = fit_output_layer(Z, Y, kind, alpha, None, start, whitening=white, tol=1e-7, max_iter=20000)
+    B0, n0 = fits["zero"]
+    B1, n1 = fits["start"]
+    (f0, g0), (f1, g1) = penalised_loss(Z, Y, kind, alpha, B0), penalised_loss(Z, Y, kind, alpha, B1)
+    assert np.abs(g1).max() < 1e-7 and f1 <= f0 + 1e-12  # at least as near the solution (1.7e-7, 1.2e-7 at 1/4)
+    np.testing.assert_allclose(B1, B0, atol=3e-3 * np.abs(B0).max())  # the problem is flat: 1.6e-3 apart
+    assert 3 * n1 < n0, (n1, n0)
+
+
 def test_stratified_subset_keeps_every_class_in_proportion():
     from rffkern.rffnet import CLOSING_MIN_CLASS_ROWS, _stratified_subset
     labels = np.repeat([0, 1, 2], [9000, 990, 10])

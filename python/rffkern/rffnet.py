@@ -950,8 +950,9 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         with the trained features only (``refit_components=None``) and before the closing fit
         reused its fold's whitening and skipped ``Z V`` on many rows (which took the whole fit
         on a9a from 14.6 to 9.6 s at the defaults, same model). False keeps B as trained (the
-        paper); ``partial_fit`` never refits, nor does a fit on Dask arrays; a ``warm_start`` fit
-        or ``partial_fit`` continues training from the trained W, b and B.
+        paper); ``partial_fit`` never refits (a fit on Dask arrays does, on the client: see
+        :doc:`/user_guide/dask`); a ``warm_start`` fit or ``partial_fit`` continues training
+        from the trained W, b and B.
     refit_components : int or None, default=1000
         Features of the closing fit (``refit_coef``): the ``n_components`` trained ones plus new
         draws of the same kernel at the learned relevances, up to this many (at most two per
