@@ -713,6 +713,24 @@ def print_summary(records, markdown=False):
 
 
 # ------------------------------------------------------------------------------------------------
+def stale_sources(imported: Path, checkout: Path) -> list[str]:
+    """The Python sources of the package directory ``checkout`` that the package directory
+    ``imported`` lacks or has different (sorted names; empty when they are one directory).
+
+    A run records the checkout's commit, so it must run the checkout's code: an installed
+    ``rffkern`` from an older ``pip install .`` shadows ``python/rffkern`` unless ``PYTHONPATH``
+    names it (a run of this bench once measured the installed package under a newer commit). The
+    compiled ``_core`` is not compared (a build differs byte for byte between builds).
+    """
+    if imported.resolve() == checkout.resolve():
+        return []
+    return sorted(src.name for src in checkout.glob("*.py")
+                  if not (imported / src.name).is_file() or (imported / src.name).read_bytes() != src.read_bytes())
+
+
+CHECKOUT_PACKAGE = ROOT.parent / "python" / "rffkern"
+
+
 def _environment() -> dict:
     import sklearn
 
@@ -723,6 +741,7 @@ def _environment() -> dict:
         env["rffkern_isa"] = rffkern._core.active_isa()
     except Exception:  # noqa: BLE001 (informational only)
         pass
+    env["rffkern_path"] = str(Path(rffkern.__file__).resolve().parent)
     try:
         import subprocess
 
@@ -771,6 +790,12 @@ def main(argv=None):
     if args.report is not None:
         return report(args.report, markdown=args.markdown)
 
+    if CHECKOUT_PACKAGE.is_dir():
+        stale = stale_sources(Path(rffkern.__file__).resolve().parent, CHECKOUT_PACKAGE)
+        if stale:
+            parser.error(f"the imported rffkern ({Path(rffkern.__file__).parent}) is not this checkout's: "
+                         f"{', '.join(stale)} differ from {CHECKOUT_PACKAGE}; run `pip install .` or set "
+                         f"PYTHONPATH={CHECKOUT_PACKAGE.parent}")
     datasets = args.datasets or (list(QUICK_DATASETS) if args.quick else None)
     seeds = args.seeds or (list(QUICK_SEEDS) if args.quick else [0, 1, 2])
     max_train = args.max_train if args.max_train is not None else (QUICK_MAX_TRAIN if args.quick else None)
