@@ -27,7 +27,7 @@ this preconditioner), most of all where the classes separate. Measured (the pena
 fit on every row of ``RFFNetClassifier(solver="adam", relevance_penalty=0)``'s closing fit on the
 bench_realdata split, one thread, scratch ``/tmp/s/ab_curvw.py``), constant 1/4 -> curvature at
 the start: iterations per fit breast_cancer (seed 0) 30-260 -> 7-54, digits (seed 1) 81-169 ->
-27-47, a9a 16-27 -> 4-10; time breast_cancer 0.35 -> 0.18 s, digits 2.2-2.3 -> 1.0 s (seeds 1, 2),
+27-47, a9a 16-27 -> 4-10; time breast_cancer 0.35 -> 0.18 s, digits 2.0-2.3 -> 0.8-1.1 s (seeds 1, 2),
 a9a 3.1-3.8 -> 1.6-1.8 s; mnist_test10k (5760 rows a fold, no near-separable classes) 3.4-3.9 ->
 4.0 s. The same penalty and test accuracy on each but breast_cancer seed 1 (1e-4 against 3.2e-5,
 the same accuracy): the solutions at the same penalty are at least as accurate (objective lower
