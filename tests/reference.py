@@ -75,6 +75,14 @@ def softmax_loss_grad(Z, Y, coef, w=None):
     return float(w @ per_row), Z.T @ (w[:, None] * dF)
 
 
+def closing_fit_objective(Z, Y, kind, alpha, coef, w=None):
+    """RFFNetClassifier's closing-fit objective, the weighted mean cross-entropy ("logistic": one
+    output, or "softmax") of F = Z @ coef plus alpha ||coef||^2, and its gradient in coef."""
+    p = np.full(Z.shape[0], 1.0 / Z.shape[0]) if w is None else np.asarray(w, np.float64) / np.sum(w)
+    per_row, dF = loss_values(Z @ coef, Y, kind)
+    return float(p @ per_row + alpha * np.sum(coef * coef)), Z.T @ (p[:, None] * dF) + 2.0 * alpha * coef
+
+
 def loss_and_grad(X, Y, weights, offsets, coef, *, theta=None, loss="squared", scale=None, pair=False):
     """Mean loss L of f = Z coef and (L, dL/dcoef, dL/dtheta), by the chain rule written out:
 

@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 
+import reference
 import rffkern
 from rffkern import _api
 from rffkern.datasets import make_jse3
@@ -113,7 +114,6 @@ def test_returned_rffnet_regressor_closes_on_the_held_out_rows_too(small_search)
 def test_returned_rffnet_classifier_closes_on_the_held_out_rows_too(n_classes):
     """The closing logistic / softmax fit again on the training and the held-out rows, at the
     chosen penalty: its gradient over all of them vanishes."""
-    from rffkern._output_refit import penalised_loss
 
     X, y, _ = make_jse3(500, random_state=5)
     labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
@@ -127,8 +127,8 @@ def test_returned_rffnet_classifier_closes_on_the_held_out_rows_too(n_classes):
     Y = (labels[:, None] == np.arange(n_classes)).astype(float)
     Y = Y[:, 1:] if n_classes == 2 else Y
     kind = "logistic" if n_classes == 2 else "softmax"
-    _, grad = penalised_loss(Z, Y, kind, net.refit_alpha_, net.coef_.astype(np.float64))
-    _, grad_before = penalised_loss(Z, Y, kind, net.refit_alpha_, before.astype(np.float64))
+    _, grad = reference.closing_fit_objective(Z, Y, kind, net.refit_alpha_, net.coef_.astype(np.float64))
+    _, grad_before = reference.closing_fit_objective(Z, Y, kind, net.refit_alpha_, before.astype(np.float64))
     assert np.abs(grad).max() < 1e-3 * np.abs(grad_before).max() + 1e-6
 
 

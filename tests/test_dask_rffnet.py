@@ -14,6 +14,7 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 
+import reference  # noqa: E402
 from rffkern import RFFNetClassifier, RFFNetRegressor, RFFRidge  # noqa: E402
 from rffkern._dask_rffnet import CONFIG_KEY  # noqa: E402
 from rffkern.datasets import make_gse2  # noqa: E402
@@ -164,7 +165,7 @@ def test_closing_fit_on_dask_solves_the_penalised_problem_on_every_row(client, n
     """The classifier's closing fit of a Dask fit: on the client, on every row gathered (3000 <
     CLOSING_MAX_ROWS), the map widened to refit_components: its B minimises the L2-penalised
     log-loss of all rows at the chosen penalty, and it beats the trained B alone."""
-    from rffkern._output_refit import OUTPUT_ALPHAS, penalised_loss
+    from rffkern._output_refit import OUTPUT_ALPHAS
 
     edges = np.quantile(Y_GSE, np.linspace(0, 1, n_classes + 1)[1:-1])
     codes = np.digitize(Y_GSE, edges)
@@ -177,7 +178,7 @@ def test_closing_fit_on_dask_solves_the_penalised_problem_on_every_row(client, n
     np.testing.assert_array_equal(dist.weights_[:, :128], dist._trained_map[0])  # the trained ones first
     Z = dist._trained_features(dist._standardized(X_GSE))
     Y = codes[:, None].astype(float) if n_classes == 2 else np.eye(n_classes)[codes]
-    _, grad = penalised_loss(Z, Y, "logistic" if n_classes == 2 else "softmax", dist.refit_alpha_,
+    _, grad = reference.closing_fit_objective(Z, Y, "logistic" if n_classes == 2 else "softmax", dist.refit_alpha_,
                              dist.coef_.astype(np.float64))
     assert np.abs(grad).max() < 1e-4
     plain = _in_thread(RFFNetClassifier(**dict(p, refit_coef=False)).fit, Xd, yd, shards=2)

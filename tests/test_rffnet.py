@@ -701,7 +701,7 @@ def test_classifier_refit_coef_is_the_penalised_cross_entropy_fit(n_classes):
     """refit_coef: with theta, W and b as trained, B is the L2-penalised logistic (two classes) or
     softmax regression on z(theta * x) of every row at refit_alpha_ (chosen on the validation
     split); the epochs are those of refit_coef=False."""
-    from rffkern._output_refit import OUTPUT_ALPHAS, penalised_loss
+    from rffkern._output_refit import OUTPUT_ALPHAS
     X, y, _ = make_jse3(500, random_state=0)
     labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
     kw = dict(n_components=30, max_iter=8, dtype="float64", random_state=0, n_jobs=1)
@@ -715,7 +715,7 @@ def test_classifier_refit_coef_is_the_penalised_cross_entropy_fit(n_classes):
     np.testing.assert_array_equal(wide.weights_[:, :30], trained.weights_)
     Zw = _trained_features(wide, X)
     Yw = (labels == 1).astype(float)[:, None] if n_classes == 2 else np.eye(n_classes)[labels]
-    _, grad_w = penalised_loss(Zw, Yw, "logistic" if n_classes == 2 else "softmax", wide.refit_alpha_, wide.coef_)
+    _, grad_w = reference.closing_fit_objective(Zw, Yw, "logistic" if n_classes == 2 else "softmax", wide.refit_alpha_, wide.coef_)
     assert np.abs(grad_w).max() < 1e-4  # the penalised fit on the wider map too
     assert not np.allclose(trained.coef_, model.coef_)
     np.testing.assert_array_equal(model.intercept_, 0.0)  # no output bias, as in training
@@ -723,7 +723,7 @@ def test_classifier_refit_coef_is_the_penalised_cross_entropy_fit(n_classes):
     expected = _sklearn_logistic(Z, labels, model.refit_alpha_)
     np.testing.assert_allclose(model.coef_, expected, rtol=1e-3, atol=1e-4 * np.abs(expected).max())
     Y = (labels == 1).astype(float)[:, None] if n_classes == 2 else np.eye(n_classes)[labels]
-    _, grad = penalised_loss(Z, Y, "logistic" if n_classes == 2 else "softmax", model.refit_alpha_, model.coef_)
+    _, grad = reference.closing_fit_objective(Z, Y, "logistic" if n_classes == 2 else "softmax", model.refit_alpha_, model.coef_)
     assert np.abs(grad).max() < 1e-4
     assert model.score(X, labels) >= trained.score(X, labels)
 
@@ -781,7 +781,7 @@ def test_closing_fit_preconditioned_at_a_confident_start_solves_the_same_problem
     rows' curvatures there leaves the solution as it is and shortens the fit several times over
     against that of logits 0 (curvature 1/4 for the logistic loss, 1/m for the softmax): 63 -> 11
     and 73 -> 14 iterations when written."""
-    from rffkern._output_refit import _Whitening, fit_output_layer, penalised_loss
+    from rffkern._output_refit import _Whitening, fit_output_layer
     X, labels = make_blobs(400, n_features=6, centers=n_classes, cluster_std=1.0, random_state=1)
     rng = np.random.default_rng(0)
     W, b = rng.standard_normal((6, 300)) / 3.0, rng.uniform(0, 2 * np.pi, 300)
@@ -796,7 +796,8 @@ def test_closing_fit_preconditioned_at_a_confident_start_solves_the_same_problem
         fits[at] = fit_output_layer(Z, Y, kind, alpha, None, start, whitening=white, tol=1e-7, max_iter=20000)
     B0, n0 = fits["zero"]
     B1, n1 = fits["start"]
-    (f0, g0), (f1, g1) = penalised_loss(Z, Y, kind, alpha, B0), penalised_loss(Z, Y, kind, alpha, B1)
+    f0, _ = reference.closing_fit_objective(Z, Y, kind, alpha, B0)
+    f1, g1 = reference.closing_fit_objective(Z, Y, kind, alpha, B1)
     assert np.abs(g1).max() < 1e-7 and f1 <= f0 + 1e-12  # at least as near the solution (1.7e-7, 1.2e-7 at 1/4)
     np.testing.assert_allclose(B1, B0, atol=3e-3 * np.abs(B0).max())  # the problem is flat: 1.6e-3 apart
     assert 3 * n1 < n0, (n1, n0)

@@ -243,11 +243,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     refuse_sparse(X, "X")  # before np.asarray, which would make a 0-d object array of it
     refuse_sparse(y, "y")
     import time
-
-    from sklearn.model_selection import train_test_split
-
     from concurrent.futures import ThreadPoolExecutor
 
+    from sklearn.model_selection import train_test_split
     from threadpoolctl import threadpool_limits
 
     from rffkern._progress import ProgressLog

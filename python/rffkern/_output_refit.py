@@ -46,7 +46,7 @@ from rffkern._losses import mean_loss
 from rffkern._validation import resolve_n_threads
 from rffkern.kernels import _logistic_loss_grad, _softmax_loss_grad
 
-__all__ = ["penalised_loss", "fit_output_layer", "choose_output_penalty", "OUTPUT_ALPHAS"]
+__all__ = ["fit_output_layer", "choose_output_penalty", "OUTPUT_ALPHAS"]
 
 #: ``RFFNetClassifier(refit_coef=True)``'s penalties on ``||B||^2``: half decades from 1e-6 to 1e-1
 #: (RFFNet's default ``alpha`` is 1e-4).
@@ -111,25 +111,6 @@ def _normalised_weights(n, sample_weight):
         return np.full(n, 1.0 / n)
     w = np.asarray(sample_weight, dtype=np.float64)
     return w / w.sum()
-
-
-def penalised_loss(Z, Y, kind, alpha, coef, sample_weight=None):
-    """(objective, its gradient in coef) of the closing fit, in float64.
-
-    The objective is the weighted mean cross-entropy (``kind`` "logistic" or "softmax", as in
-    :func:`rffkern._losses.mean_loss`) of the logits ``Z @ coef`` plus ``alpha * ||coef||^2``.
-    """
-    p = _normalised_weights(Z.shape[0], sample_weight)
-    loss, R = _losses_and_residuals(Z @ coef, Y, kind)
-    return float(p @ loss + alpha * np.sum(coef * coef)), Z.T @ (R * p[:, None]) + 2.0 * alpha * coef
-
-
-def _losses_and_residuals(F, Y, kind):
-    """Per-row cross-entropy of the logits F and its derivative in F."""
-    if kind == "logistic":
-        return (np.logaddexp(0.0, F) - Y * F).sum(axis=1), expit(F) - Y
-    logp = log_softmax(F, axis=1)
-    return -(Y * logp).sum(axis=1), np.exp(logp) - Y
 
 
 def _curvatures(Z, kind, coef):

@@ -50,7 +50,6 @@ SOLVERS = ("adam", "shared-adam", "palm-adam", "sgd", "palm-sgd")
 INITS = ("constant", "median", "regressor", "restarter")
 
 
-
 # The per-epoch validation scores (``validation_scores_``), in a few NumPy lines: scikit-learn's
 # r2_score and accuracy_score check their inputs for ~0.5 ms a call, which on small data cost more
 # than the epoch's validation pass (cpu_act, 100 epochs: 0.05 s of a 1.3 s rffkern.fit).
