@@ -132,6 +132,43 @@ def test_returned_rffnet_classifier_closes_on_the_held_out_rows_too(n_classes):
     assert np.abs(grad).max() < 1e-3 * np.abs(grad_before).max() + 1e-6
 
 
+def test_classifier_rffnet_trains_on_a_capped_subset_and_closes_on_every_row(small_search, monkeypatch):
+    """Above NET_MAX_ROWS_CLASSIFICATION training rows RFFNet learns its relevances on a stratified
+    subset; the returned model's closing fit then holds every row (its gradient over all of them
+    vanishes), and the result is still deterministic."""
+    monkeypatch.setattr(_api, "NET_MAX_ROWS_CLASSIFICATION", 300)
+    X, y, _ = make_jse3(900, random_state=6)
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    model = rffkern.fit(X, labels, random_state=0, max_iter=15, n_components=40, refit_components=120)
+    report = model.selection_report_
+    assert report["chosen"] == "rffnet" and isinstance(model, rffkern.RFFNetClassifier)
+    assert 280 <= report["rffnet_rows"] <= 320  # about the cap, each class in proportion
+    assert model.t_ <= model.n_iter_ * 320  # the epochs ran over the subset only
+    Z = model._trained_features(model._standardized(X))
+    Y = (labels[:, None] == np.arange(3)).astype(float)
+    _, grad = reference.closing_fit_objective(Z, Y, "softmax", model.refit_alpha_, model.coef_.astype(np.float64))
+    assert np.abs(grad).max() < 1e-5
+    again = rffkern.fit(X, labels, random_state=0, max_iter=15, n_components=40, refit_components=120)
+    np.testing.assert_array_equal(again.coef_, model.coef_)
+    np.testing.assert_array_equal(again.relevances_, model.relevances_)
+
+
+def test_rows_to_add_respects_the_closing_cap(monkeypatch):
+    import rffkern.rffnet as rn
+    monkeypatch.setattr(rn, "CLOSING_MAX_ROWS", 500)
+    X = np.arange(2000.0).reshape(-1, 1)
+    y = np.repeat([0, 1], 1000)
+    idx_tr, idx_val = np.arange(1600), np.arange(1600, 2000)
+    idx_net = np.arange(0, 1600, 16)  # 100 rows
+    Xa, ya = _api._rows_to_add(X, y, idx_tr, idx_net, idx_val, 0)
+    assert 0 < Xa.shape[0] <= 500 - 100 + 40  # about the room left (each class at least 20 rows)
+    assert set(Xa[:, 0].astype(int)) >= set(idx_val)  # every held-out row joins
+    assert not set(Xa[:, 0].astype(int)) & set(idx_net)  # no trained row twice
+    monkeypatch.setattr(rn, "CLOSING_MAX_ROWS", 50_000)
+    Xa, _ = _api._rows_to_add(X, y, idx_tr, idx_net, idx_val, 0)
+    assert sorted(Xa[:, 0].astype(int)) == sorted(set(range(2000)) - set(idx_net))
+
+
 def test_rffnet_starts_from_the_searched_width_of_least_loo_error():
     """rffkern.fit's RFFNet starts from the width of least LOO error among those the search compared
     (what RFFRidge picks from an explicit list of those widths), not the ridge's one-SE choice."""
