@@ -139,13 +139,14 @@ SPARSE_MIN_FEATURES = 50
 #: subset, stratified by class); the returned model's closing logistic / softmax fit then takes the
 #: other training rows with the held-out ones (at most ``rffnet.CLOSING_MAX_ROWS`` rows in all, as
 #: for RFFNetClassifier itself). The variants are compared with their closing fits on the subset.
-#: Measured (bench_realdata splits, seeds 0/1, one thread, ``/tmp/s/ab_cap.py``, against training
-#: on every row): a9a (26,048 rows) test error 0.1485/0.1507 -> 0.1483/0.1474, fit 10.1/11.7 ->
-#: 5.0/4.3 s (the Nystroem pipeline 15.8/15.4 s); w8a (31,839 rows) 0.0126/0.0127 -> 0.0133/0.0134
-#: (the better kernel pipeline's mean 0.0150), 27.3/27.0 -> 9.9/9.4 s (pipeline 18.5/18.1 s); a cap
-#: of 8000 rows: w8a 0.0144/0.0126, 12,000: 0.0130/0.0129 at 12.6/9.6 s. Regression is not capped:
-#: its RFFNet gains from every row (a cap of 8000 with the closing ridge on every row: kin40k
-#: 0.2778/0.2541 -> 0.2777/0.2661, elevators 0.3053/0.2953 -> 0.3022/0.3151).
+#: Measured (bench_realdata splits, seeds 0/1, one thread, scratch ``/tmp/s/ab_real.py``, against
+#: training on every row): a9a (26,048 rows) test error 0.1485/0.1507 -> 0.1486/0.1487, fit
+#: 10.1/11.7 -> 5.2/4.8 s (the Nystroem pipeline 15.8/15.4 s); w8a (31,839 rows) 0.0126/0.0127 ->
+#: 0.0138/0.0129 (the better kernel pipeline 0.0158/0.0143), 27.3/27.0 -> 10.1/9.0 s (pipeline
+#: 18.5/18.1 s). With an unstratified subset (``/tmp/s/ab_cap.py``) a cap of 8000 rows gave w8a
+#: 0.0144/0.0126, 12,000 0.0130/0.0129 at 12.6/9.6 s. Regression is not capped: its RFFNet gains
+#: from every row (a cap of 8000, the closing ridge on every row: kin40k 0.2778/0.2541 ->
+#: 0.2777/0.2661, elevators 0.3053/0.2953 -> 0.3022/0.3151).
 NET_MAX_ROWS_CLASSIFICATION = 10_000
 #: The full ridge (when needed) is fitted at that width, its penalty chosen by the exact leave-one-out
 #: error of every training row. (Scoring a random subset of rows, ``RFFRidge(loo_rows=...)``, is cheaper but
