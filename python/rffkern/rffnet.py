@@ -330,11 +330,12 @@ class _BaseRFFNet(BaseEstimator):
         """A hook run after the epochs of ``fit`` (not ``partial_fit``): the closing fit of B
         (``refit_coef``)."""
 
-    def _trained_features(self, Xs):
-        """``z(theta * x)`` of standardized rows with the fitted map, in float64 (n, s)."""
+    def _trained_features(self, Xs, out=None):
+        """``z(theta * x)`` of standardized rows with the fitted map, in float64 (n, s); into
+        ``out`` (C-contiguous float64) when given."""
         return kernels.features(Xs.astype(np.float64), self.weights_.astype(np.float64),
                                 self.offsets_.astype(np.float64), theta=self.relevances_.astype(np.float64),
-                                scale=float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
+                                scale=float(self.scale_), out=out, n_threads=resolve_n_threads(self.n_jobs))
 
     def _split(self, rng, X, Y, y, weights, use_validation):
         """(X_train, Y_train, w_train, X_val, Y_val, w_val): the early-stopping split, or all rows
@@ -1057,7 +1058,13 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         X = validate_data(self, X, dtype=self.relevances_.dtype, ensure_all_finite=True, reset=False,
                           order="C")
         _, Y_new, _ = self._encode_targets(y, first_call=False)
-        Z = np.concatenate([Z, self._trained_features(self._standardized(X))])
+        # the new rows' features straight into the joint array (one allocation, no second copy:
+        # fresh memory costs ~0.6 s per 260 MB on first touch here)
+        Z_all = np.empty((Z.shape[0] + X.shape[0], Z.shape[1]))
+        Z_all[:Z.shape[0]] = Z
+        del kept, Z
+        self._trained_features(self._standardized(X), out=Z_all[Z_all.shape[0] - X.shape[0]:])
+        Z = Z_all
         Y = np.concatenate([Y, np.asarray(Y_new, dtype=np.float64)])
         coef, _ = fit_output_layer(Z, Y, self._loss, self.refit_alpha_, None, coef, whitening=whitening,
                                    n_threads=self.n_jobs)
