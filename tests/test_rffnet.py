@@ -754,6 +754,41 @@ def test_classifier_penalty_search_in_float32_agrees_with_float64(monkeypatch):
         assert np.abs(B32 - B64).max() < 1e-3 * np.abs(B64).max()
 
 
+@pytest.mark.parametrize("start", [1e-6, 1e-5, 1e-4, 1e-2])
+def test_classifier_penalty_search_finds_the_grid_minimum_with_the_fewest_fits(monkeypatch, start):
+    """choose_output_penalty walks from ``start`` up the grid until the held-out loss rises, and down
+    only when no larger penalty beat the start: on a loss curve with one valley it returns the
+    grid's least held-out loss (computed here by fitting every penalty) and fits no penalty below
+    the start when the valley lies above it."""
+    import rffkern._output_refit as refit
+    from rffkern._losses import mean_loss
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((240, 60)) / np.sqrt(60)
+    labels = ((Z[:, 0] + 0.8 * rng.standard_normal(240)) > 0).astype(float)[:, None]  # noisy: a large penalty wins
+    folds = [(np.arange(160), np.arange(160, 240))]
+    alphas = refit.OUTPUT_ALPHAS
+    curve = [mean_loss(Z[160:] @ refit.fit_output_layer(Z[:160], labels[:160], "logistic", a)[0], labels[160:],
+                       "logistic", None) for a in alphas]
+    best = int(np.argmin(curve))
+    assert all(np.diff(curve[:best + 1]) <= 0) and all(np.diff(curve[best:]) >= 0)  # one valley
+    assert 0 < best < len(alphas) - 1
+    fitted = []
+    original = refit.fit_output_layer
+
+    def counting(Zt, Yt, kind, alpha, *args, **kwargs):
+        fitted.append(alpha)
+        return original(Zt, Yt, kind, alpha, *args, **kwargs)
+
+    monkeypatch.setattr(refit, "fit_output_layer", counting)
+    alpha, _, _ = refit.choose_output_penalty(Z, labels, "logistic", folds, alphas, start)
+    assert alpha == alphas[best]
+    first = int(np.argmin(np.abs(np.log(alphas) - np.log(start))))
+    if first < best:  # the valley above the start: up to one past it, nothing below
+        assert fitted == list(alphas[first:best + 2])
+    else:  # up one step (the loss rises), then down to one past the valley
+        assert fitted[:2] == [alphas[first], alphas[first + 1]] and min(fitted) == alphas[max(best - 1, 0)]
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 6), st.integers(0, 2**31 - 1), st.floats(0.1, 8.0))
 def test_closing_fit_curvatures_are_the_loss_hessians_mean_eigenvalue(m, seed, scale):
