@@ -121,6 +121,17 @@ def test_fit_is_deterministic_and_depends_on_the_seed(client):
     assert not np.array_equal(a.coef_, c.coef_)
 
 
+def test_an_input_constant_on_the_training_rows_has_relevance_zero(client):
+    """As on one machine: a constant input's relevance is set to 0 and no update moves it (its
+    standardized values, and so its gradient, are 0)."""
+    X = np.column_stack([X_GSE, np.full(X_GSE.shape[0], 7.0)])
+    for init in ("constant", np.full(X.shape[1], 0.1)):
+        dist = _in_thread(RFFNetRegressor(**dict(PARAMS, max_iter=3, init=init, solver="adam",
+                                                 relevance_penalty=0.0)).fit,
+                          da.from_array(X, chunks=(1000, X.shape[1])), Y_GSE, shards=2)
+        assert dist.relevances_[-1] == 0 and np.all(dist.relevances_[:5] != 0)
+
+
 def test_early_stopping_and_checkpoint(client):
     """The validation rows (held out of every chunk) drive the schedule: a constant schedule with
     n_iter_no_change=2 stops early, and the kept parameters are those of the best epoch."""

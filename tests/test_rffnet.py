@@ -754,6 +754,24 @@ def test_classifier_penalty_search_in_float32_agrees_with_float64(monkeypatch):
         assert np.abs(B32 - B64).max() < 1e-3 * np.abs(B64).max()
 
 
+@pytest.mark.parametrize("solver", ["shared-adam", "adam", "sgd", "palm-adam", "palm-sgd"])
+@pytest.mark.parametrize("init", ["median", "constant", "restarter", "given"])
+def test_an_input_constant_on_the_training_rows_has_relevance_zero(solver, init):
+    """Standardized, a constant input is 0 on every row and its gradient is 0: its relevance is set
+    to 0 at the start and no solver moves it, so it ranks last in feature_importances_ (it stayed
+    at its start, above the noise inputs, before)."""
+    X, y, _ = make_jse3(300, random_state=0)
+    X = np.column_stack([X[:, :4], np.full(300, -2.5), X[:, 4:]])
+    start = np.full(X.shape[1], 0.3) if init == "given" else init
+    for est in (RFFNetRegressor(40, solver=solver, init=start, max_iter=4, n_restarts=2, restart_iter=1,
+                                random_state=0, n_jobs=1),
+                RFFNetClassifier(40, solver=solver, init=start, max_iter=4, n_restarts=2, restart_iter=1,
+                                 random_state=0, n_jobs=1)):
+        est.fit(X, y if est._loss_kind == "regression" else y > 0)
+        assert est.relevances_[4] == 0 and est.feature_importances_[4] == 0
+        assert np.count_nonzero(est.relevances_) > 1
+
+
 @pytest.mark.parametrize("start", [1e-6, 1e-5, 1e-4, 1e-2])
 def test_classifier_penalty_search_finds_the_grid_minimum_with_the_fewest_fits(monkeypatch, start):
     """choose_output_penalty walks from ``start`` up the grid until the held-out loss rises, and down

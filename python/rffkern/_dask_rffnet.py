@@ -55,7 +55,8 @@ import numpy as np
 from rffkern._dask import _aligned_targets, _Moments, _row_chunked, _tree_reduce
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
-from rffkern._rffnet_training import LR_DECAY, MAX_LR_DECAYS, EpochRunner, TrainingState, median_init
+from rffkern._rffnet_training import (LR_DECAY, MAX_LR_DECAYS, EpochRunner, TrainingState, median_init,
+                                      zero_constant_relevances)
 from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -398,9 +399,11 @@ def fit_rffnet(est, X, y):
                          "needed); pass more samples, larger chunks or early_stopping=False")
     mean, sd = stats["moments"].mean_and_scale()
     raw_sd = np.sqrt(stats["moments"].m2 / n_train) * stats["moments"].scale
+    constant = np.zeros(d, dtype=bool)
     if est.standardize:
         x_sd = raw_sd[:d].copy()
-        x_sd[~(x_sd > 1e-12)] = 1.0
+        constant = ~(x_sd > 1e-12)
+        x_sd[constant] = 1.0
         est.x_mean_, est.x_scale_ = mean[:d].astype(dtype), x_sd.astype(dtype)
     else:
         est.x_mean_, est.x_scale_ = np.zeros(d, dtype), np.ones(d, dtype)
@@ -419,7 +422,7 @@ def fit_rffnet(est, X, y):
     est.intercept_, est.y_scale_ = intercept.astype(dtype), y_scale.astype(dtype)
     ctx.x_mean, ctx.x_scale, ctx.intercept, ctx.y_scale = est.x_mean_, est.x_scale_, est.intercept_, est.y_scale_
 
-    if est.init == "median":  # 3 / median distance, on the first (at most 2000) standardized rows
+    if isinstance(est.init, str) and est.init == "median":  # 3 / median distance, on the first (at most 2000) standardized rows
         head = np.asarray(X[:min(X.shape[0], 2000)].compute(), dtype=np.float64)
         head = (head - est.x_mean_.astype(np.float64)) / est.x_scale_.astype(np.float64)
         theta = median_init(head.astype(dtype))
@@ -428,7 +431,7 @@ def fit_rffnet(est, X, y):
     else:
         _check_initial_relevances(est.init, d)
         theta = np.asarray(est.init, dtype=dtype)
-    theta = np.ascontiguousarray(theta)
+    theta = zero_constant_relevances(np.array(theta, dtype=dtype, order="C"), constant)
     est._state = TrainingState(coef.shape, d, dtype, est._palm)
     params = _Params(theta, np.ascontiguousarray(coef), est._state)
 

@@ -39,6 +39,7 @@ from rffkern._rffnet_training import (
     constant_init,
     initial_relevances,
     train_epochs,
+    zero_constant_relevances,
 )
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, widen_map
 from rffkern._typing import RandomStateLike
@@ -263,11 +264,13 @@ class _BaseRFFNet(BaseEstimator):
                 mean, sd = X_train.mean(axis=0, dtype=np.float64), X_train.std(axis=0, dtype=np.float64)
             else:
                 mean, sd = mean_and_scale(np.asarray(X_train, dtype=np.float64), w_train)
-            sd[~(sd > 1e-12)] = 1.0  # constant features stay constant (0) after centring
+            constant = ~(sd > 1e-12)
+            sd[constant] = 1.0  # constant features stay constant (0) after centring
             self.x_mean_, self.x_scale_ = mean.astype(dtype), sd.astype(dtype)
         else:
             self.x_mean_ = np.zeros(d, dtype)
             self.x_scale_ = np.ones(d, dtype)
+            constant = np.zeros(d, dtype=bool)
         self.relevances_ = np.ones(d, dtype)  # _standardized reads its dtype
         Xs_train = self._standardized(X_train)
         Xs_val = None if X_val is None else self._standardized(X_val)
@@ -284,6 +287,7 @@ class _BaseRFFNet(BaseEstimator):
             self.init, runner, Xs_train, Y_train, coef, self._state, rng,
             n_restarts=self.n_restarts, restart_iter=self.restart_iter,
             learning_rate=self.learning_rate, sample_weight=w_train)
+        zero_constant_relevances(self.relevances_, constant)
         self._rng = rng
         self.loss_curve_ = []
         self.validation_loss_curve_ = []
@@ -578,7 +582,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     Attributes
     ----------
     relevances_ : ndarray of shape (n_features_in_,)
-        theta, the ARD relevances (sign irrelevant).
+        theta, the ARD relevances (sign irrelevant). An input constant on the training rows has
+        relevance 0 (with ``standardize=True``): nothing can be learned about it, and a value it
+        takes only in later rows does not move the predictions.
     feature_importances_ : ndarray of shape (n_features_in_,)
         ``|theta|`` scaled to [0, 1].
     coef_ : ndarray of shape (n_map, n_outputs)
