@@ -145,6 +145,16 @@ def test_distributed_ridge_fit_equals_single_machine(client):
     assert _relative(_compute(client, dist.predict(Xd)), single.predict(X)) <= 1e-10
 
 
+def test_distributed_ridge_gives_an_input_constant_on_every_row_importance_zero(client):
+    X, y = _regression(4000, 6)
+    X[:, 4] = 2.5  # constant over every chunk
+    params = dict(length_scale=3.0, alpha=1e-3, alpha_selection="gcv", random_state=0)
+    dist = _in_thread(RFFRidge(200, **params).fit, da.from_array(X, chunks=(900, 6)), da.from_array(y, chunks=900))
+    single = RFFRidge(200, **params).fit(X, y)
+    assert dist.feature_importances_[4] == 0 and single.feature_importances_[4] == 0
+    assert np.count_nonzero(dist.feature_importances_) == 5
+
+
 def test_distributed_selection_equals_single_machine(client):
     """A fixed width, the alpha list by LOO (a second distributed pass) and by GCV (from the Gram)."""
     X, y = _regression(6000, 6, seed=1)

@@ -6,6 +6,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 import reference
 from rffkern._linalg import RidgeEigen, ridge_solve
+from rffkern.datasets import make_jse3
 from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 
 
@@ -499,3 +500,26 @@ def test_median_distance_by_matrix_product_equals_pdist(n, d):
     assert d >= _GEMM_DISTANCE_MIN_FEATURES
     X = np.random.default_rng(n).standard_normal((n, d)) * 3 + 100  # far from the origin
     np.testing.assert_allclose(median_distance(X), np.median(pdist(X)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("standardize", [True, False])
+def test_an_input_constant_on_the_training_rows_has_importance_zero(standardize):
+    """f's slope along an input the data never varies is that of random directions (it ranked at
+    0.77 of the largest, the noise inputs at 0.03-0.05): its importance is 0, the others' unchanged."""
+    X, y, _ = make_jse3(400, random_state=1)
+    Xc = np.column_stack([X, np.full(400, 4.0)])
+    for est in (RFFRidge(200, random_state=0, standardize=standardize),
+                RFFRidgeClassifier(200, random_state=0, standardize=standardize)):
+        target = y if isinstance(est, RFFRidge) and not isinstance(est, RFFRidgeClassifier) else y > 0
+        est.fit(Xc, target)
+        assert est.feature_importances_[-1] == 0
+        assert sorted(np.argsort(-est.feature_importances_)[:2].tolist()) == [0, 1]
+    # partial_fit: rows where the input takes another value make it vary; more of the same do not
+    ridge = RFFRidge(200, random_state=0, alpha=1e-3, length_scale=3.0, standardize=standardize)
+    ridge.partial_fit(Xc[:200], y[:200])
+    ridge.partial_fit(Xc[200:300], y[200:300])
+    assert ridge.feature_importances_[-1] == 0
+    moved = Xc[300:].copy()
+    moved[:, -1] = 5.0  # constant in these rows too, but not the value seen before
+    ridge.partial_fit(moved, y[300:])
+    assert ridge.feature_importances_[-1] > 0

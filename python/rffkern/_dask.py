@@ -280,6 +280,7 @@ def fit_ridge(est, X, y):
         raise ValueError("Input X or y contains NaN or infinity.")
     mean, scale = moments.mean_and_scale()
     d = X.shape[1]
+    est._varying_inputs = moments.m2[:d] > 0  # the inputs that vary over all rows (importances)
     if est.standardize:
         est.x_mean_, est.x_scale_ = mean[:d], scale[:d]
     else:

@@ -199,10 +199,23 @@ class _RFFRidgeBase(BaseEstimator):
         return one_se_width(errors, diff_se)
 
     def _standardizer(self, X, sample_weight=None):
+        self._note_varying_inputs(X, sample_weight, first=True)
         if self.standardize:
             self.x_mean_, self.x_scale_ = mean_and_scale(X.astype(np.float64), sample_weight)
         else:
             self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
+
+    def _note_varying_inputs(self, X, sample_weight=None, first=False):
+        """Record which inputs vary over the rows seen (of positive weight): the others' importance
+        is 0 (:meth:`_store_derivative_norms`). ``partial_fit`` rows add to the record."""
+        rows = X if sample_weight is None else X[np.asarray(sample_weight) > 0]
+        if rows.shape[0] == 0:
+            return
+        lo, hi = rows.min(axis=0), rows.max(axis=0)
+        if first or getattr(self, "_varying_inputs", None) is None:
+            self._varying_inputs, self._first_values = hi > lo, np.asarray(lo, dtype=np.float64)
+        else:
+            self._varying_inputs = self._varying_inputs | (hi > lo) | (lo != self._first_values)
 
     def _standardized(self, X):
         if not self.standardize:
@@ -286,6 +299,8 @@ class _RFFRidgeBase(BaseEstimator):
         elif Y.shape[1] != self._stats.ZtY.shape[1] - 1:
             raise ValueError(f"y has {Y.shape[1]} outputs, the model was started with "
                              f"{self._stats.ZtY.shape[1] - 1}")
+        else:
+            self._note_varying_inputs(X, w)
         Ys = self._target_scaler.transform(Y).astype(X.dtype)
         stats = self._stats.add(self._map(), self._standardized(X), Ys, w)
         if len(alphas) == 1:
@@ -305,9 +320,9 @@ class _RFFRidgeBase(BaseEstimator):
 
         The root mean square of ``df/dx_j`` over the training inputs (a subsample of at most 2000
         rows), in standardized units: the empirical norm of the partial derivatives, the relevance
-        measure of nonparametric sparsity (Rosasco et al. 2013), zero exactly when f does not
-        depend on x_j. With several outputs (or classes) the squared derivatives are summed over
-        them.
+        measure of nonparametric sparsity (Rosasco et al. 2013), zero when f does not depend on
+        x_j, and for an input constant on every row seen (whose slope the data never explores). With
+        several outputs (or classes) the squared derivatives are summed over them.
 
         Examples
         --------
@@ -356,7 +371,15 @@ class _RFFRidgeBase(BaseEstimator):
             total = 0.0
             for k in range(C.shape[1]):
                 total = total + ((-sin_u * C[:, k]) @ self.weights_.T) ** 2
-        self._derivative_norms = np.sqrt(np.average(total, axis=0, weights=row_w))
+        norms = np.sqrt(np.average(total, axis=0, weights=row_w))
+        # An input constant on every row seen: f's slope along it is that of random directions the
+        # data never explores (a constant input ranked at 0.77 of the largest, the noise inputs at
+        # 0.03-0.05): there is no variation of the data to attribute, its importance is 0
+        varying = getattr(self, "_varying_inputs", None)
+        if varying is None:  # (a fit that did not record them: the rows at hand decide)
+            varying = rows.max(axis=0) > rows.min(axis=0)
+        norms[~varying] = 0.0
+        self._derivative_norms = norms
 
     def _decision(self, X):
         check_is_fitted(self)
