@@ -54,8 +54,12 @@ def test_the_chosen_ridge_holds_every_row(small_search):
     refit = RFFRidge(length_scale=model.length_scale_, alpha=model.alpha_,
                      random_state=model.random_state)
     assert model.score(X, y) > 0.9
-    # importances are skipped in the intermediate fits, computed for the returned model
+    # importances are skipped in the intermediate fits, computed for the returned model over every
+    # row (not over the held-out ones that partial_fit added)
     assert sorted(np.argsort(-model.feature_importances_)[:2].tolist()) == [0, 1]
+    reported = model.feature_importances_.copy()
+    model._store_derivative_norms(model._standardized(X), np.random.default_rng(0))
+    np.testing.assert_array_equal(model.feature_importances_, reported)
     assert model.alpha_ in RFFRidge().alpha and model.length_scale_ > 0
     assert refit.get_params()["alpha"] == model.alpha_
     again = rffkern.fit(X, y, random_state=0, max_iter=1, refit_coef=False)

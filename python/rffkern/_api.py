@@ -451,8 +451,11 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         else:
             # the held-out rows join the Gram: the model of all rows at the chosen width and penalty
             model.set_params(alpha=ridge.alpha_, length_scale=ridge.length_scale_, verbose=0)
-            model._skip_importances = False
             model.partial_fit(X[idx_val], y[idx_val])
+            # the importances over every row (at most 2000 drawn), not the held-out ones alone
+            model._skip_importances = False
+            model._store_derivative_norms(model._standardized(np.asarray(X, dtype=model.coef_.dtype)),
+                                          np.random.default_rng(0))
         times["ridge_refit"] = time.perf_counter() - tic
         report["chosen"] = "ridge"
     log.step("stage", 5, 5, f"chose {report['chosen']}")
