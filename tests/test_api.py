@@ -164,12 +164,12 @@ def test_rows_to_add_respects_the_closing_cap(monkeypatch):
     y = np.repeat([0, 1], 1000)
     idx_tr, idx_val = np.arange(1600), np.arange(1600, 2000)
     idx_net = np.arange(0, 1600, 16)  # 100 rows
-    Xa, ya = _api._rows_to_add(X, y, idx_tr, idx_net, idx_val, 0)
+    Xa, ya = _api._rows_to_add(X, y, idx_tr, idx_net, idx_val, np.random.default_rng(0))
     assert 0 < Xa.shape[0] <= 500 - 100 + 40  # about the room left (each class at least 20 rows)
     assert set(Xa[:, 0].astype(int)) >= set(idx_val)  # every held-out row joins
     assert not set(Xa[:, 0].astype(int)) & set(idx_net)  # no trained row twice
     monkeypatch.setattr(rn, "CLOSING_MAX_ROWS", 50_000)
-    Xa, _ = _api._rows_to_add(X, y, idx_tr, idx_net, idx_val, 0)
+    Xa, _ = _api._rows_to_add(X, y, idx_tr, idx_net, idx_val, np.random.default_rng(0))
     assert sorted(Xa[:, 0].astype(int)) == sorted(set(range(2000)) - set(idx_net))
 
 

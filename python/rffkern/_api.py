@@ -171,7 +171,7 @@ def _least_error_width(ridge: Any) -> float:
 
 
 def _rows_to_add(X: np.ndarray, y: np.ndarray, idx_tr: np.ndarray, idx_net: np.ndarray, idx_val: np.ndarray,
-                 seed: int) -> tuple[np.ndarray, np.ndarray]:
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """The rows that join the returned RFFNet's closing fit: the held-out rows and the training rows
     it did not train on (a class-stratified random subset of those when the closing fit would
     exceed ``rffnet.CLOSING_MAX_ROWS`` rows)."""
@@ -180,7 +180,7 @@ def _rows_to_add(X: np.ndarray, y: np.ndarray, idx_tr: np.ndarray, idx_net: np.n
         from rffkern.rffnet import CLOSING_MAX_ROWS, _stratified_subset
         room = CLOSING_MAX_ROWS - idx_net.size - idx_val.size
         if rest.size > room:
-            rest = rest[_stratified_subset(y[rest], max(room, 0), np.random.default_rng(seed + 1))]
+            rest = rest[_stratified_subset(y[rest], max(room, 0), rng)]
     rows = np.concatenate([rest, idx_val])
     return X[rows], y[rows]
 
@@ -363,10 +363,10 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
 
     net_cls = RFFNetClassifier if classify else RFFNetRegressor
     idx_net = idx_tr  # the rows RFFNet trains on; the others join its closing fit if it wins
+    rows_rng = np.random.default_rng(seeds[4])  # draws that subset, then any subset of the others
     if classify and len(idx_tr) > NET_MAX_ROWS_CLASSIFICATION:
         from rffkern.rffnet import _stratified_subset
-        idx_net = idx_tr[_stratified_subset(y[idx_tr], NET_MAX_ROWS_CLASSIFICATION,
-                                            np.random.default_rng(seeds[4]))]
+        idx_net = idx_tr[_stratified_subset(y[idx_tr], NET_MAX_ROWS_CLASSIFICATION, rows_rng)]
     nets: dict[str, tuple[float, Any]] = {}
     tic = time.perf_counter()
     runs: dict[str, Any] = {}
@@ -439,7 +439,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
             # fit (same relevances, map and penalty)
             tic = time.perf_counter()
             net._closing_stats = closing_stats
-            net._closing_fit_add_rows(*_rows_to_add(X, y, idx_tr, idx_net, idx_val, seeds[4]))
+            net._closing_fit_add_rows(*_rows_to_add(X, y, idx_tr, idx_net, idx_val, rows_rng))
             times["rffnet_refit"] = time.perf_counter() - tic
     else:
         tic = time.perf_counter()
