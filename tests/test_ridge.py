@@ -1,6 +1,8 @@
 """RFFRidge / RFFRidgeClassifier: closed forms against NumPy, alpha selection, partial_fit, estimator checks."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_estimator
 
@@ -68,6 +70,75 @@ def test_loo_is_exact_leave_one_out():
     X, y = _data(n=50)
     alphas = [0.01, 0.3, 3.0]
     m = RFFRidge(15, alpha=alphas, alpha_selection="loo", random_state=2, **PLAIN).fit(X, y)
+    brute = _brute_force_loo(reference.features(X, m.weights_, m.offsets_, scale=m.scale_), y, alphas)
+    np.testing.assert_allclose(m.selection_errors_, brute, rtol=1e-7)
+    assert m.alpha_ == alphas[int(np.argmin(brute))]
+
+
+def _extended_precision_loo(Z, Y, alphas, fit_intercept):
+    """The exact leave-one-out formula, ``(y_i - f_i) / (1 - h_ii)``, evaluated in long double
+    (64-bit mantissa) by Gauss-Jordan elimination of ``G + alpha I``: the reference for the
+    small penalties where float64 formulas lose digits to ``1 - h`` near 0."""
+    Z, Y = Z.astype(np.longdouble), Y.astype(np.longdouble)
+    n, s = Z.shape
+    if fit_intercept:
+        Z, Y = Z - Z.mean(0), Y - Y.mean(0)
+    errors = []
+    for a in alphas:
+        A = Z.T @ Z + np.longdouble(a) * np.eye(s, dtype=np.longdouble)
+        B = np.hstack([Z.T, Z.T @ Y])
+        for k in range(s):
+            B[k] /= A[k, k]
+            A[k] /= A[k, k]
+            f = A[:, k].copy()
+            f[k] = 0
+            A -= np.outer(f, A[k])
+            B -= np.outer(f, B[k])
+        h = (Z * B[:, :n].T).sum(1) + (np.longdouble(1) / n if fit_intercept else 0)
+        R = (Y - Z @ B[:, n:]) / (1 - h)[:, None]
+        errors.append(float((R**2).mean()))
+    return np.array(errors)
+
+
+@settings(max_examples=25)
+@given(n=st.integers(2, 99), m=st.integers(1, 3), fit_intercept=st.booleans(), duplicates=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_kernel_loo_matches_the_gram_path_and_extended_precision(n, m, fit_intercept, duplicates, seed):
+    """With fewer rows than features, fit_ridge_map's leave-one-out pass runs on the n x n matrix
+    (KernelLoo): the Gram path's numbers where those are accurate (alpha >= 1e-4), and the
+    extended-precision formula's down to alpha = 1e-8, where the Gram path loses digits."""
+    from rffkern._ridge_solvers import FourierFeatureMap, KernelLoo, LooPass, fit_ridge_map
+    rng = np.random.default_rng(seed)
+    s, d = 100, 10
+    X = rng.normal(size=(n, d))
+    if duplicates and n >= 4:
+        X[n // 2:n // 2 + 2] = X[0]  # rows equal to the first: exact zeros of n x n eigenvalues
+    Y = np.column_stack([X @ rng.normal(size=d) + k for k in range(m)])
+    # a wide kernel (length scale 8 on unit inputs): eigenvalues down to ~1e-12, h near 1 at small alpha
+    fmap = FourierFeatureMap(rng.normal(size=(d, s)) / 8.0, rng.uniform(0, 2 * np.pi, s), np.sqrt(2.0 / s))
+    alphas = [1e-8, 1e-6, 1e-4, 1e-2, 1.0, 100.0]
+    coef, intercept, alpha, errors, stats = fit_ridge_map(fmap, X, Y, alphas, fit_intercept=fit_intercept)
+    kernel = KernelLoo(fmap, X, Y, stats, fit_intercept).errors(alphas) * stats.target_scale**2
+    np.testing.assert_array_equal(errors, kernel)  # the kernel path ran
+    gram = LooPass(stats, alphas, fit_intercept).sse(fmap, X, Y) * stats.target_scale**2 / (n * m)
+    np.testing.assert_allclose(errors[2:], gram[2:], rtol=1e-7)
+    exact = _extended_precision_loo(fmap.features(X), Y, alphas, fit_intercept)
+    np.testing.assert_allclose(errors, exact, rtol=1e-6)
+    assert alpha == alphas[int(np.argmin(errors))]
+    # the model is still the Gram's solution at that penalty
+    Z = fmap.features(X)
+    if fit_intercept:
+        ref_coef, ref_intercept = _numpy_ridge(Z, Y, alpha)
+    else:
+        ref_coef, ref_intercept = np.linalg.solve(Z.T @ Z + alpha * np.eye(s), Z.T @ Y), np.zeros(m)
+    np.testing.assert_allclose(Z @ coef + intercept, Z @ ref_coef + ref_intercept, rtol=1e-6, atol=1e-6)
+
+
+def test_kernel_loo_is_exact_leave_one_out_by_refits():
+    """Fewer rows (12) than features (30): the kernel path against n refits each."""
+    X, y = _data(n=12)
+    alphas = [0.01, 0.3, 3.0]
+    m = RFFRidge(30, alpha=alphas, alpha_selection="loo", random_state=2, **PLAIN).fit(X, y)
     brute = _brute_force_loo(reference.features(X, m.weights_, m.offsets_, scale=m.scale_), y, alphas)
     np.testing.assert_allclose(m.selection_errors_, brute, rtol=1e-7)
     assert m.alpha_ == alphas[int(np.argmin(brute))]
