@@ -153,6 +153,12 @@ def test_distributed_ridge_gives_an_input_constant_on_every_row_importance_zero(
     single = RFFRidge(200, **params).fit(X, y)
     assert dist.feature_importances_[4] == 0 and single.feature_importances_[4] == 0
     assert np.count_nonzero(dist.feature_importances_) == 5
+    # and, as on one machine, it standardizes to 0 on every row: another value moves nothing
+    assert np.isinf(dist.x_scale_[4]) and np.isinf(single.x_scale_[4]) and dist.x_mean_[4] == 2.5
+    moved = X.copy()
+    moved[:, 4] = -7.0
+    np.testing.assert_array_equal(dist.predict(moved), dist.predict(X))
+    assert _relative(dist.predict(X), single.predict(X)) <= 1e-10
 
 
 def test_distributed_selection_equals_single_machine(client):

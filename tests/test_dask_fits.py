@@ -233,3 +233,24 @@ def test_dask_fit_does_not_modify_inputs(client):
     _fit(EERFRegressor(10, random_state=0), Xd, y)
     np.testing.assert_array_equal(X, X_E)
     np.testing.assert_array_equal(y, Y_E)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: EERFRegressor(20, random_state=0),
+    lambda: AdaptiveRFFRegressor(20, n_iter=3, random_state=0),
+    lambda: SRFFRegressor(20, alpha=1e-3, max_iter=2, max_inner_iter=3, random_state=0),
+], ids=["eerf", "adaptive", "srff"])
+def test_an_input_constant_on_every_chunk_is_ignored_as_on_one_machine(client, make):
+    """Inputs constant over every chunk get an infinite x_scale_ (they standardize to 0 on every
+    row) as in the single-machine fit, so another value at prediction moves nothing."""
+    X, y = _data(1500, 4, seed=3)
+    X[:, 1] = 0.3  # constant; its mean in float64 is not 0.3
+    single = make().fit(X, y)
+    dist = _fit(make(), _dask(X, 400), _dask(y, 400))
+    assert np.isinf(single.x_scale_[1]) and np.isinf(dist.x_scale_[1])
+    assert dist.x_mean_[1] == single.x_mean_[1] == 0.3
+    _assert_same(dist, single, ("coef_",), rtol=SRFF_CLOSING_RTOL)
+    moved = X.copy()
+    moved[:, 1] = 9.0
+    np.testing.assert_array_equal(dist.predict(moved), dist.predict(X))
+    np.testing.assert_allclose(dist.predict(X), single.predict(X), rtol=SRFF_CLOSING_RTOL, atol=SRFF_CLOSING_RTOL)

@@ -94,10 +94,12 @@ class _Moments:
         self.scale = power_of_two_scale(A, axis=0) if self.finite else np.ones(A.shape[1])
         if self.n == 0 or not self.finite:
             self.mean, self.m2 = np.zeros(A.shape[1]), np.zeros(A.shape[1])
+            self.lo, self.hi = np.full(A.shape[1], np.inf), np.full(A.shape[1], -np.inf)
         else:
             As = A / self.scale
             self.mean = As.mean(0)
             self.m2 = ((As - self.mean) ** 2).sum(0)
+            self.lo, self.hi = A.min(0), A.max(0)  # (which columns are constant)
 
     def merged(self, other):
         out = copy.copy(self)
@@ -110,12 +112,25 @@ class _Moments:
         if out.n:
             out.mean = ma + delta * (other.n / out.n)
             out.m2 = self.m2 * ra**2 + other.m2 * rb**2 + delta**2 * (self.n * other.n / out.n)
+        out.lo, out.hi = np.minimum(self.lo, other.lo), np.maximum(self.hi, other.hi)
         return out
 
+    def constant(self):
+        """The columns that hold one value on every row (none without rows)."""
+        return self.lo == self.hi
+
     def mean_and_scale(self):
-        """As :func:`rffkern._data.mean_and_scale` of all rows (zero deviations replaced by 1)."""
-        sd = np.sqrt(self.m2 / max(self.n, 1)) * self.scale
-        return self.mean * self.scale, np.where(sd > 0, sd, 1.0)
+        """As :func:`rffkern._data.mean_and_scale` of all rows (zero deviations replaced by 1; a
+        constant column's value as its mean)."""
+        constant = self.constant()
+        sd = np.where(constant, 0.0, np.sqrt(self.m2 / max(self.n, 1)) * self.scale)
+        return np.where(constant, self.lo, self.mean * self.scale), np.where(sd > 0, sd, 1.0)
+
+    def input_standardization(self, d):
+        """As :func:`rffkern._data.input_standardization` of the first ``d`` columns (the inputs):
+        an infinite scale for the constant ones."""
+        mean, scale = self.mean_and_scale()
+        return mean[:d], np.where(self.constant()[:d], np.inf, scale[:d])
 
 
 def _tree_reduce(parts, combine):
@@ -280,9 +295,9 @@ def fit_ridge(est, X, y):
         raise ValueError("Input X or y contains NaN or infinity.")
     mean, scale = moments.mean_and_scale()
     d = X.shape[1]
-    est._varying_inputs = moments.m2[:d] > 0  # the inputs that vary over all rows (importances)
-    if est.standardize:
-        est.x_mean_, est.x_scale_ = mean[:d], scale[:d]
+    est._varying_inputs = ~moments.constant()[:d]  # the inputs that vary over all rows (importances)
+    if est.standardize:  # as RFFRidge.fit: inputs constant on every row standardize to 0
+        est.x_mean_, est.x_scale_ = moments.input_standardization(d)
     else:
         est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
     est._target_scaler = est._make_target_scaler()

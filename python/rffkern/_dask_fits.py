@@ -437,8 +437,7 @@ def fit_eerf(est, X, y):
         ravel = y.ndim == 1
     est.n_features_in_ = d
     if est.standardize:
-        est.x_mean_, est.x_scale_ = moments.mean_and_scale()
-        est.x_mean_, est.x_scale_ = est.x_mean_[:d], est.x_scale_[:d]
+        est.x_mean_, est.x_scale_ = moments.input_standardization(d)
     else:
         est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
     inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
@@ -682,8 +681,7 @@ def fit_adaptive(est, X, y):
         est._ravel = y.ndim == 1
         targets = _CentredTargets(scaler=scaler)
     est.n_features_in_ = d
-    mean, scale = moments.mean_and_scale()
-    est.x_mean_, est.x_scale_ = mean[:d], scale[:d]
+    est.x_mean_, est.x_scale_ = moments.input_standardization(d)
     inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
     n_threads = resolve_n_threads(est.n_jobs)
     log = ProgressLog(est, est.verbose)
@@ -921,7 +919,7 @@ class _SRFFOps:
         return [v / n for v in vals], [(v / n, g / n) for v, g in grs]
 
 
-def _srff_fista(ops, rows, a, gamma, radius, *, step_init, max_iter, tol, window):
+def _srff_fista(ops, rows, a, gamma, radius, *, step_init, max_iter, tol, window, active=None):
     """``fista_gamma`` of :mod:`rffkern.srff`, the same iterates, on distributed data.
 
     The backtracking's first candidate is evaluated together with the loss and gradient at the
@@ -949,7 +947,7 @@ def _srff_fista(ops, rows, a, gamma, radius, *, step_init, max_iter, tol, window
         batch, found = 1, None
         while found is None:
             steps = [step * 0.5**k for k in range(batch)]
-            xs = [simplex_projection(v_pt - s * g_v, radius) for s in steps]
+            xs = [simplex_projection(v_pt - s * g_v, radius, active) for s in steps]
             nexts = [x + ((t - 1.0) / t_next) * (x - x_prev) for x in xs] if batch == 1 else []
             fs, ahead = ops.evaluate(rows, a, values=xs, grads=nexts)
             for k, (s, x, f_x) in enumerate(zip(steps, xs, fs)):
@@ -976,11 +974,12 @@ def _srff_fit_one(est, ops, rows, lam, gamma_start=None, log=None):
     """``srff_fit_path`` of :mod:`rffkern.srff` on distributed data: (a, gamma, objective history)."""
     gamma0 = est._gamma0(ops.data.d)
     radius = float(gamma0.sum())
+    active = gamma0 > 0  # srff_fit_path's support: inputs constant on the training rows stay at 0
     gamma = (gamma0 if gamma_start is None else gamma_start).copy()
     hist = []
     a = None
     step = float(est.step_init)
-    for it in range(est.max_iter):
+    for it in range(est.max_iter if active.any() else 0):
         a, J = ops.ridge_step(rows, gamma, lam)
         hist.append(J)
         log.step("outer iteration", it + 1, est.max_iter, f"lambda {lam:.4g}, objective {J:.6g}, "
@@ -988,7 +987,8 @@ def _srff_fit_one(est, ops, rows, lam, gamma_start=None, log=None):
         if stall(hist, est.stall_window, est.tol):
             return a, gamma, hist
         gamma, _, last_step = _srff_fista(ops, rows, a, gamma, radius, step_init=step,
-                                          max_iter=est.max_inner_iter, tol=est.tol, window=est.stall_window)
+                                          max_iter=est.max_inner_iter, tol=est.tol, window=est.stall_window,
+                                          active=active)
         step = min(float(est.step_init), 2.0 * last_step)   # srff_fit_path's carry_step
     a, J = ops.ridge_step(rows, gamma, lam)
     hist.append(J)
@@ -1069,10 +1069,9 @@ def fit_srff(est, X, y):
     n, d = data.n, data.d
     log = ProgressLog(est, est.verbose)
     moments, _, _ = _moments(data, True)
-    mean, scale = moments.mean_and_scale()
     est.n_features_in_ = d
     if est.standardize:
-        est.x_mean_, est.x_scale_ = mean[:d], scale[:d]
+        est.x_mean_, est.x_scale_ = moments.input_standardization(d)
     else:
         est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
     inputs = _Inputs(est.x_mean_, est.x_scale_, None, cast="float64")
@@ -1119,6 +1118,7 @@ def fit_srff(est, X, y):
     y_all = _Moments(np.zeros((0, 1)))
     y_all.n, y_all.mean, y_all.m2, y_all.scale, y_all.finite = (moments.n, moments.mean[d:], moments.m2[d:],
                                                                moments.scale[d:], True)
+    y_all.lo, y_all.hi = moments.lo[d:], moments.hi[d:]
     if alphas.size == 1:
         ops.targets["all"] = _srff_target_scaler(est, y_all)
         a, gamma, hist = _srff_fit_one(est, ops, "all", float(alphas[0]), log=log)

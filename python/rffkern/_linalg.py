@@ -87,14 +87,21 @@ class RidgeEigen:
         return self.rss(alpha, yty) / n / denom**2
 
 
-def simplex_projection(v, radius=1.0):
+def simplex_projection(v, radius=1.0, active=None):
     """Euclidean projection of ``v`` onto ``{x >= 0, sum(x) = radius}`` by sorting (O(d log d)).
+
+    With ``active`` (a boolean mask), onto the face ``{x >= 0, sum(x) = radius, x = 0 off
+    active}``: the entries off it are 0, the others the projection of theirs.
 
     With ``u`` the entries sorted in decreasing order and ``rho`` the largest index with
     ``u_rho - (sum_{j<=rho} u_j - radius) / rho > 0``, the projection is ``max(v - tau, 0)`` with
     ``tau = (sum_{j<=rho} u_j - radius) / rho`` (Held, Wolfe & Crowder; Duchi et al. 2008).
     """
     v = np.asarray(v, dtype=np.float64)
+    if active is not None:
+        out = np.zeros_like(v)
+        out[active] = simplex_projection(v[active], radius)
+        return out
     if radius <= 0:
         raise ValueError(f"radius must be > 0, got {radius}")
     if not np.isfinite(v).all():

@@ -41,7 +41,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, holdout_split, labels_from_decision, mean_and_scale
+from rffkern._data import TargetScaler, holdout_split, input_standardization, labels_from_decision, mean_and_scale
 from rffkern._linalg import RidgeEigen, ridge_solve, single_threaded_lapack
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
@@ -287,7 +287,7 @@ class _AdaptiveRFFBase(BaseEstimator):
         K = self.n_components
         rng = as_generator(self.random_state)
         n_threads = resolve_n_threads(self.n_jobs)
-        self.x_mean_, self.x_scale_ = mean_and_scale(X)
+        self.x_mean_, self.x_scale_ = input_standardization(X)
         Xs = self._standardise(X)
         Y = np.ascontiguousarray(Y, dtype=Xs.dtype)
         self.gamma_ = float(self.gamma) if self.gamma is not None else float(max(3 * d - 2, 1))
@@ -523,7 +523,8 @@ _DOC = """
         The initial frequency scales compared by ``init_scale="auto"``, in the order tried, and
         the least LOO error (over the lambdas) of each; None for a single scale.
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
-        The standardisation of X.
+        The standardisation of X; the inputs constant on the training rows have an infinite scale:
+        they standardize to 0 on every row.
 """
 
 

@@ -41,7 +41,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, check_sample_weight, labels_from_decision, mean_and_scale
+from rffkern._data import TargetScaler, check_sample_weight, input_standardization, labels_from_decision
 from rffkern._losses import class_probabilities
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
@@ -277,7 +277,7 @@ class _EERFBase(BaseEstimator):
     def _prepare(self, X, sample_weight=None):
         self._progress = ProgressLog(self, self.verbose)  # the first step of every fit
         if self.standardize:
-            self.x_mean_, self.x_scale_ = mean_and_scale(X, sample_weight)
+            self.x_mean_, self.x_scale_ = input_standardization(X, sample_weight)
         else:
             self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
         return self._transform_input(X)
@@ -510,7 +510,8 @@ _DOC_ATTRS = """
     preprocessing_time_, training_time_ : float
         Seconds spent scoring and selecting candidates, and fitting the final model.
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
-        The standardisation of X.
+        The standardisation of X; the inputs constant on the training rows have an infinite scale:
+        they standardize to 0 on every row.
 """
 
 

@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._dask import fit_ridge, is_dask_array, map_rows
-from rffkern._data import TargetScaler, check_sample_weight, labels_from_decision, mean_and_scale
+from rffkern._data import TargetScaler, check_sample_weight, input_standardization, labels_from_decision, mean_and_scale
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
@@ -198,10 +198,14 @@ class _RFFRidgeBase(BaseEstimator):
         diff_se = [paired_standard_error(losses, base, weights) for losses, _ in row_losses]
         return one_se_width(errors, diff_se)
 
-    def _standardizer(self, X, sample_weight=None):
+    def _standardizer(self, X, sample_weight=None, ignore_constant=False):
+        """``x_mean_`` and ``x_scale_``; with ``ignore_constant`` (``fit``, which sees every row)
+        an infinite scale for the inputs constant on the rows (:func:`input_standardization`), not
+        in ``partial_fit``, whose later batches may vary in them."""
         self._note_varying_inputs(X, sample_weight, first=True)
         if self.standardize:
-            self.x_mean_, self.x_scale_ = mean_and_scale(X.astype(np.float64), sample_weight)
+            how = input_standardization if ignore_constant else mean_and_scale
+            self.x_mean_, self.x_scale_ = how(X.astype(np.float64), sample_weight)
         else:
             self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
 
@@ -240,7 +244,7 @@ class _RFFRidgeBase(BaseEstimator):
         alphas = as_alpha_list(self.alpha)
         rng = as_generator(self.random_state)
         unit = self._draw_map(X.shape[1], rng)
-        self._standardizer(X, w)
+        self._standardizer(X, w, ignore_constant=True)
         Xs = self._standardized(X)
         self._target_scaler = self._make_target_scaler().fit(Y, w)
         Ys = self._target_scaler.transform(Y).astype(X.dtype)
@@ -474,7 +478,8 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
     width_errors_ : list of float or None
         The selection error of each candidate width (``length_scale="auto"``).
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
-        The standardization (zeros and ones with ``standardize=False``).
+        The standardization (zeros and ones with ``standardize=False``); ``fit`` gives the inputs
+        constant on the training rows an infinite scale: they standardize to 0 on every row.
     weights_ : ndarray of shape (n_features_in_, n_frequencies)
         The frequencies, for the standardized inputs and ``length_scale_``.
     offsets_ : ndarray of shape (n_frequencies,)

@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, check_sample_weight, holdout_split, mean_and_scale
+from rffkern._data import TargetScaler, check_sample_weight, holdout_split, input_standardization
 from rffkern._progress import ProgressLog
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._sampling import (knn_distances, median_distance, weighted_knn_blocks, weighted_median,
@@ -151,9 +151,10 @@ def ridge_step(X, y, directions, b, gamma, lam, n_threads, sample_weight=None):
 
 
 def fista_gamma(X, y, directions, b, a, gamma, radius, *, step_init=100.0, max_iter=100, tol=1e-5,
-                window=5, n_threads=1, sample_weight=None):
+                window=5, n_threads=1, sample_weight=None, active=None):
     """FISTA with backtracking on ``h(g) = (1/2n)||y - Z(g) a||^2`` over the simplex of ``radius``
-    (with ``sample_weight``: the weighted mean, :func:`weighted_loss_and_grad`).
+    (with ``sample_weight``: the weighted mean, :func:`weighted_loss_and_grad`; with ``active``, a
+    boolean mask, over its face: the other entries stay 0).
 
     Returns the iterate with the smallest ``h`` seen, the number of iterations and the last
     accepted step (:func:`srff_fit_path` starts the next gamma step from twice that step).
@@ -185,7 +186,7 @@ def fista_gamma(X, y, directions, b, a, gamma, radius, *, step_init=100.0, max_i
             raise ValueError("the SRFF objective or its gamma-gradient overflowed (they grow like y^2): "
                              "y is too large in magnitude for float64; divide it by its scale first")
         while True:
-            x = simplex_projection(v_pt - step * g_v, radius)
+            x = simplex_projection(v_pt - step * g_v, radius, active)
             f_x = value(x)
             diff = x - v_pt
             if f_x <= f_v + g_v @ diff + (diff @ diff) / (2 * step) or step < 1e-12:
@@ -212,11 +213,16 @@ def srff_fit_path(X, y, directions, b, lam, gamma0, *, max_iter=1000, max_inner_
     saves the halvings from ``step_init`` down to the step the objective accepts at every outer
     iteration; ``carry_step=False`` restarts every gamma step from ``step_init`` (the reference code).
 
-    The simplex has the size of ``gamma0``; the iterations start from ``gamma_start`` (a warm start,
-    e.g. the previous lambda's gamma on a path) or from ``gamma0``. ``sample_weight`` (positive,
-    or None) weights the squared errors of both steps.
+    The simplex has the size of ``gamma0`` and holds its support (an input where ``gamma0`` is 0,
+    one constant on the training rows, stays at 0; with no such input left there is no gamma step);
+    the iterations start from ``gamma_start`` (a warm start, e.g. the previous lambda's gamma on a
+    path) or from ``gamma0``. ``sample_weight`` (positive, or None) weights the squared errors of
+    both steps.
     """
     radius = float(gamma0.sum())
+    active = gamma0 > 0
+    if not active.any():
+        max_iter = 0
     gamma = (gamma0 if gamma_start is None else gamma_start).copy()
     hist = []
     a = None
@@ -230,7 +236,7 @@ def srff_fit_path(X, y, directions, b, lam, gamma0, *, max_iter=1000, max_inner_
             return a, gamma, hist
         gamma, _, last_step = fista_gamma(X, y, directions, b, a, gamma, radius, step_init=step,
                                           max_iter=max_inner_iter, tol=tol, window=window, n_threads=n_threads,
-                                          sample_weight=sample_weight)
+                                          sample_weight=sample_weight, active=active)
         if carry_step:
             step = min(float(step_init), 2.0 * last_step)
     a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads, sample_weight)
@@ -410,7 +416,9 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     n_outer_iter_total_ : int
         Outer iterations summed over the whole path.
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
-        The standardisation of X (zeros and ones with ``standardize=False``).
+        The standardisation of X (zeros and ones with ``standardize=False``); the inputs constant
+        on the training rows have an infinite scale: they standardize to 0 on every row, and their
+        ``gamma_`` is 0.
     y_mean_, y_scale_ : float
         The scaling of y.
 
@@ -479,7 +487,9 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         return (X - self.x_mean_) / self.x_scale_
 
     def _gamma0(self, d):
-        return np.full(d, 1.0 / self.length_scale_)
+        """``1 / length_scale_`` per input, 0 for the inputs constant on the training rows (an
+        infinite ``x_scale_``: standardized to 0, they stay out of the simplex)."""
+        return np.where(np.isinf(self.x_scale_[:d]), 0.0, 1.0 / self.length_scale_)
 
     def _fit_one(self, X, y, lam, n_threads, gamma_start=None, sample_weight=None):
         return srff_fit_path(X, y, self.weights_, self.offsets_, lam, self._gamma0(X.shape[1]),
@@ -552,7 +562,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         rng = as_generator(self.random_state)
         n_threads = resolve_n_threads(self.n_jobs)
         if self.standardize:
-            self.x_mean_, self.x_scale_ = mean_and_scale(X, w)
+            self.x_mean_, self.x_scale_ = input_standardization(X, w)
         else:
             self.x_mean_, self.x_scale_ = np.zeros(d), np.ones(d)
         Xs = np.ascontiguousarray(self._standardise(X))
