@@ -102,3 +102,15 @@ def test_fit_ignores_an_input_constant_on_its_rows_whatever_it_returns():
     moved = X.copy()
     moved[:, 2] = -3.0
     np.testing.assert_array_equal(ridge.predict(moved), ridge.predict(X))
+
+
+def test_rffnet_standardizes_an_input_of_tiny_but_real_variation():
+    """Constant means one value on every row, not a small deviation: an input in units of 1e-13
+    (here a copy of the informative x0) is standardized by its deviation and learned (it was taken
+    for constant below a deviation of 1e-12, scaled by 1 and given relevance 0)."""
+    X, y = _data()
+    X[:, 3] = X[:, 0] * 1e-13
+    model = RFFNetRegressor(n_components=30, max_iter=5, early_stopping=False, random_state=0,
+                            n_jobs=1).fit(X, y)
+    assert model.x_scale_[3] == pytest.approx(X[:, 3].std(), rel=1e-6)
+    assert model.relevances_[3] != 0 and model.relevances_[2] == 0

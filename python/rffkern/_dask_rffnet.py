@@ -402,7 +402,7 @@ def fit_rffnet(est, X, y):
     constant = np.zeros(d, dtype=bool)
     if est.standardize:
         x_sd = raw_sd[:d].copy()
-        constant = ~(x_sd > 1e-12)
+        constant = stats["moments"].constant()[:d]  # one value on every training row
         x_sd[constant] = 1.0
         est.x_mean_, est.x_scale_ = mean[:d].astype(dtype), x_sd.astype(dtype)
     else:
