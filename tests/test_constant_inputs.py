@@ -6,6 +6,8 @@ there: a test row with another value moved RFFRidge's predictions by up to 2.8 (
 and flipped RFFRidgeClassifier's label on 64% of the rows. Every estimator now standardizes such
 inputs to 0 on every row (an infinite ``x_scale_``; RFFNet gives them relevance 0).
 """
+import warnings
+
 import numpy as np
 import pytest
 
@@ -84,10 +86,17 @@ def test_srff_keeps_a_constant_input_out_of_the_simplex():
     assert model.gamma_[2] == 0 and (np.delete(model.gamma_, 2) >= 0).all()
     assert model.gamma_.sum() == pytest.approx(3 / model.length_scale_, rel=1e-10)
     assert np.argmax(model.gamma_) == 0
-    # with every input constant there is nothing to learn: the mean, and no gamma step
-    flat = SRFFRegressor(20, max_iter=3, alpha=0.1, random_state=0, n_jobs=1).fit(np.ones((50, 3)), y[:50])
-    np.testing.assert_array_equal(flat.gamma_, 0.0)
-    np.testing.assert_allclose(flat.predict(np.zeros((5, 3))), y[:50].mean(), rtol=1e-6)
+    # with every input constant there is nothing to learn: the mean, no gamma step, and the default
+    # path's penalties stay positive (they are scaled by ||Xs||^2, which is 0: all were 0, with
+    # divisions by zero)
+    for alpha in (0.1, None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            flat = SRFFRegressor(20, max_iter=3, alpha=alpha, random_state=0, n_jobs=1).fit(np.ones((50, 3)), y[:50])
+        np.testing.assert_array_equal(flat.gamma_, 0.0)
+        np.testing.assert_array_equal(flat.feature_importances_, 0.0)
+        assert flat.alpha_ > 0
+        np.testing.assert_allclose(flat.predict(np.zeros((5, 3))), y[:50].mean(), rtol=1e-6)
 
 
 def test_fit_ignores_an_input_constant_on_its_rows_whatever_it_returns():

@@ -1109,6 +1109,7 @@ def fit_srff(est, X, y):
     got = list(data.compute(*want)) if want else []
     if est.alpha is None:
         top = float(np.linalg.eigvalsh(got.pop(0))[-1])   # ||Xs||_2^2
+        top = top if top > 0 else 1.0                       # (srff_alpha_grid: every input constant)
         alphas = top * 10.0 ** np.asarray(PATH_EXPONENTS, np.float64)
     else:
         alphas = np.atleast_1d(np.asarray(est.alpha, np.float64))
@@ -1146,7 +1147,7 @@ def fit_srff(est, X, y):
         est._set_closing(W, b, scale, coef, intercept, alpha)
     est.n_iter_ = len(hist)
     total = gamma.sum()
-    est.feature_importances_ = gamma / total if total > 0 else np.full(d, 1.0 / d)
+    est.feature_importances_ = gamma / total if total > 0 else np.zeros(d)  # (every input constant)
     est._n_dask_passes = data.passes
     return est
 

@@ -89,9 +89,10 @@ def weighted_median_knn_distance(X, sample_weight, n_neighbors=20, max_samples=2
 
 
 def srff_alpha_grid(X, exponents=GRID_EXPONENTS):
-    """``||X.T X||_2 * 10^e`` for each exponent (X as the estimator sees it: standardised)."""
+    """``||X.T X||_2 * 10^e`` for each exponent (X as the estimator sees it: standardised); ``10^e``
+    when that norm is 0 (every input constant: the penalties would all be 0)."""
     top = np.linalg.norm(np.asarray(X, np.float64), 2) ** 2
-    return top * 10.0 ** np.asarray(exponents, np.float64)
+    return (top if top > 0 else 1.0) * 10.0 ** np.asarray(exponents, np.float64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -384,9 +385,10 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     gamma_ : ndarray of shape (n_features_in_,)
-        Learned relevances (on standardised inputs), summing to ``d / length_scale``.
+        Learned relevances (on standardised inputs), summing to ``d / length_scale``, ``d`` the
+        number of inputs that vary on the training rows (the others' are 0).
     feature_importances_ : ndarray of shape (n_features_in_,)
-        ``gamma_ / gamma_.sum()``.
+        ``gamma_ / gamma_.sum()`` (zeros when no input varies).
     weights_ : ndarray of shape (n_features_in_, n_map)
         The directions ``w_j ~ N(0, I)``, drawn once; the frequencies are ``gamma_[:, None] * weights_``.
         ``n_map`` is ``n_components``, or the closing ridge's feature count (``refit_components``,
@@ -612,7 +614,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
             self._closing_ridge(Xs, y, w, rng, n_threads)
         self.n_iter_ = len(hist)
         total = gamma.sum()
-        self.feature_importances_ = gamma / total if total > 0 else np.full(d, 1.0 / d)
+        self.feature_importances_ = gamma / total if total > 0 else np.zeros(d)  # (every input constant)
         return self
 
     def _closing_map(self, n_rows, rng):
