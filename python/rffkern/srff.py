@@ -215,7 +215,7 @@ def srff_fit_path(X, y, directions, b, lam, gamma0, *, max_iter=1000, max_inner_
     iteration; ``carry_step=False`` restarts every gamma step from ``step_init`` (the reference code).
 
     The simplex has the size of ``gamma0`` and holds its support (an input where ``gamma0`` is 0,
-    one constant on the training rows, stays at 0; with no such input left there is no gamma step);
+    one constant on the training rows, stays at 0; when every input is, there is no gamma step);
     the iterations start from ``gamma_start`` (a warm start, e.g. the previous lambda's gamma on a
     path) or from ``gamma0``. ``sample_weight`` (positive, or None) weights the squared errors of
     both steps.
