@@ -70,6 +70,23 @@ def test_fit_classification_with_text_labels_and_cv(tmp_path, capsys):
     assert "accuracy" in text and "roc_auc" in text
 
 
+def test_fit_names_the_columns_it_ignores(tmp_path, capsys):
+    """A column that holds one value on every row carries nothing; the command says so, and the
+    model gives it importance 0."""
+    X, y, _ = make_jse3(200, random_state=2)
+    rows = [[*np.round(x[:3], 5), 0.3, round(t, 5)] for x, t in zip(X, y)]
+    path = _write_csv(tmp_path / "const.csv", ["a", "b", "c", "flat", "y"], rows)
+    model_path = tmp_path / "m.pkl"
+    assert main(["fit", path, "--target", "y", "--save", str(model_path), *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "1 column(s) hold one value on every row and are ignored: flat" in out
+    with open(model_path, "rb") as fh:
+        assert pickle.load(fh).feature_importances_[3] == 0
+    assert main(["fit", _write_csv(tmp_path / "plain.csv", ["a", "y"], [[1, 2], [2, 3], [3, 5], [4, 4]] * 5),
+                 "--target", "y", *FAST]) == 0
+    assert "ignored" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("values, task, reason", [
     ([0, 1, 1, 0, 2, 1, 0, 2, 2, 1] * 3, "classification", "integer values, 3 distinct (<= 20)"),
     (list(range(30)), "regression", "integer values, 30 distinct (> 20)"),

@@ -598,6 +598,7 @@ def run_fit(args):
     from rffkern import RFFNetClassifier, RFFNetRegressor
     from rffkern._api import explain_task
     from rffkern._api import fit as auto_fit
+    from rffkern._data import constant_columns
 
     # outputs first: a typo in --plot/--save must not cost a long fit
     if args.plot and args.save and os.path.abspath(args.plot) == os.path.abspath(args.save):
@@ -624,6 +625,10 @@ def run_fit(args):
     est = (RFFNetClassifier if task == "classification" else RFFNetRegressor)(**_estimator_params(args))
     print(f"{args.file}: {X.shape[0]} samples, {X.shape[1]} features, target {args.target!r} "
           f"-> {task} ({reason})")
+    constant = np.flatnonzero(constant_columns(X))
+    if constant.size:  # every estimator ignores them (the rows say nothing about them)
+        shown = ", ".join(str(names[j]) for j in constant[:10]) + (", ..." if constant.size > 10 else "")
+        print(f"  {constant.size} column(s) hold one value on every row and are ignored: {shown}")
 
     def fit_one(Xa, ya):
         if args.model == "rffnet":
