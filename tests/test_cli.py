@@ -70,6 +70,31 @@ def test_fit_classification_with_text_labels_and_cv(tmp_path, capsys):
     assert "accuracy" in text and "roc_auc" in text
 
 
+def test_fit_auto_is_rffkern_fit_and_passes_only_the_options_given(tmp_path, capsys):
+    """``--model auto`` fits what ``rffkern.fit`` fits on the same training rows: the RFFNet options
+    left out are not passed (the command's learning rate 1e-3 overrode the sparse variant's own
+    3e-3, which runs from 50 inputs on); those given are."""
+    from sklearn.model_selection import train_test_split
+
+    X, y, _ = make_jse3(300, random_state=3)
+    X = np.column_stack([X, np.random.default_rng(3).normal(size=(300, 45))]).round(6)  # 55 inputs
+    path = _write_csv(tmp_path / "wide.csv", [f"f{j}" for j in range(55)] + ["target"],
+                      np.column_stack([X, y.round(6)]).tolist())
+    X, y, _ = read_csv(path, "target")
+    X_tr, _, y_tr, _ = train_test_split(X, y, test_size=0.2, random_state=0)
+    for extra, params in (([], {}), (["--learning-rate", "0.01", "--max-iter", "7"],
+                                     {"learning_rate": 0.01, "max_iter": 7})):
+        saved_path = tmp_path / "auto.pkl"
+        assert main(["fit", path, "--target", "target", "--n-jobs", "1", "--save", str(saved_path), *extra]) == 0
+        capsys.readouterr()
+        with open(saved_path, "rb") as fh:
+            saved = pickle.load(fh)
+        direct = rffkern.fit(X_tr, y_tr, task="regression", random_state=0, n_jobs=1, **params)
+        assert saved.selection_report_["rffnet_variant_scores"] == direct.selection_report_["rffnet_variant_scores"]
+        assert set(direct.selection_report_["rffnet_variant_scores"]) == {"sparse", "dense"}
+        np.testing.assert_array_equal(saved.predict(X), direct.predict(X))
+
+
 def test_fit_names_the_columns_it_ignores(tmp_path, capsys):
     """A column that holds one value on every row carries nothing; the command says so, and the
     model gives it importance 0."""

@@ -154,21 +154,38 @@ class _Parser(argparse.ArgumentParser):
 
 
 # ---------------------------------------------------------------------------------- helpers
-def _estimator_params(args):
-    return dict(n_components=args.n_components, alpha=args.alpha, max_iter=args.max_iter,
-                batch_size=args.batch_size, learning_rate=args.learning_rate,
-                random_state=args.random_state, n_jobs=args.n_jobs, verbose=args.verbose)
+#: The RFFNet options' values when not given (``--model rffnet`` and ``demo``). ``--model auto``
+#: passes only the options given: ``rffkern.fit`` sets its RFFNet variants itself (the sparse one
+#: at RFFNet's own learning rate, 3e-3), and passing these defaults made the command's model
+#: another one than ``rffkern.fit``'s.
+MODEL_OPTION_DEFAULTS = {"n_components": 300, "alpha": 1e-4, "max_iter": 100, "batch_size": 32,
+                         "learning_rate": 1e-3}
+
+
+def _model_option(args, name):
+    return getattr(args, name, MODEL_OPTION_DEFAULTS[name])
+
+
+def _estimator_params(args, given_only=False):
+    """The RFFNet options with their defaults, or (``given_only``) only those on the command line."""
+    options = {name: _model_option(args, name) for name in MODEL_OPTION_DEFAULTS
+               if not given_only or hasattr(args, name)}
+    return dict(options, random_state=args.random_state, n_jobs=args.n_jobs, verbose=args.verbose)
 
 
 def _add_model_options(p):
-    p.add_argument("--n-components", type=_int_option(1), default=300, metavar="S",
+    # the defaults are MODEL_OPTION_DEFAULTS, filled in by _estimator_params: an option left out is
+    # absent from the namespace (argparse.SUPPRESS), so that --model auto can tell
+    p.add_argument("--n-components", type=_int_option(1), default=argparse.SUPPRESS, metavar="S",
                    help="random features s (300)")
-    p.add_argument("--alpha", type=_float_option(0, closed="left"), default=1e-4, metavar="A",
+    p.add_argument("--alpha", type=_float_option(0, closed="left"), default=argparse.SUPPRESS, metavar="A",
                    help="penalty on the output weights, >= 0 (1e-4)")
-    p.add_argument("--max-iter", type=_int_option(1), default=100, metavar="N", help="maximum epochs (100)")
-    p.add_argument("--batch-size", type=_int_option(1), default=32, metavar="N", help="mini-batch size (32)")
-    p.add_argument("--learning-rate", type=_float_option(0), default=1e-3, metavar="LR",
-                   help="Adam step size, > 0 (1e-3)")
+    p.add_argument("--max-iter", type=_int_option(1), default=argparse.SUPPRESS, metavar="N",
+                   help="maximum epochs (100)")
+    p.add_argument("--batch-size", type=_int_option(1), default=argparse.SUPPRESS, metavar="N",
+                   help="mini-batch size (32)")
+    p.add_argument("--learning-rate", type=_float_option(0), default=argparse.SUPPRESS, metavar="LR",
+                   help="Adam step size, > 0 (1e-3; with --model auto, RFFNet's own per variant)")
     p.add_argument("--random-state", type=_int_option(0, maximum=2**32 - 1), default=0, metavar="SEED",
                    help="seed (0)")
     p.add_argument("--n-jobs", type=_int_option(nonzero=True), default=None, metavar="N",
@@ -223,7 +240,8 @@ def run_demo(args):
     description, d = _DEMOS[args.dataset]
     # X (float64) plus the estimator's standardized float32 copy and the test set
     _check_fits_in_memory((args.n_samples + 2000) * d * 8 * 3, f"--n-samples {args.n_samples}", "--n-samples")
-    _check_fits_in_memory(args.n_components * d * 8 * 8, f"--n-components {args.n_components}",
+    _check_fits_in_memory(_model_option(args, "n_components") * d * 8 * 8,
+                          f"--n-components {_model_option(args, 'n_components')}",
                           "--n-components")
     make = getattr(datasets, f"make_{args.dataset}")
     X, y, support = make(args.n_samples, random_state=args.random_state)
@@ -620,7 +638,8 @@ def run_fit(args):
         raise CLIError(f"regression needs a numeric target; column {args.target!r} holds text labels")
     if args.cv > X.shape[0]:
         raise CLIError(f"--cv {args.cv} needs at least {args.cv} samples; {args.file} has {X.shape[0]}")
-    _check_fits_in_memory(args.n_components * X.shape[1] * 8 * 8, f"--n-components {args.n_components}",
+    _check_fits_in_memory(_model_option(args, "n_components") * X.shape[1] * 8 * 8,
+                          f"--n-components {_model_option(args, 'n_components')}",
                           "--n-components")
     est = (RFFNetClassifier if task == "classification" else RFFNetRegressor)(**_estimator_params(args))
     print(f"{args.file}: {X.shape[0]} samples, {X.shape[1]} features, target {args.target!r} "
@@ -633,7 +652,7 @@ def run_fit(args):
     def fit_one(Xa, ya):
         if args.model == "rffnet":
             return clone(est).fit(Xa, ya)
-        params = _estimator_params(args)
+        params = _estimator_params(args, given_only=True)
         common = {key: params.pop(key) for key in ("random_state", "n_jobs", "verbose")}
         return auto_fit(Xa, ya, task=task, **common, **params)  # the rest go to its RFFNet stage
 
