@@ -14,7 +14,7 @@ import pytest
 import rffkern
 from rffkern import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, EERFClassifier, EERFRegressor,
                      RFFNetClassifier, RFFNetRegressor, RFFRidge, RFFRidgeClassifier, SRFFRegressor)
-from rffkern._data import constant_columns, input_standardization, mean_and_scale
+from rffkern._data import constant_columns, input_standardization, mean_and_scale, mean_scale_constant
 
 
 def _data(n=300, value=0.3, seed=0):
@@ -39,6 +39,7 @@ def test_a_constant_column_standardizes_to_zero_exactly():
     np.testing.assert_array_equal(constant_columns(B), [False, False])
     mean, scale = input_standardization(B, w)
     assert mean[0] == 0.3 and scale[0] == np.inf and np.isfinite(scale[1])
+    np.testing.assert_array_equal(mean_scale_constant(B, w)[2], [True, False])
     assert constant_columns(np.empty((0, 3))).tolist() == [False] * 3
 
 

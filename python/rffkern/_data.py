@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-__all__ = ["power_of_two_scale", "mean_and_scale", "constant_columns", "input_standardization", "check_sample_weight",
-           "holdout_split", "labels_from_decision", "TargetScaler"]
+__all__ = ["power_of_two_scale", "mean_scale_constant", "mean_and_scale", "constant_columns", "input_standardization",
+           "check_sample_weight", "holdout_split", "labels_from_decision", "TargetScaler"]
 
 
 def power_of_two_scale(A, axis=None):
@@ -36,15 +36,16 @@ def constant_columns(A, sample_weight=None):
     return A.min(axis=0) == A.max(axis=0)
 
 
-def mean_and_scale(A, sample_weight=None):
-    """Column means and standard deviations of A (n, d), zero deviations replaced by 1.
+def mean_scale_constant(A, sample_weight=None):
+    """Column means and standard deviations of A (n, d), zero deviations replaced by 1, and the
+    constant columns (:func:`constant_columns`).
 
     Equal to ``A.mean(0)`` and ``A.std(0)`` bit for bit (but for constant columns), computed on
     power-of-two-scaled columns so that values near the float limits do not overflow into an
-    infinite deviation; a constant column (:func:`constant_columns`) gets its value as the mean and 1 as the scale
-    exactly, so that it standardizes to 0: its computed mean can miss the value by a rounding
-    error (600 rows of 0.3: by 5.6e-17), whose deviation, taken as the scale, made the column
-    +-1 on the rows and ~1e14 at a row 0.01 away.
+    infinite deviation. A constant column gets its value as the mean and 1 as the scale, exactly,
+    so that it standardizes to 0: its computed mean can miss the value by a rounding error (600
+    rows of 0.3: by 5.6e-17), whose deviation, taken as the scale, made the column +-1 on the rows
+    and ~1e14 at a row 0.01 away.
 
     Parameters
     ----------
@@ -52,7 +53,13 @@ def mean_and_scale(A, sample_weight=None):
     sample_weight : ndarray of shape (n,) or None, default=None
         Non-negative row weights with a positive sum (checked by the caller): the weighted mean
         ``sum_i w_i a_i / sum_i w_i`` and the weighted population deviation, so that integer
-        weights give the statistics of the rows repeated that many times. None: every row 1.
+        weights give the statistics of the rows repeated that many times. None: every row 1. A row
+        of weight 0 does not make a column vary.
+
+    Returns
+    -------
+    mean, scale : ndarray of shape (d,)
+    constant : ndarray of shape (d,), bool
     """
     scale = power_of_two_scale(A, axis=0)
     As = A / scale
@@ -69,7 +76,20 @@ def mean_and_scale(A, sample_weight=None):
         rows = A if sample_weight is None else A[np.asarray(sample_weight) > 0]
         mean = np.where(constant, rows[0], mean)
         sd = np.where(constant, 0.0, sd)
-    return mean, np.where(sd > 0, sd, 1.0)
+    return mean, np.where(sd > 0, sd, 1.0), constant
+
+
+def mean_and_scale(A, sample_weight=None):
+    """Column means and standard deviations of A (n, d), zero deviations replaced by 1: the first
+    two results of :func:`mean_scale_constant` (a constant column: its value and 1).
+
+    Parameters
+    ----------
+    A : ndarray of shape (n, d)
+    sample_weight : ndarray of shape (n,) or None, default=None
+        As for :func:`mean_scale_constant`.
+    """
+    return mean_scale_constant(A, sample_weight)[:2]
 
 
 def input_standardization(X, sample_weight=None):
@@ -88,14 +108,14 @@ def input_standardization(X, sample_weight=None):
     ----------
     X : ndarray of shape (n, d)
     sample_weight : ndarray of shape (n,) or None, default=None
-        As for :func:`mean_and_scale`; a row of weight 0 does not make an input vary.
+        As for :func:`mean_scale_constant`.
 
     Returns
     -------
     mean, scale : ndarray of shape (d,)
     """
-    mean, scale = mean_and_scale(X, sample_weight)
-    return mean, np.where(constant_columns(X, sample_weight), np.inf, scale)
+    mean, scale, constant = mean_scale_constant(X, sample_weight)
+    return mean, np.where(constant, np.inf, scale)
 
 
 def check_sample_weight(sample_weight, n_samples):

@@ -288,11 +288,10 @@ class KernelLoo:
     for an n x n eigendecomposition and O(n^2 s) products where it takes an s x s one and O(n s^2).
     Measured (``RFFRidge()`` at its defaults, 706 features on diabetes' 353 rows, one thread,
     ``/tmp/s/cprof_est.py``): the three widths' s x s eigendecompositions took 0.36 s of the 0.55 s
-    fit. The chosen penalty's coefficients still come
-    from the Gram (:func:`solve_ridge`, one Cholesky factorisation): the kernel form's
-    ``Zc.T (K + alpha I)^{-1} yc`` lost three more digits at alpha = 1e-8 (scikit-learn's
-    sample-weight equivalence check). Unweighted rows only (``fit_ridge_map``
-    falls back to the Gram's path with sample weights or a subset of scored rows).
+    fit. The chosen penalty's coefficients still come from the Gram (:func:`solve_ridge`, one
+    Cholesky factorisation): the kernel form's ``Zc.T (K + alpha I)^{-1} yc`` lost three more digits
+    at alpha = 1e-8 (scikit-learn's sample-weight equivalence check). Unweighted rows only
+    (``fit_ridge_map`` falls back to the Gram's path with sample weights or a subset of scored rows).
 
     Parameters
     ----------
@@ -351,6 +350,7 @@ class KernelLoo:
         if row_out is not None:
             row_out[...] = R2
         return R2.sum(axis=0) / (n * m)
+
 
 def gcv_errors(stats, alphas, fit_intercept):
     """Generalised cross-validation error of every alpha, from the Gram alone, in units of

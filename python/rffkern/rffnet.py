@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._data import check_sample_weight, constant_columns, mean_and_scale, power_of_two_scale
+from rffkern._data import check_sample_weight, mean_and_scale, mean_scale_constant, power_of_two_scale
 from rffkern._losses import class_probabilities
 from rffkern._rffnet_training import (
     EpochRunner,
@@ -262,8 +262,7 @@ class _BaseRFFNet(BaseEstimator):
         if self.standardize:
             # (X.mean(0) and X.std(0) bit for bit, but a constant input's own value and scale 1:
             # it is 0 on every training row; any input that varies keeps its deviation, however small)
-            mean, sd = mean_and_scale(np.asarray(X_train, dtype=np.float64), w_train)
-            constant = constant_columns(X_train, w_train)
+            mean, sd, constant = mean_scale_constant(np.asarray(X_train, dtype=np.float64), w_train)
             self.x_mean_, self.x_scale_ = mean.astype(dtype), sd.astype(dtype)
         else:
             self.x_mean_ = np.zeros(d, dtype)
