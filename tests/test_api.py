@@ -26,15 +26,20 @@ def test_verbose_prints_the_five_stages(small_search, capsys):
     assert len(lines) == 5
     for i, line in enumerate(lines, 1):
         assert re.fullmatch(rf"\[rffkern\.fit\] stage {i}/5: .+ \(elapsed \d+\.\d\d s\)", line), line
-    assert re.search(r"width search on 300 rows, 60 features: length_scale [\d.e+-]+, validation score", lines[1])
+    assert re.search(r"width search on 300 rows, 60 features: standardize (True|'global'), length_scale [\d.e+-]+, "
+                     r"validation score", lines[1])
     assert re.search(r"RFFNet \(dense 2 epochs [\d.]+\): validation score", lines[2])
     assert re.search(r"stage 4/5: ridge on every training row(: not needed|, 1000 features)", lines[3])
     model = rffkern.fit(X, y, random_state=0, verbose=2, max_iter=2)
     inner = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[RFFRidge] width")]
-    # the width search's three candidates, then the full ridge's one width if it was needed
+    # the width search's three widths and "global" standardization's median one (its two others
+    # if it was better), then the full ridge's one width if it was needed
     counts = [re.match(r"\[RFFRidge\] width (\d/\d)", ln).group(1) for ln in inner]
     full = ["1/1"] if "ridge" in model.selection_report_["validation_scores"] else []
-    assert counts == ["1/3", "2/3", "3/3"] + full
+    search = ["1/4", "2/4", "3/4", "4/4"]
+    if model.selection_report_["standardize"] == "global":
+        search += ["5/6", "6/6"]
+    assert counts == search + full
     rffkern.fit(X, y, random_state=0, max_iter=2)
     assert capsys.readouterr().out == ""
 
@@ -179,8 +184,9 @@ def test_rffnet_starts_from_the_searched_width_of_least_loo_error():
     from rffkern._api import _least_error_width
     X, y, _ = make_jse3(400, random_state=2)
     auto = RFFRidge(200, random_state=0).fit(X, y)
-    listed = RFFRidge(200, length_scale=auto._width_grid, random_state=0).fit(X, y)
-    np.testing.assert_allclose(listed.width_errors_, auto.width_errors_)
+    widths, errors = auto._width_search[True]  # RFFNet's inputs: each standardized by its own deviation
+    listed = RFFRidge(200, length_scale=widths, random_state=0).fit(X, y)
+    np.testing.assert_allclose(listed.width_errors_, errors)
     assert _least_error_width(auto) == listed.length_scale_
     model = rffkern.fit(X, y, random_state=0, max_iter=5)
     report = model.selection_report_

@@ -161,6 +161,29 @@ def test_distributed_ridge_gives_an_input_constant_on_every_row_importance_zero(
     assert _relative(dist.predict(X), single.predict(X)) <= 1e-10
 
 
+def test_distributed_global_standardization_equals_single_machine(client):
+    """standardize="global" (one pooled deviation) from the chunk moments; "auto" is each input by
+    its own deviation on Dask arrays (the two are not compared there)."""
+    X, y = _regression(5000, 6, seed=4)
+    X[:, 1] *= 40.0
+    Xd = da.from_array(X, chunks=(1100, 6))
+    params = dict(length_scale=3.0, alpha=1e-3, alpha_selection="gcv", random_state=0, standardize="global")
+    single = RFFRidge(200, **params).fit(X, y)
+    dist = _in_thread(RFFRidge(200, **params).fit, Xd, y)
+    assert dist.standardize_ == single.standardize_ == "global"
+    assert np.ptp(single.x_scale_) == 0
+    for name in ("x_mean_", "x_scale_"):
+        assert _relative(getattr(dist, name), getattr(single, name)) <= 1e-12, name
+    # (alpha=1e-3 on a 40x wider input: the coefficients are large, and the intercept's sum
+    # cancels to 1e-9 of their round-off)
+    assert _relative(dist.coef_, single.coef_) <= 1e-9
+    assert _relative(_compute(client, dist.predict(Xd)), single.predict(X)) <= 1e-8
+    # (the importances come from a sample of the rows on Dask: close, in the same units)
+    np.testing.assert_allclose(dist.feature_importances_, single.feature_importances_, atol=0.01)
+    auto = _in_thread(RFFRidge(200, random_state=0).fit, Xd, y)
+    assert auto.standardize_ is True and auto.standardize_errors_ is None
+
+
 def test_distributed_selection_equals_single_machine(client):
     """A fixed width, the alpha list by LOO (a second distributed pass) and by GCV (from the Gram)."""
     X, y = _regression(6000, 6, seed=1)
@@ -207,7 +230,7 @@ def test_width_rule_standard_errors_from_chunk_sums_equal_those_of_the_rows():
     X, y = _regression(700, 4, seed=5)
     est = RFFRidge(80, random_state=0)
     unit = est._draw_map(4, np.random.default_rng(0))
-    est._standardizer(X)
+    est._use_scaling(True, est._scalings(X))
     est._target_scaler = est._make_target_scaler().fit(y[:, None])
     Xs, Ys = est._standardized(X), est._target_scaler.transform(y[:, None])
     widths = [0.8, 1.6, 3.2]

@@ -265,10 +265,11 @@ def test_bad_input_and_no_mutation():
 ], ids=["RFFRidge", "RFFRidge-alpha-list", "RFFRidge-defaults", "RFFRidgeClassifier"])
 def test_sklearn_estimator_checks(est):
     expected = {}
-    if isinstance(est.alpha, tuple) and not isinstance(est.length_scale, str):
+    if isinstance(est.alpha, tuple):
         # 15 rows, 100 features, alphas down to 1e-8: the interpolating fit amplifies the round-off
         # of the two Gram summations (compiled kernel vs weighted BLAS) to ~1e-7 on predictions of
-        # 0, above the check's atol=1e-9; test_integer_weights_equal_repeated_rows holds 1e-8
+        # 0, above the check's atol=1e-9 (the defaults choose standardize "global" and alpha 1e-8
+        # there, both fits alike); test_integer_weights_equal_repeated_rows holds 1e-8
         expected["check_sample_weight_equivalence_on_dense_data"] = "round-off at alpha=1e-8"
     check_estimator(clone(est), expected_failed_checks=expected)
 
@@ -401,16 +402,25 @@ def _rel(a, b):
 
 
 @pytest.mark.parametrize("selection", ["loo", "gcv"])
-def test_integer_weights_equal_repeated_rows(selection):
+@pytest.mark.parametrize("standardize", ["auto", "global"])
+def test_integer_weights_equal_repeated_rows(selection, standardize):
     """Weights 0..3 against the rows repeated that many times: the same standardization, target
-    scale, median width, selection errors and model (the width and alpha searched too)."""
+    scale, median width, selection errors and model (the width, alpha and standardization searched
+    too)."""
     X, y = _data(n=150, d=4, seed=3)
+    X[:, 2] *= 30.0  # the pooled scale differs from each input's own
     w = np.random.default_rng(0).integers(0, 4, size=150)
-    params = dict(n_components=80, alpha=[1e-3, 1e-2, 0.1, 1.0], alpha_selection=selection, random_state=0)
+    params = dict(n_components=80, alpha=[1e-3, 1e-2, 0.1, 1.0], alpha_selection=selection, random_state=0,
+                  standardize=standardize)
     weighted = RFFRidge(**params).fit(X, y, sample_weight=w)
     repeated = RFFRidge(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     assert weighted.length_scale_ == pytest.approx(repeated.length_scale_, rel=1e-12)
     assert weighted.alpha_ == repeated.alpha_
+    assert weighted.standardize_ == repeated.standardize_
+    if standardize == "auto":
+        assert weighted.standardize_errors_.keys() == repeated.standardize_errors_.keys() == {True, "global"}
+        for key, value in weighted.standardize_errors_.items():
+            assert value == pytest.approx(repeated.standardize_errors_[key], rel=1e-8)
     for name in ("coef_", "intercept_", "x_mean_", "x_scale_", "selection_errors_", "width_errors_"):
         assert _rel(getattr(weighted, name), getattr(repeated, name)) <= 1e-8, name
     assert _rel(weighted.predict(X), repeated.predict(X)) <= 1e-8
@@ -514,7 +524,7 @@ def test_verbose_prints_one_line_per_width_and_the_choice(capsys):
     import re
 
     X, y = _data(n=200, d=3)
-    RFFRidge(40, random_state=0, verbose=1).fit(X, y)
+    RFFRidge(40, random_state=0, verbose=1, standardize=True).fit(X, y)
     lines = capsys.readouterr().out.strip().splitlines()
     pattern = (r"\[RFFRidge\] width (\d)/3: length_scale [\d.e+-]+, alpha [\d.e+-]+, LOO mse [\d.e+-]+ "
                r"\(23 alphas\) \(elapsed \d+\.\d\d s\)")
@@ -522,6 +532,18 @@ def test_verbose_prints_one_line_per_width_and_the_choice(capsys):
     assert re.fullmatch(r"\[RFFRidge\] chose length_scale [\d.e+-]+, alpha [\d.e+-]+ \(elapsed \d+\.\d\d s\)",
                         lines[3])
     assert len(lines) == 4
+    # standardize="auto": the three widths with each input by its own deviation, "global" at its
+    # median width (and at its other two only when better there: these inputs are in one unit)
+    RFFRidge(40, random_state=0, verbose=1).fit(X, y)
+    lines = capsys.readouterr().out.strip().splitlines()
+    pattern = (r"\[RFFRidge\] width (\d)/4: standardize (True|'global'), length_scale [\d.e+-]+, alpha [\d.e+-]+, "
+               r"LOO mse [\d.e+-]+ \(23 alphas\) \(elapsed \d+\.\d\d s\)")
+    matches = [re.fullmatch(pattern, line) for line in lines[:4]]
+    assert [int(m.group(1)) for m in matches] == [1, 2, 3, 4]
+    assert [m.group(2) for m in matches] == ["True", "True", "True", "'global'"]
+    assert re.fullmatch(r"\[RFFRidge\] chose standardize True, length_scale [\d.e+-]+, alpha [\d.e+-]+ "
+                        r"\(elapsed \d+\.\d\d s\)", lines[4])
+    assert len(lines) == 5
     RFFRidgeClassifier(40, random_state=0).fit(X, y > 0)
     assert capsys.readouterr().out == ""  # verbose=0: silent
 
@@ -587,3 +609,88 @@ def test_an_input_constant_on_the_training_rows_has_importance_zero(standardize)
     moved[:, -1] = 5.0  # constant in these rows too, but not the value seen before
     ridge.partial_fit(moved, y[300:])
     assert ridge.feature_importances_[-1] > 0
+
+
+# ------------------------------------------------------------------ standardize="auto"
+def _one_unit_inputs(n, seed):
+    """Binary inputs in one unit ("pixels"): y depends on 8 inputs active on half the rows; 40
+    rarely active ones (0.5% to 5% of the rows) are noise. Standardizing each input blows the rare
+    ones up (~10 where active) and the kernel then sees mostly them."""
+    rng = np.random.default_rng(seed)
+    p = np.r_[np.full(8, 0.5), np.geomspace(0.005, 0.05, 40)]
+    X = (rng.random((n, p.size)) < p).astype(float)
+    y = np.sin(1.2 * X[:, :8] @ np.linspace(0.5, 1.5, 8)) + 0.05 * rng.normal(size=n)
+    return X, y
+
+
+def _mixed_unit_inputs(n, seed):
+    """y depends on input 0; inputs 1-2 are noise, in units 300 times larger."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3)) * np.array([1.0, 300.0, 300.0])
+    y = np.sin(2.0 * X[:, 0]) + 0.05 * rng.normal(size=n)
+    return X, y
+
+
+def _rmse(model, X, y):
+    return float(np.sqrt(np.mean((model.predict(X) - y) ** 2)))
+
+
+@pytest.mark.parametrize("make, kept", [(_one_unit_inputs, "global"), (_mixed_unit_inputs, True)])
+def test_auto_standardization_keeps_the_better_one(make, kept):
+    """"auto" compares each input standardized by its own deviation with one pooled deviation by
+    leave-one-out error, and keeps the one that also predicts held-out rows better."""
+    X, y = make(600, 0)
+    X_test, y_test = make(2000, 1)
+    auto = RFFRidge(200, random_state=0).fit(X, y)
+    assert auto.standardize_ == kept
+    assert auto.standardize_errors_.keys() == {True, "global"}
+    other = "global" if kept is True else True
+    assert auto.standardize_errors_[kept] < auto.standardize_errors_[other]
+    forced = {g: RFFRidge(200, random_state=0, standardize=g).fit(X, y) for g in (True, "global")}
+    assert _rmse(forced[kept], X_test, y_test) < 0.85 * _rmse(forced[other], X_test, y_test)
+    # the kept one is fitted as when asked for, up to the width search it ran
+    assert _rmse(auto, X_test, y_test) <= 1.05 * _rmse(forced[kept], X_test, y_test)
+    # the width search ran in the kept standardization: its three widths
+    assert len(auto.width_errors_) == 3
+
+
+def test_global_standardization_pools_the_deviations_and_ignores_constant_inputs():
+    X, y = _one_unit_inputs(400, 2)
+    X = np.c_[X, np.full(400, 3.0)]  # constant: still standardized to 0 on every row
+    model = RFFRidge(100, random_state=0, standardize="global").fit(X, y)
+    sd = X[:, :-1].std(axis=0)
+    np.testing.assert_allclose(model.x_scale_[:-1], np.sqrt(np.mean(sd**2)), rtol=1e-12)
+    assert np.isinf(model.x_scale_[-1]) and model.feature_importances_[-1] == 0
+    moved = X.copy()
+    moved[:, -1] = -4.0
+    np.testing.assert_array_equal(model.predict(moved), model.predict(X))
+    # scale-free: X in other units gives the same model
+    big = RFFRidge(100, random_state=0, standardize="global").fit(X * 1000.0, y)
+    np.testing.assert_allclose(big.predict(X * 1000.0), model.predict(X), rtol=1e-8, atol=1e-10)
+
+
+def test_auto_standardization_is_per_input_for_a_given_width_and_partial_fit():
+    X, y = _one_unit_inputs(300, 3)
+    given = RFFRidge(50, length_scale=2.0, random_state=0).fit(X, y)
+    assert given.standardize_ is True and given.standardize_errors_ is None
+    np.testing.assert_allclose(given.x_scale_, X.std(axis=0), rtol=1e-12)
+    streamed = RFFRidge(50, random_state=0).partial_fit(X[:150], y[:150]).partial_fit(X[150:], y[150:])
+    assert streamed.standardize_ is True and streamed.standardize_errors_ is None
+
+
+@pytest.mark.parametrize("standardize", [True, "global"])
+def test_importances_are_per_unit_of_each_inputs_own_deviation_whatever_the_standardization(standardize):
+    """The importances are the root mean square over the rows of df/dx_j times x_j's own deviation
+    (central differences of predict on the raw inputs), whatever the standardization."""
+    X, y = _one_unit_inputs(300, 5)
+    X[:, 8] *= 7.0  # one input in another unit
+    model = RFFRidge(100, random_state=0, standardize=standardize).fit(X, y)
+    sd, h = X.std(axis=0), 1e-5
+    slopes = np.empty_like(X)
+    for j in range(X.shape[1]):
+        up, down = X.copy(), X.copy()
+        up[:, j] += h * sd[j]
+        down[:, j] -= h * sd[j]
+        slopes[:, j] = (model.predict(up) - model.predict(down)) / (2 * h)
+    rms = np.sqrt(np.mean(slopes**2, axis=0))
+    np.testing.assert_allclose(model.feature_importances_, rms / rms.max(), rtol=1e-5, atol=1e-7)

@@ -164,10 +164,11 @@ def _least_error_width(ridge: Any) -> float:
     the one-standard-error width (1x, where 2x had the least error) gave RMSE/sd 0.2809 against
     0.2541 from the least-error one (seed 2: 0.2729 both).
     """
-    grid = getattr(ridge, "_width_grid", None)
-    if not grid or len(grid) != len(ridge.width_errors_ or []):
+    search = getattr(ridge, "_width_search", {}).get(True)  # RFFNet standardizes each input by its own deviation
+    if search is None:
         return float(ridge.length_scale_)
-    return float(grid[int(np.argmin(ridge.width_errors_))])
+    widths, errors = search
+    return float(widths[int(np.argmin(errors))])
 
 
 def _rows_to_add(X: np.ndarray, y: np.ndarray, idx_tr: np.ndarray, idx_net: np.ndarray, idx_val: np.ndarray,
@@ -194,15 +195,17 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        ``validation_fraction`` of the rows (stratified for classes) is held out to compare models.
     2. Kernel width: :class:`~rffkern.RFFRidge` (or :class:`~rffkern.RFFRidgeClassifier`) with
        ``SEARCH_COMPONENTS`` (500) features (at most twice the rows) on at most ``SEARCH_ROWS``
-       (3000) random training rows compares 0.5, 1 and 2 times the median pairwise distance (X
-       standardized, y scaled) by exact leave-one-out error, each with its best penalty among 23
-       values, and keeps the median itself unless another width's error is lower by more than one
-       standard error (of the per-row differences); this ridge is scored on the held-out rows too.
+       (3000) random training rows compares 0.5, 1 and 2 times the median pairwise distance (each
+       input standardized, y scaled) by exact leave-one-out error, each with its best penalty among
+       23 values, and keeps the median itself unless another width's error is lower by more than
+       one standard error (of the per-row differences); the inputs scaled by one pooled deviation
+       instead (``standardize="global"``, pixels) are compared too, and kept where better by more
+       than one standard error; this ridge is scored on the held-out rows too.
     3. RFFNet (ARD relevances per feature) started from that kernel: its relevances start at
-       ``1 / length_scale``, the searched width of least leave-one-out error (the ridge itself
-       keeps the median unless another width is better by more than one standard error), so a
-       high-dimensional input does not start from
-       a flat kernel, and learn a length scale per input; its closing fit (``refit_coef``) refits
+       ``1 / length_scale``, the searched width of least leave-one-out error with each input
+       standardized (RFFNet's own standardization; the ridge itself keeps the median unless
+       another width is better by more than one standard error), so a high-dimensional input does
+       not start from a flat kernel, and learn a length scale per input; its closing fit (``refit_coef``) refits
        the output layer on 1000 features of the learned kernel (``refit_components``). Variants
        (``RFFNET_VARIANTS``): the paper's Adam without penalty (every input may matter) and, with
        at least ``SPARSE_MIN_FEATURES`` (50) inputs, also RFFNet's defaults (Adam with one second
@@ -212,7 +215,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        (stratified); the others join the returned model's closing fit in step 5.
     4. A tuned kernel ridge machine, when RFFNet does not beat the width search's ridge on the
        held-out rows (else it could not win, and is skipped): 1000 features (at most twice the
-       training rows) at that width on every training row, the penalty among the 23 values by
+       training rows) at that width and standardization on every training row, the penalty among the 23 values by
        exact leave-one-out error (one Gram pass, one eigendecomposition, one leave-one-out pass).
     5. The ridge and RFFNet are compared on the held-out rows (R^2, or accuracy for classes); the
        winner is returned with the held-out rows added: the ridge's Gram matrix takes them
@@ -221,7 +224,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        penalty: the regressor's ridge takes one Gram pass over them and one solve, the
        classifier's logistic / softmax fit runs again on all rows, with the training rows RFFNet
        did not train on, up to ``rffkern.rffnet.CLOSING_MAX_ROWS`` rows in all).
-       ``model.selection_report_`` records the searched ``width`` and ``rffnet_init_width``,
+       ``model.selection_report_`` records the searched ``standardize``, ``width`` and
+       ``rffnet_init_width``,
        the rows RFFNet trained on (``rffnet_rows``), the scores (``width_search``
        and ``ridge`` where fitted, ``rffnet``;
        ``rffnet_variant_scores`` for the RFFNet runs), the times and the choice.
@@ -325,7 +329,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
 
     def fit_ridge(width: float | str) -> Any:
         tic = time.perf_counter()
-        model = ridge_cls(n_full, length_scale=width, random_state=seeds[1], n_jobs=n_jobs,
+        model = ridge_cls(n_full, length_scale=width, standardize=geometry, random_state=seeds[1], n_jobs=n_jobs,
                           verbose=inner_verbose)
         model._skip_importances = True  # computed by partial_fit below if the ridge is returned
         model.fit(X[idx_tr], y[idx_tr])
@@ -347,18 +351,19 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     except ValueError:  # e.g. a class absent from the subset: search on every training row
         probe = None
     times["width_search"] = time.perf_counter() - tic
+    geometry: bool | str = "auto"  # the input standardization: the width search's
     if probe is None:  # a failed search: the full ridge compares the widths itself
         ridge = fit_ridge("auto")
-        width = ridge.length_scale_
+        width, geometry = ridge.length_scale_, ridge.standardize_
         net_width = _least_error_width(ridge)
-        log.step("stage", 2, 5, f"width search on every training row, {n_full} features: ridge "
-                 f"length_scale {width:.4g}, alpha {ridge.alpha_:.3g}, validation score "
+        log.step("stage", 2, 5, f"width search on every training row, {n_full} features: ridge standardize "
+                 f"{geometry!r}, length_scale {width:.4g}, alpha {ridge.alpha_:.3g}, validation score "
                  f"{scores['ridge']:.4f} ({times['ridge']:.2f} s)")
     else:
-        width = probe.length_scale_
+        width, geometry = probe.length_scale_, probe.standardize_
         net_width = _least_error_width(probe)
-        log.step("stage", 2, 5, f"width search on {len(search_idx)} rows, {n_probe} features: "
-                 f"length_scale {width:.4g}, validation score {scores['width_search']:.4f} "
+        log.step("stage", 2, 5, f"width search on {len(search_idx)} rows, {n_probe} features: standardize "
+                 f"{geometry!r}, length_scale {width:.4g}, validation score {scores['width_search']:.4f} "
                  f"({times['width_search']:.2f} s)")
 
     net_cls = RFFNetClassifier if classify else RFFNetRegressor
@@ -422,7 +427,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     else:
         log.step("stage", 4, 5, f"ridge: fitted in stage 2, validation score {scores['ridge']:.4f}")
 
-    report = dict(task=task, reason=reason, width=width, rffnet_init_width=net_width, rffnet_rows=len(idx_net),
+    report = dict(task=task, reason=reason, standardize=geometry, width=width, rffnet_init_width=net_width,
+                  rffnet_rows=len(idx_net),
                   validation_scores=scores,
                   rffnet_variant=net_name, rffnet_variant_scores={k: v[0] for k, v in nets.items()},
                   fit_times=times)
@@ -446,8 +452,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         model = ridge
         if classify and not np.isin(y[idx_val], ridge.classes_).all():
             # a class seen only in the held-out rows: refit on every row
-            model = ridge_cls(n_full, length_scale=ridge.length_scale_, alpha=ridge.alpha_, random_state=seeds[1],
-                              n_jobs=n_jobs).fit(X, y)
+            model = ridge_cls(n_full, length_scale=ridge.length_scale_, alpha=ridge.alpha_,
+                              standardize=ridge.standardize_, random_state=seeds[1], n_jobs=n_jobs).fit(X, y)
         else:
             # the held-out rows join the Gram: the model of all rows at the chosen width and penalty
             model.set_params(alpha=ridge.alpha_, length_scale=ridge.length_scale_, verbose=0)

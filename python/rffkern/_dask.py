@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from rffkern._data import power_of_two_scale
+from rffkern._data import pooled_scale, power_of_two_scale
 from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
 from rffkern._validation import as_generator
 
@@ -296,10 +296,17 @@ def fit_ridge(est, X, y):
     mean, scale = moments.mean_and_scale()
     d = X.shape[1]
     est._varying_inputs = ~moments.constant()[:d]  # the inputs that vary over all rows (importances)
-    if est.standardize:  # as RFFRidge.fit: inputs constant on every row standardize to 0
-        est.x_mean_, est.x_scale_ = moments.input_standardization(d)
-    else:
+    # as RFFRidge.fit: inputs constant on every row standardize to 0. standardize="auto" is each
+    # input by its own deviation here (the two standardizations are not compared on Dask arrays)
+    est.standardize_ = True if est.standardize == "auto" else est.standardize
+    est.standardize_errors_ = None
+    if est.standardize_ is False:
         est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
+    else:
+        est.x_mean_, est.x_scale_ = moments.input_standardization(d)
+        est._column_scale = est.x_scale_
+        if est.standardize_ == "global":
+            est.x_scale_ = pooled_scale(est.x_scale_, ~est._varying_inputs)
     est._target_scaler = est._make_target_scaler()
     if est._target_scaler.normalize:
         est._target_scaler.mean_, est._target_scaler.scale_ = mean[d:], scale[d:]
@@ -353,7 +360,8 @@ def fit_ridge(est, X, y):
     else:
         pick = int(np.argmin(est.width_errors_))
     alpha, errors, s = fits[pick]
-    est._width_grid = [float(v) for v in widths]  # as the in-memory fit (rffkern.fit's RFFNet start)
+    # as the in-memory fit (rffkern.fit's RFFNet start)
+    est._width_search = {est.standardize_: ([float(v) for v in widths], list(est.width_errors_))}
     est.length_scale_ = widths[pick]
     out = (*solve_ridge(s, alpha, est.fit_intercept), alpha, errors, s)
     est.weights_ = unit / est.length_scale_

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 __all__ = ["power_of_two_scale", "mean_scale_constant", "mean_and_scale", "constant_columns", "input_standardization",
-           "check_sample_weight", "holdout_split", "labels_from_decision", "TargetScaler"]
+           "pooled_scale", "check_sample_weight", "holdout_split", "labels_from_decision", "TargetScaler"]
 
 
 def power_of_two_scale(A, axis=None):
@@ -116,6 +116,35 @@ def input_standardization(X, sample_weight=None):
     """
     mean, scale, constant = mean_scale_constant(X, sample_weight)
     return mean, np.where(constant, np.inf, scale)
+
+
+def pooled_scale(scale, constant):
+    """One scale for every varying input: ``scale`` with the entries of the inputs that vary
+    (``~constant``) replaced by their root mean square; the constant inputs' entries stay.
+
+    Dividing the centred inputs by it keeps their relative spreads (the "global" standardization of
+    :class:`~rffkern.RFFRidge`): on inputs in one unit, such as pixels, standardizing each column
+    blows up the rarely varying ones (a pixel inked in 2 of 10,000 rows becomes ~70 there).
+
+    Parameters
+    ----------
+    scale : ndarray of shape (d,)
+        Per-input scales (:func:`mean_scale_constant`, or :func:`input_standardization`'s with
+        infinite entries for the constant inputs).
+    constant : ndarray of shape (d,), bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern._data import pooled_scale
+    >>> pooled_scale(np.array([1.0, 7.0, np.inf]), np.array([False, False, True]))
+    array([ 5.,  5., inf])
+    """
+    scale = np.asarray(scale, dtype=np.float64)
+    varying = ~np.asarray(constant, dtype=bool)
+    if not varying.any():
+        return scale.copy()
+    return np.where(varying, np.sqrt(np.mean(scale[varying] ** 2)), scale)
 
 
 def check_sample_weight(sample_weight, n_samples):
