@@ -119,6 +119,23 @@ def test_eerf_classifier_equals_single_machine(client, labels):
     np.testing.assert_array_equal(dist.predict(X_E), single.predict(X_E))
 
 
+@pytest.mark.parametrize("make", [lambda: EERFRegressor(25, random_state=0, standardize="global"),
+                                  lambda: AdaptiveRFFRegressor(16, n_iter=6, random_state=0, standardize="global")],
+                         ids=["eerf", "adaptive"])
+def test_global_standardization_equals_single_machine(client, make):
+    """standardize="global" (one pooled deviation) from the chunk moments; "auto" is each input by
+    its own deviation on Dask arrays (no probe ridge there)."""
+    single = make().fit(X_E, Y_E)
+    dist = _fit(make(), _dask(X_E), _dask(Y_E, 1000))
+    assert dist.standardize_ == single.standardize_ == "global"
+    assert np.ptp(single.x_scale_) == 0
+    _assert_same(dist, single, ("x_mean_", "x_scale_", "coef_", "intercept_" if hasattr(single, "scores_") else
+                                "frequencies_"), rtol=1e-8)
+    np.testing.assert_allclose(dist.predict(X_E), single.predict(X_E), rtol=1e-8, atol=1e-8)
+    auto = _fit(make().set_params(standardize="auto"), _dask(X_E), _dask(Y_E, 1000))
+    assert auto.standardize_ is True and auto.standardize_errors_ is None
+
+
 def test_eerf_refuses_logistic_and_bad_input(client):
     with pytest.raises(ValueError, match="solver='logistic' is not supported on Dask"):
         EERFClassifier(10, solver="logistic").fit(_dask(X_E), LABELS_3)

@@ -144,7 +144,8 @@ def pooled_scale(scale, constant):
     varying = ~np.asarray(constant, dtype=bool)
     if not varying.any():
         return scale.copy()
-    return np.where(varying, np.sqrt(np.mean(scale[varying] ** 2)), scale)
+    top = float(scale[varying].max())  # (the root mean square of values near the float limit, without overflow)
+    return np.where(varying, top * np.sqrt(np.mean((scale[varying] / top) ** 2)), scale)
 
 
 def check_sample_weight(sample_weight, n_samples):
