@@ -44,6 +44,43 @@ def test_verbose_prints_the_five_stages(small_search, capsys):
     assert capsys.readouterr().out == ""
 
 
+def test_the_dense_variant_starts_from_the_pooled_kernel_where_the_search_kept_it(monkeypatch):
+    """Pixel-like inputs: the width search keeps one pooled deviation ("global"); the dense RFFNet
+    variant starts from relevances sd_j / (c w) (its kernel on inputs standardized each by its own
+    deviation is the search's), the per-input start elsewhere."""
+    import rffkern._api as api
+    from rffkern import RFFNetRegressor
+
+    starts = []
+
+    class Recording(RFFNetRegressor):
+        def fit(self, X, y, sample_weight=None):
+            starts.append(np.array(self.init))
+            return super().fit(X, y, sample_weight)
+
+    monkeypatch.setattr(api, "RFFNetRegressor", Recording)
+    rng = np.random.default_rng(0)
+    p = np.r_[np.full(8, 0.5), np.geomspace(0.005, 0.05, 40)]
+    X = (rng.random((700, p.size)) < p).astype(float)
+    y = np.sin(1.2 * X[:, :8] @ np.linspace(0.5, 1.5, 8)) + 0.05 * rng.normal(size=700)
+    model = rffkern.fit(X, y, random_state=0, max_iter=3)
+    report = model.selection_report_
+    assert report["standardize"] == "global" and report["rffnet_dense_start"] == "pooled"
+    assert len(starts) == 1  # 48 inputs: the dense variant only
+    # the pooled start: the inputs' own deviations over one pooled deviation, over one width
+    # (taken on the search's rows, 80% of these: the rare inputs' deviations move)
+    ratio = starts[0] / starts[0].max()
+    sd = X.std(axis=0)
+    assert np.corrcoef(ratio, sd)[0, 1] > 0.97
+    np.testing.assert_allclose(ratio[:8], 1.0, rtol=0.1)
+    assert ratio[8:].max() < 0.55  # (sqrt(0.05 * 0.95) / 0.5 = 0.44 for the most frequent of them)
+    starts.clear()
+    X2, y2, _ = make_jse3(700, random_state=0)
+    report = rffkern.fit(X2, y2, random_state=0, max_iter=3).selection_report_
+    assert report["standardize"] is True and report["rffnet_dense_start"] == "per-input"
+    np.testing.assert_array_equal(starts[0], np.full(X2.shape[1], 1.0 / report["rffnet_init_width"]))
+
+
 def test_the_chosen_ridge_holds_every_row(small_search):
     X, y, _ = make_jse3(800, random_state=1)
     # RFFNet stopped after one epoch, without its closing fit, loses to the width search's ridge:

@@ -62,7 +62,12 @@ def test_auto_keeps_the_standardization_that_predicts_better(est, make, kept):
     forced = {g: clone(est).set_params(standardize=g).fit(X, target) for g in (True, "global")}
     other = "global" if kept is True else True
     assert _error(forced[kept], X_test, y_test) < _error(forced[other], X_test, y_test)
-    if not isinstance(est, (RFFRidge, RFFRidgeClassifier)):
+    if isinstance(est, (RFFRidge, RFFRidgeClassifier)):
+        # the ridge compares them itself: the kept one's errors are the lower, its widths searched
+        assert auto.standardize_errors_[kept] < auto.standardize_errors_[other]
+        assert len(auto.width_errors_) == 3
+        assert _error(auto, X_test, y_test) <= 1.05 * _error(forced[kept], X_test, y_test)
+    else:
         # the probe leaves the estimator's random stream alone: "auto" is the kept one's model
         np.testing.assert_array_equal(auto.predict(X_test), forced[kept].predict(X_test))
         assert forced[kept].standardize_errors_ is None
@@ -95,3 +100,45 @@ def test_choose_standardization_weights_are_repeated_rows_and_the_rows_are_cappe
                         fit(self, X, y, sample_weight))
     choose_standardization(np.tile(X, (12, 1)), np.tile(y, 12)[:, None], None, 0)
     assert seen == [PROBE_ROWS]
+
+
+def test_global_standardization_pools_the_deviations_and_ignores_constant_inputs():
+    X, y = _one_unit_inputs(400, 2)
+    X = np.c_[X, np.full(400, 3.0)]  # constant: still standardized to 0 on every row
+    model = RFFRidge(100, random_state=0, standardize="global").fit(X, y)
+    sd = X[:, :-1].std(axis=0)
+    np.testing.assert_allclose(model.x_scale_[:-1], np.sqrt(np.mean(sd**2)), rtol=1e-12)
+    assert np.isinf(model.x_scale_[-1]) and model.feature_importances_[-1] == 0
+    moved = X.copy()
+    moved[:, -1] = -4.0
+    np.testing.assert_array_equal(model.predict(moved), model.predict(X))
+    # scale-free: X in other units gives the same model
+    big = RFFRidge(100, random_state=0, standardize="global").fit(X * 1000.0, y)
+    np.testing.assert_allclose(big.predict(X * 1000.0), model.predict(X), rtol=1e-8, atol=1e-10)
+
+
+def test_auto_standardization_is_per_input_for_a_given_width_and_partial_fit():
+    X, y = _one_unit_inputs(300, 3)
+    given = RFFRidge(50, length_scale=2.0, random_state=0).fit(X, y)
+    assert given.standardize_ is True and given.standardize_errors_ is None
+    np.testing.assert_allclose(given.x_scale_, X.std(axis=0), rtol=1e-12)
+    streamed = RFFRidge(50, random_state=0).partial_fit(X[:150], y[:150]).partial_fit(X[150:], y[150:])
+    assert streamed.standardize_ is True and streamed.standardize_errors_ is None
+
+
+@pytest.mark.parametrize("standardize", [True, "global"])
+def test_importances_are_per_unit_of_each_inputs_own_deviation_whatever_the_standardization(standardize):
+    """The importances are the root mean square over the rows of df/dx_j times x_j's own deviation
+    (central differences of predict on the raw inputs), whatever the standardization."""
+    X, y = _one_unit_inputs(300, 5)
+    X[:, 8] *= 7.0  # one input in another unit
+    model = RFFRidge(100, random_state=0, standardize=standardize).fit(X, y)
+    sd, h = X.std(axis=0), 1e-5
+    slopes = np.empty_like(X)
+    for j in range(X.shape[1]):
+        up, down = X.copy(), X.copy()
+        up[:, j] += h * sd[j]
+        down[:, j] -= h * sd[j]
+        slopes[:, j] = (model.predict(up) - model.predict(down)) / (2 * h)
+    rms = np.sqrt(np.mean(slopes**2, axis=0))
+    np.testing.assert_allclose(model.feature_importances_, rms / rms.max(), rtol=1e-5, atol=1e-7)

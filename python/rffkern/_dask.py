@@ -132,6 +132,20 @@ class _Moments:
         mean, scale = self.mean_and_scale()
         return mean[:d], np.where(self.constant()[:d], np.inf, scale[:d])
 
+    def scale_inputs(self, est, d):
+        """Set ``est``'s ``standardize_`` (``"auto"`` is True on Dask arrays: the two
+        standardizations are not compared there), ``standardize_errors_`` (None) and ``x_mean_``,
+        ``x_scale_`` from the moments of the first ``d`` columns, as the estimator's ``fit`` does
+        (inputs constant on every row standardize to 0; "global": one pooled deviation)."""
+        est.standardize_ = True if est.standardize == "auto" else est.standardize
+        est.standardize_errors_ = None
+        if est.standardize_ is False:
+            est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
+            return
+        est.x_mean_, est.x_scale_ = self.input_standardization(d)
+        if est.standardize_ == "global":
+            est.x_scale_ = pooled_scale(est.x_scale_, self.constant()[:d])
+
 
 def _tree_reduce(parts, combine):
     """A binary tree of ``combine`` over delayed ``parts`` (log2(n) levels, run on the workers)."""
@@ -296,17 +310,8 @@ def fit_ridge(est, X, y):
     mean, scale = moments.mean_and_scale()
     d = X.shape[1]
     est._varying_inputs = ~moments.constant()[:d]  # the inputs that vary over all rows (importances)
-    # as RFFRidge.fit: inputs constant on every row standardize to 0. standardize="auto" is each
-    # input by its own deviation here (the two standardizations are not compared on Dask arrays)
-    est.standardize_ = True if est.standardize == "auto" else est.standardize
-    est.standardize_errors_ = None
-    if est.standardize_ is False:
-        est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
-    else:
-        est.x_mean_, est.x_scale_ = moments.input_standardization(d)
-        est._column_scale = est.x_scale_
-        if est.standardize_ == "global":
-            est.x_scale_ = pooled_scale(est.x_scale_, ~est._varying_inputs)
+    moments.scale_inputs(est, d)  # as RFFRidge.fit
+    est._column_scale = moments.input_standardization(d)[1]  # the importances' units
     est._target_scaler = est._make_target_scaler()
     if est._target_scaler.normalize:
         est._target_scaler.mean_, est._target_scaler.scale_ = mean[d:], scale[d:]

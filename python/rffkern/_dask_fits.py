@@ -57,7 +57,7 @@ import time
 import numpy as np
 
 from rffkern._dask import _Moments, _aligned_targets, _row_chunked, _tree_reduce
-from rffkern._data import TargetScaler, holdout_split, pooled_scale
+from rffkern._data import TargetScaler, holdout_split
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import FourierFeatureMap, GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
@@ -436,15 +436,7 @@ def fit_eerf(est, X, y):
         t_scale = np.where(peak > 0, peak, 1.0)
         ravel = y.ndim == 1
     est.n_features_in_ = d
-    # standardize="auto" is each input by its own deviation on Dask arrays (no probe ridge)
-    est.standardize_ = True if est.standardize == "auto" else est.standardize
-    est.standardize_errors_ = None
-    if est.standardize_ is False:
-        est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
-    else:
-        est.x_mean_, est.x_scale_ = moments.input_standardization(d)
-        if est.standardize_ == "global":
-            est.x_scale_ = pooled_scale(est.x_scale_, ~np.isfinite(est.x_scale_))
+    moments.scale_inputs(est, d)  # standardize="auto" is True on Dask arrays (no probe ridge)
     inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
     rng = as_generator(est.random_state)
 
@@ -686,15 +678,7 @@ def fit_adaptive(est, X, y):
         est._ravel = y.ndim == 1
         targets = _CentredTargets(scaler=scaler)
     est.n_features_in_ = d
-    # standardize="auto" is each input by its own deviation on Dask arrays (no probe ridge)
-    est.standardize_ = True if est.standardize == "auto" else est.standardize
-    est.standardize_errors_ = None
-    if est.standardize_ is False:
-        est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
-    else:
-        est.x_mean_, est.x_scale_ = moments.input_standardization(d)
-        if est.standardize_ == "global":
-            est.x_scale_ = pooled_scale(est.x_scale_, ~np.isfinite(est.x_scale_))
+    moments.scale_inputs(est, d)  # standardize="auto" is True on Dask arrays (no probe ridge)
     inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
     n_threads = resolve_n_threads(est.n_jobs)
     log = ProgressLog(est, est.verbose)
