@@ -226,9 +226,11 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        ``1 / length_scale``, the searched width of least leave-one-out error with each input
        standardized (RFFNet's own standardization; the ridge itself keeps the median unless
        another width is better by more than one standard error), so a high-dimensional input does
-       not start from a flat kernel -- where the search kept one pooled deviation for every input,
-       the dense variant (below) starts from that kernel instead (:func:`_pooled_start`), and learn a length scale per input; its closing fit (``refit_coef``) refits
-       the output layer on 1000 features of the learned kernel (``refit_components``). Variants
+       not start from a flat kernel (where the search kept one pooled deviation for every input,
+       the dense variant below starts from that kernel instead: relevance ``sd_j / (c w)`` for
+       input j of deviation ``sd_j``, ``c`` the pooled deviation, ``w`` that search's least-error
+       width), and learn a length scale per input; its closing fit (``refit_coef``) refits the
+       output layer on 1000 features of the learned kernel (``refit_components``). Variants
        (``RFFNET_VARIANTS``): the paper's Adam without penalty (every input may matter) and, with
        at least ``SPARSE_MIN_FEATURES`` (50) inputs, also RFFNet's defaults (Adam with one second
        moment for the relevances and an L1 penalty on them: sparse relevances, for a few
@@ -237,8 +239,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        (stratified); the others join the returned model's closing fit in step 5.
     4. A tuned kernel ridge machine, when RFFNet does not beat the width search's ridge on the
        held-out rows (else it could not win, and is skipped): 1000 features (at most twice the
-       training rows) at that width and standardization on every training row, the penalty among the 23 values by
-       exact leave-one-out error (one Gram pass, one eigendecomposition, one leave-one-out pass).
+       training rows) at that width and standardization on every training row, the penalty among
+       the 23 values by exact leave-one-out error (one Gram pass, one eigendecomposition, one
+       leave-one-out pass).
     5. The ridge and RFFNet are compared on the held-out rows (R^2, or accuracy for classes); the
        winner is returned with the held-out rows added: the ridge's Gram matrix takes them
        (:meth:`~rffkern.RFFRidge.partial_fit`: same width, standardization and penalty, one pass
