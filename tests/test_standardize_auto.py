@@ -142,3 +142,17 @@ def test_importances_are_per_unit_of_each_inputs_own_deviation_whatever_the_stan
         slopes[:, j] = (model.predict(up) - model.predict(down)) / (2 * h)
     rms = np.sqrt(np.mean(slopes**2, axis=0))
     np.testing.assert_allclose(model.feature_importances_, rms / rms.max(), rtol=1e-5, atol=1e-7)
+
+
+def test_inputs_of_one_spread_make_no_comparison():
+    """X standardized already (deviations equal to round-off): "global" is "True" again, so the
+    ridge fits its three widths only and the probe of EERF / adaptive RFF is not fitted."""
+    X, y = _one_unit_inputs(400, 6)
+    X = (X - X.mean(0)) / X.std(0)
+    assert np.ptp(X.std(0)) > 0  # (round-off)
+    model = RFFRidge(100, random_state=0).fit(X, y)
+    assert model.standardize_ is True and model.standardize_errors_ is None
+    assert len(model.width_errors_) == 3
+    assert choose_standardization(X, y[:, None], None, 0) == (True, None)
+    eerf = EERFRegressor(50, random_state=0, n_jobs=1).fit(X, y)
+    assert eerf.standardize_ is True and eerf.standardize_errors_ is None

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 __all__ = ["power_of_two_scale", "mean_scale_constant", "mean_and_scale", "constant_columns", "input_standardization",
-           "pooled_scale", "check_sample_weight", "holdout_split", "labels_from_decision", "TargetScaler"]
+           "pooled_scale", "one_spread", "check_sample_weight", "holdout_split", "labels_from_decision", "TargetScaler"]
 
 
 def power_of_two_scale(A, axis=None):
@@ -92,10 +92,11 @@ def mean_and_scale(A, sample_weight=None):
     return mean_scale_constant(A, sample_weight)[:2]
 
 
-def input_standardization(X, sample_weight=None):
+def input_standardization(X, sample_weight=None, standardize=True):
     """``(mean, scale)`` that standardize the inputs X (n, d) of a model: :func:`mean_and_scale`, and
     an infinite scale for the inputs constant on the rows (of positive weight), which standardize
-    to 0 on every row, seen or not.
+    to 0 on every row, seen or not. With ``standardize="global"`` the varying inputs share one
+    pooled scale (:func:`pooled_scale`); with False, zeros and ones (X as given).
 
     The rows say nothing about how the target depends on such an input, and a kernel model of it
     as given would move wherever a later row takes another value there: a test row with another
@@ -109,13 +110,18 @@ def input_standardization(X, sample_weight=None):
     X : ndarray of shape (n, d)
     sample_weight : ndarray of shape (n,) or None, default=None
         As for :func:`mean_scale_constant`.
+    standardize : {True, "global", False}, default=True
+        Each input by its own deviation, all by one pooled deviation, or none.
 
     Returns
     -------
     mean, scale : ndarray of shape (d,)
     """
+    if standardize is False:
+        return np.zeros(X.shape[1]), np.ones(X.shape[1])
     mean, scale, constant = mean_scale_constant(X, sample_weight)
-    return mean, np.where(constant, np.inf, scale)
+    scale = np.where(constant, np.inf, scale)
+    return mean, (scale if standardize is True else pooled_scale(scale, constant))
 
 
 def pooled_scale(scale, constant):
@@ -146,6 +152,22 @@ def pooled_scale(scale, constant):
         return scale.copy()
     top = float(scale[varying].max())  # (the root mean square of values near the float limit, without overflow)
     return np.where(varying, top * np.sqrt(np.mean((scale[varying] / top) ** 2)), scale)
+
+
+def one_spread(scale, constant, rtol=1e-6):
+    """Whether the varying inputs' deviations ``scale`` are equal to ``rtol`` (relative): then
+    :func:`pooled_scale` changes nothing but round-off (one input, or X standardized already) and
+    the two standardizations need no comparison.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern._data import one_spread
+    >>> one_spread(np.array([1.0, 1.0 + 1e-15, 3.0]), np.array([False, False, True]))
+    True
+    """
+    varying = scale[~np.asarray(constant, dtype=bool)]
+    return varying.size == 0 or bool(np.ptp(varying) <= rtol * varying.max())
 
 
 def check_sample_weight(sample_weight, n_samples):

@@ -42,7 +42,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, holdout_split, labels_from_decision, mean_and_scale
+from rffkern._data import TargetScaler, holdout_split, input_standardization, labels_from_decision, mean_and_scale
 from rffkern._linalg import RidgeEigen, ridge_solve, single_threaded_lapack
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
@@ -50,7 +50,7 @@ from rffkern._sampling import median_distance
 from rffkern.eerf import next_width, search_widths
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
-from rffkern.ridge import choose_standardization, scaled_inputs
+from rffkern.ridge import choose_standardization
 
 __all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda", "RunningCovariance"]
 
@@ -298,7 +298,7 @@ class _AdaptiveRFFBase(BaseEstimator):
             seed = int(copy.deepcopy(rng).integers(2**32 - 1))
             self.standardize_, self.standardize_errors_ = choose_standardization(X, Y, None, seed, self.n_jobs)
             log.step("standardize", 1, 1, f"{self.standardize_!r} (probe ridge)")
-        self.x_mean_, self.x_scale_ = scaled_inputs(X, None, self.standardize_)
+        self.x_mean_, self.x_scale_ = input_standardization(X, None, self.standardize_)
         Xs = self._standardise(X)
         Y = np.ascontiguousarray(Y, dtype=Xs.dtype)
         self.gamma_ = float(self.gamma) if self.gamma is not None else float(max(3 * d - 2, 1))

@@ -42,14 +42,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, check_sample_weight, labels_from_decision
+from rffkern._data import TargetScaler, check_sample_weight, input_standardization, labels_from_decision
 from rffkern._losses import class_probabilities
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
 from rffkern._sampling import knn_distances, weighted_knn_blocks
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
-from rffkern.ridge import DEFAULT_ALPHAS, _refuse_dask_weights, choose_standardization, scaled_inputs
+from rffkern.ridge import DEFAULT_ALPHAS, _refuse_dask_weights, choose_standardization
 
 __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
 
@@ -286,7 +286,7 @@ class _EERFBase(BaseEstimator):
             self.standardize_, self.standardize_errors_ = choose_standardization(X, Y, sample_weight, seed,
                                                                                  self.n_jobs)
             self._log("standardize", 1, 1, f"{self.standardize_!r} (probe ridge)")
-        self.x_mean_, self.x_scale_ = scaled_inputs(X, sample_weight, self.standardize_)
+        self.x_mean_, self.x_scale_ = input_standardization(X, sample_weight, self.standardize_)
         return self._transform_input(X)
 
     def _transform_input(self, X):

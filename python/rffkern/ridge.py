@@ -35,7 +35,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._dask import fit_ridge, is_dask_array, map_rows
-from rffkern._data import TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, pooled_scale
+from rffkern._data import (TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, one_spread,
+                           pooled_scale)
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
@@ -172,8 +173,7 @@ def choose_standardization(X: NDArray[np.floating], Y: NDArray[np.floating],
         of one spread, or a probe that could not fit, which keeps True).
     """
     _, scale, constant = mean_scale_constant(np.asarray(X, dtype=np.float64), sample_weight)
-    varying = ~constant
-    if not varying.any() or np.ptp(scale[varying]) == 0:  # the two standardizations are one
+    if one_spread(scale, constant):  # the two standardizations are one: no probe to fit
         return True, None
     rows = np.arange(X.shape[0]) if sample_weight is None else np.flatnonzero(sample_weight > 0)
     rng = np.random.default_rng(seed)
@@ -187,18 +187,6 @@ def choose_standardization(X: NDArray[np.floating], Y: NDArray[np.floating],
     except ValueError:  # too few rows to compare
         return True, None
     return probe.standardize_, probe.standardize_errors_
-
-
-def scaled_inputs(X: NDArray[np.floating], sample_weight: NDArray[np.floating] | None,
-                  standardize: bool | str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(mean, scale)`` of a resolved ``standardize`` (True, "global" or False) for ``fit``: the
-    inputs constant on the rows get an infinite scale (they standardize to 0 on every row); True
-    is :func:`rffkern._data.input_standardization`."""
-    if standardize is False:
-        return np.zeros(X.shape[1]), np.ones(X.shape[1])
-    mean, scale, constant = mean_scale_constant(X, sample_weight)
-    scale = np.where(constant, np.inf, scale)
-    return mean, (scale if standardize is True else pooled_scale(scale, constant))
 
 
 def paired_standard_error(losses: NDArray[np.floating], base: NDArray[np.floating],
@@ -319,6 +307,8 @@ class _RFFRidgeBase(BaseEstimator):
         if ignore_constant:
             scale = np.where(constant, np.inf, scale)
         self._column_scale = scale  # the per-input deviations: the importances' units
+        if len(geometries) > 1 and one_spread(scale, constant):  # "global" would be True again
+            geometries = geometries[:1]
         return {g: (mean, scale if g is True else pooled_scale(scale, constant)) for g in geometries}
 
     def _use_scaling(self, geometry, scalings):
@@ -375,24 +365,25 @@ class _RFFRidgeBase(BaseEstimator):
         auto = isinstance(self.length_scale, str) and self.length_scale == "auto"
         compare = len(geometries) > 1
         mid = len(WIDTH_FACTORS) // 2 if auto else 0  # the median heuristic's place in the widths
-        planned = [len(widths_of[geometries[0]]) + len(geometries) - 1]
+        planned = len(widths_of[geometries[0]]) + len(geometries) - 1  # candidate fits (more if "global" wins)
         how = {"loo": "LOO", "gcv": "GCV", "validation": "validation"}[self.alpha_selection]
-        done = []
+        done = 0
 
         def evaluate(geometry, width):  # (fit_ridge_map's 5-tuple, row losses or None, error)
+            nonlocal done
             res = fit_ridge_map(self._map(unit / width), Xs_of[geometry], Ys, alphas, fit_intercept=self.fit_intercept,
                                 selection=self.alpha_selection, validation_fraction=self.validation_fraction,
-                                rng=np.random.default_rng(split_seed), score_single=planned[0] > 1,
+                                rng=np.random.default_rng(split_seed), score_single=planned > 1,
                                 sample_weight=w, loo_rows=self.loo_rows, return_row_losses=auto or compare)
             out, rows = (res[:5], res[5]) if auto or compare else (res, None)
             error = np.inf if out[3] is None else float(np.min(out[3]))
-            done.append(None)
+            done += 1
             detail = f"length_scale {width:.4g}, alpha {out[2]:.3g}"
             if compare:
                 detail = f"standardize {geometry!r}, " + detail
             if out[3] is not None:
                 detail += f", {how} mse {error * float(np.mean(self._target_scaler.scale_**2)):.4g}"
-            log.step("width", len(done), planned[0], detail + f" ({len(alphas)} alphas)")
+            log.step("width", done, planned, detail + f" ({len(alphas)} alphas)")
             return out, rows, error
 
         # every width in the first standardization (each input by its own deviation with "auto"); the
@@ -412,7 +403,7 @@ class _RFFRidgeBase(BaseEstimator):
             self.standardize_errors_ = {geometry: best[2], other: probe[2]}
             if one_se_geometry([best[2], probe[2]], se):
                 geometry = other
-                planned[0] += len(widths_of[other]) - 1
+                planned += len(widths_of[other]) - 1
                 fits = [probe if j == mid else evaluate(other, width) for j, width in enumerate(widths_of[other])]
                 searched[other] = (widths_of[other], fits)
                 self.standardize_errors_[other] = min(f[2] for f in fits)
@@ -614,7 +605,8 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         compared by the selection error; "global" (then searched at its other widths too) is kept
         only if better than True's best by more than one standard error of the per-row difference
         (``rffkern.ridge.one_se_geometry``; by any amount with GCV). With a given width, in
-        ``partial_fit`` and on Dask arrays "auto" is True. False: X as given. The choice is
+        ``partial_fit``, on Dask arrays and where the varying inputs' deviations are equal (to
+        1e-6 relative, as after a ``StandardScaler``: "global" is then True again) "auto" is True. False: X as given. The choice is
         ``standardize_``. Measured (bench_realdata splits, seeds 0 and 1, test error True ->
         "auto"): mnist_test10k 0.1005/0.0925 -> 0.0625/0.0675, digits 0.0194/0.0167 ->
         0.0111/0.0083, a9a 0.1516/0.1518 -> 0.1494/0.1478, abalone (seed 0) 0.6383 -> 0.6398; the
@@ -655,8 +647,8 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         The standardization used.
     standardize_errors_ : dict or None
         ``standardize="auto"``: the least selection error of each standardization compared
-        (``{True: ..., "global": ...}``; "global"'s at its median width unless it was kept); else
-        None.
+        (``{True: ..., "global": ...}``; "global"'s at its median width unless it was kept); None
+        where nothing was compared.
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
         The standardization (zeros and ones with ``standardize=False``; one value for every varying
         input with "global"); ``fit`` gives the inputs constant on the training rows an infinite
