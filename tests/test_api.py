@@ -225,7 +225,7 @@ def test_rffnet_starts_from_the_searched_width_of_least_loo_error():
     listed = RFFRidge(200, length_scale=widths, random_state=0).fit(X, y)
     np.testing.assert_allclose(listed.width_errors_, errors)
     assert _least_error_width(auto) == listed.length_scale_
-    model = rffkern.fit(X, y, random_state=0, max_iter=5)
+    model = rffkern.fit(X, y, random_state=0, max_iter=50)  # (5 epochs: no clear lead, the ridge returned)
     report = model.selection_report_
     assert report["chosen"] == "rffnet"
     np.testing.assert_array_equal(model.init, np.full(X.shape[1], 1.0 / report["rffnet_init_width"]))
@@ -260,3 +260,40 @@ def test_variants_side_by_side_give_the_sequential_model(small_search, monkeypat
     assert two.selection_report_["chosen"] == one.selection_report_["chosen"]
     np.testing.assert_array_equal(two.predict(X), one.predict(X))
     assert two.get_params()["n_jobs"] == 2
+
+
+def test_validation_losses_order_models_as_their_scores():
+    """The per-row losses of the model choice average to 1 - R^2 (per output, then over them) and
+    to 1 - accuracy, the scores' orders."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3))
+    Y = np.column_stack([X[:, 0] + 0.3 * rng.standard_normal(200), 100.0 * X[:, 1] ** 2])
+    reg = RFFRidge(50, random_state=0).fit(X[:150], Y[:150])
+    losses = _api._validation_losses(reg, X[150:], Y[150:], classify=False)
+    assert losses.shape == (50,)
+    np.testing.assert_allclose(losses.mean(), 1.0 - reg.score(X[150:], Y[150:]), rtol=1e-12)
+    labels = np.where(X[:, 0] > 0, "a", "b")
+    clf = RFFRidgeClassifier(50, random_state=0).fit(X[:150], labels[:150])
+    losses = _api._validation_losses(clf, X[150:], labels[150:], classify=True)
+    np.testing.assert_allclose(losses.mean(), 1.0 - clf.score(X[150:], labels[150:]))
+    assert set(np.unique(losses)) <= {0.0, 1.0}
+    mean, se = _api._lead(np.array([0.0, 1.0, 0.0, 0.0]), np.array([1.0, 1.0, 1.0, 0.0]))
+    assert mean == 0.5 and se == pytest.approx(np.std([1, 0, 1, 0], ddof=1) / 2)
+
+
+def test_rffnet_is_returned_only_with_a_clear_lead(small_search, monkeypatch):
+    """RFFNet wins only by more than LEAD_STANDARD_ERRORS standard errors of the per-row loss
+    differences; short of that the full ridge is fitted and returned."""
+    X, y, _ = make_jse3(600, random_state=3)
+    model = rffkern.fit(X, y, random_state=0, max_iter=50)
+    report = model.selection_report_
+    lead = report["rffnet_lead"]
+    assert report["chosen"] == "rffnet" and lead["mean"] > lead["standard_error"] > 0
+    assert lead["over"] == ("ridge" if "ridge" in report["validation_scores"] else "width_search")
+    monkeypatch.setattr(_api, "LEAD_STANDARD_ERRORS", 1e6)  # no lead is clear enough
+    strict = rffkern.fit(X, y, random_state=0, max_iter=50)
+    report = strict.selection_report_
+    assert report["chosen"] == "ridge" and isinstance(strict, RFFRidge)
+    assert "ridge" in report["validation_scores"] and report["rffnet_lead"]["over"] == "ridge"
+    assert report["validation_scores"]["rffnet"] == model.selection_report_["validation_scores"]["rffnet"]
+    assert strict.n_samples_seen_ == 600

@@ -444,7 +444,7 @@ def test_fit_n_components_beyond_the_memory(regression_csv, capsys):
 
 
 @pytest.mark.parametrize("model, shown", [
-    ("auto", "rffkern.fit chose"),          # the default: the tuned one-call API
+    ("auto", "RFFNet's lead in held-out loss"),  # the default: the tuned one-call API
     ("rffnet", "model: RFFNetRegressor"),   # RFFNet alone, with the command's RFFNet options
 ])
 def test_fit_model_choice(regression_csv, capsys, model, shown):
