@@ -297,3 +297,42 @@ def test_rffnet_is_returned_only_with_a_clear_lead(small_search, monkeypatch):
     assert "ridge" in report["validation_scores"] and report["rffnet_lead"]["over"] == "ridge"
     assert report["validation_scores"]["rffnet"] == model.selection_report_["validation_scores"]["rffnet"]
     assert strict.n_samples_seen_ == 600
+
+
+def test_text_inputs_are_refused_by_column():
+    """A text column is refused naming it and its first non-number; numbers held as text or
+    objects are taken."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 3)).astype(object)
+    X[7, 1] = "red"
+    with pytest.raises(ValueError, match=r"X column 1 is not numeric \(value 'red'\).*OneHotEncoder"):
+        rffkern.fit(X, rng.standard_normal(60), random_state=0)
+    as_text = rng.standard_normal((60, 2)).astype(str)
+    model = rffkern.fit(as_text, rng.standard_normal(60), random_state=0, max_iter=3)
+    assert model.n_features_in_ == 2
+
+
+class _Frame:
+    """The two things of a DataFrame that rffkern.fit reads: ``columns`` and the array."""
+
+    def __init__(self, columns, values):
+        self.columns, self._values = columns, values
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._values, dtype=dtype)
+
+
+def test_a_frame_text_column_is_refused_by_name():
+    rng = np.random.default_rng(0)
+    values = np.column_stack([rng.standard_normal(60), rng.choice(["red", "blue"], 60)]).astype(object)
+    values[:, 0] = values[:, 0].astype(float)
+    with pytest.raises(ValueError, match="X column 'colour' is not numeric"):
+        rffkern.fit(_Frame(["size", "colour"], values), rng.standard_normal(60), random_state=0)
+
+
+def test_a_dataframe_text_column_is_refused_by_name():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"size": rng.standard_normal(60), "colour": rng.choice(["red", "blue"], 60)})
+    with pytest.raises(ValueError, match="X column 'colour' is not numeric"):
+        rffkern.fit(frame, rng.standard_normal(60), random_state=0)

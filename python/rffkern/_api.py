@@ -227,6 +227,33 @@ def _lead(losses: np.ndarray, others: np.ndarray) -> tuple[float, float]:
     return float(np.mean(diff)), se
 
 
+def _numeric_inputs(X: ArrayLike) -> np.ndarray:
+    """X as an array; a column of text (a DataFrame's category or string column) is refused with its
+    name or index and the first value that is not a number."""
+    columns = getattr(X, "columns", None)
+    arr = np.asarray(X)
+    if arr.dtype.kind in "OUS" and arr.ndim == 2:
+        for j in range(arr.shape[1]):
+            try:
+                arr[:, j].astype(np.float64)
+            except (TypeError, ValueError):
+                value = next(v for v in arr[:, j] if not _is_number(v))
+                name = repr(columns[j]) if columns is not None else str(j)
+                raise ValueError(
+                    f"X column {name} is not numeric (value {value!r}): rffkern.fit takes numbers; encode "
+                    "text and categories first (e.g. sklearn.preprocessing.OneHotEncoder)") from None
+        arr = arr.astype(np.float64)
+    return arr
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _rows_to_add(X: np.ndarray, y: np.ndarray, idx_tr: np.ndarray, idx_net: np.ndarray, idx_val: np.ndarray,
                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """The rows that join the returned RFFNet's closing fit: the held-out rows and the training rows
@@ -301,7 +328,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
-        Raw, unscaled features.
+        Raw, unscaled features: numbers (a column of text, such as a DataFrame's category column,
+        is refused with its name; encode it first).
     y : array-like of shape (n_samples,) or (n_samples, n_outputs)
         Targets: class labels or real values (see ``task``).
     task : {"regression", "classification"} or None, default=None
@@ -362,7 +390,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction!r}")
     rng = as_generator(random_state)
     seeds = [int(v) for v in rng.integers(2**31 - 1, size=5)]  # (the first four as drawn before the fifth)
-    X = np.asarray(X)
+    X = _numeric_inputs(X)
     y = np.asarray(y)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
