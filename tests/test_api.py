@@ -336,3 +336,17 @@ def test_a_dataframe_text_column_is_refused_by_name():
     frame = pd.DataFrame({"size": rng.standard_normal(60), "colour": rng.choice(["red", "blue"], 60)})
     with pytest.raises(ValueError, match="X column 'colour' is not numeric"):
         rffkern.fit(frame, rng.standard_normal(60), random_state=0)
+
+
+def test_many_classes_on_few_rows_fit_without_a_regression_warning(recwarn):
+    """rffkern.fit's held-out rows join the ridge or RFFNet's closing fit as a chunk of known
+    classes: scikit-learn's "more classes than half the rows" warning does not apply to them."""
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(20), 6)
+    X = rng.standard_normal((120, 3)) + y[:, None]
+    model = rffkern.fit(X, y, random_state=0, max_iter=5)
+    assert set(model.classes_) == set(range(20))
+    assert not [w for w in recwarn if "unique classes" in str(w.message)]
+    chunk = RFFRidgeClassifier(50, random_state=0).partial_fit(X[:10], y[:10], classes=np.arange(20))
+    assert not [w for w in recwarn if "unique classes" in str(w.message)]
+    assert chunk.classes_.size == 20

@@ -22,6 +22,21 @@ def float_dtype_of(X) -> np.dtype:
     return np.dtype(np.float64)
 
 
+def check_label_chunk(y) -> None:
+    """scikit-learn's ``check_classification_targets`` for rows of a problem whose classes are
+    given (a ``partial_fit`` chunk): without its warning that more distinct labels than half the
+    rows look like a regression target, which a small chunk of many classes trips (``rffkern.fit``
+    adds its held-out rows this way)."""
+    import warnings
+
+    from sklearn.utils.multiclass import check_classification_targets
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%",
+                                category=UserWarning)
+        check_classification_targets(y)
+
+
 def refuse_sparse(a, name):
     """Raise ``TypeError`` when ``a`` is a scipy.sparse matrix or array.
 

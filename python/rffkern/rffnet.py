@@ -43,7 +43,7 @@ from rffkern._rffnet_training import (
 )
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, widen_map
 from rffkern._typing import RandomStateLike
-from rffkern._validation import as_generator, resolve_n_threads
+from rffkern._validation import as_generator, check_label_chunk, resolve_n_threads
 
 __all__ = ["RFFNetRegressor", "RFFNetClassifier", "constant_init"]
 
@@ -1080,7 +1080,10 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
             y = column_or_1d(y, warn=True)
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D (one label per sample) for RFFNetClassifier, got shape {y.shape}")
-        check_classification_targets(y)
+        if first_call and classes is None:
+            check_classification_targets(y)
+        else:  # the classes are given or known: a small chunk of many is no regression target
+            check_label_chunk(y)
         if first_call:
             labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
             if labels.size < 2:

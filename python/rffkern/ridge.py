@@ -43,7 +43,7 @@ from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list,
 from rffkern._sampling import (KERNELS, draw_frequencies, draw_offsets, frequency_count, median_distance,
                                weighted_median_distance)
 from rffkern._typing import RandomStateLike
-from rffkern._validation import as_generator, resolve_n_threads
+from rffkern._validation import as_generator, check_label_chunk, resolve_n_threads
 
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
 
@@ -966,7 +966,7 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         """
         first = not hasattr(self, "coef_")
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], reset=first)
-        check_classification_targets(y)
+        check_label_chunk(y)  # (the classes are given: a small chunk of many is no regression target)
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit")
