@@ -30,6 +30,8 @@ def test_verbose_prints_the_five_stages(small_search, capsys):
                      r"validation score", lines[1])
     assert re.search(r"RFFNet \(dense 2 epochs [\d.]+\): validation score", lines[2])
     assert re.search(r"stage 4/5: ridge on every training row(: not needed|, 1000 features)", lines[3])
+    assert re.search(r"stage 5/5: chose (rffnet|ridge) \(RFFNet's lead in held-out loss over the (width search's )?"
+                     r"ridge: [+-]\d\.\d{4} \+- \d\.\d{4}; it needs more than 1 standard error\)", lines[4])
     model = rffkern.fit(X, y, random_state=0, verbose=2, max_iter=2)
     inner = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[RFFRidge] width")]
     # the width search's three widths and "global" standardization's median one (its two others

@@ -696,8 +696,8 @@ def run_fit(args):
     if hasattr(model, "selection_report_"):
         lead = model.selection_report_["rffnet_lead"]
         print(f"model: {kind} (rffkern.fit chose {model.selection_report_['chosen']!r} on its held-out rows: "
-              f"RFFNet's lead in held-out loss {lead['mean']:+.4f} +- {lead['standard_error']:.4f}, "
-              f"kept only above one standard error)")
+              f"RFFNet's lead in held-out loss {lead['mean']:+.4f} +- {lead['standard_error']:.4f}; "
+              f"it needs more than one standard error)")
     else:
         print(f"model: {kind}")
     what = "|theta|" if kind.startswith("RFFNet") else "RMS of df/dx_j"
