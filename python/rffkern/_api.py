@@ -204,9 +204,7 @@ def _pooled_start(ridge: Any) -> np.ndarray | None:
     if getattr(ridge, "standardize_", True) != "global" or "global" not in getattr(ridge, "_width_search", {}):
         return None
     widths, errors = ridge._width_search["global"]
-    finite = np.isfinite(ridge.x_scale_)
-    ratio = np.where(finite, ridge._column_scale / np.where(finite, ridge.x_scale_, 1.0), 0.0)
-    return ratio / widths[int(np.argmin(errors))]
+    return ridge._own_deviation_ratio() / widths[int(np.argmin(errors))]
 
 
 def _validation_losses(model: Any, X: np.ndarray, y: np.ndarray, classify: bool) -> np.ndarray:
@@ -223,29 +221,27 @@ def _validation_losses(model: Any, X: np.ndarray, y: np.ndarray, classify: bool)
 
 def _lead(losses: np.ndarray, others: np.ndarray) -> tuple[float, float]:
     """``(mean, standard error)`` of the per-row loss differences ``others - losses``: how much the
-    first model's held-out loss is lower, and how sure that is."""
-    diff = others - losses
-    se = float(np.std(diff, ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
-    return float(np.mean(diff)), se
+    first model's held-out loss is lower, and how sure that is (NaN for one row: no lead is clear)."""
+    from rffkern.ridge import paired_standard_error
+
+    return float(np.mean(others - losses)), paired_standard_error(others, losses)
 
 
 def _numeric_inputs(X: ArrayLike) -> np.ndarray:
     """X as an array; a column of text (a DataFrame's category or string column) is refused with its
     name or index and the first value that is not a number."""
-    columns = getattr(X, "columns", None)
     arr = np.asarray(X)
-    if arr.dtype.kind in "OUS" and arr.ndim == 2:
-        for j in range(arr.shape[1]):
-            try:
-                arr[:, j].astype(np.float64)
-            except (TypeError, ValueError):
-                value = next(v for v in arr[:, j] if not _is_number(v))
-                name = repr(columns[j]) if columns is not None else str(j)
-                raise ValueError(
-                    f"X column {name} is not numeric (value {value!r}): rffkern.fit takes numbers; encode "
-                    "text and categories first (e.g. sklearn.preprocessing.OneHotEncoder)") from None
-        arr = arr.astype(np.float64)
-    return arr
+    if arr.dtype.kind not in "OUS" or arr.ndim != 2:
+        return arr
+    try:
+        return arr.astype(np.float64)
+    except (TypeError, ValueError):
+        pass
+    j, value = next((j, v) for j in range(arr.shape[1]) for v in arr[:, j] if not _is_number(v))
+    columns = getattr(X, "columns", None)
+    name = repr(columns[j]) if columns is not None else str(j)
+    raise ValueError(f"X column {name} is not numeric (value {value!r}): rffkern.fit takes numbers; encode "
+                     "text and categories first (e.g. sklearn.preprocessing.OneHotEncoder)")
 
 
 def _is_number(value: Any) -> bool:

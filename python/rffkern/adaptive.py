@@ -26,7 +26,6 @@ targets are standardised first (the paper's Algorithm 3).
 """
 from __future__ import annotations
 
-import copy
 import numbers
 from typing import Any, Sequence
 
@@ -50,7 +49,7 @@ from rffkern._sampling import median_distance
 from rffkern.eerf import next_width, search_widths
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
-from rffkern.ridge import choose_standardization
+from rffkern.ridge import resolve_standardization
 
 __all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda", "RunningCovariance"]
 
@@ -293,10 +292,9 @@ class _AdaptiveRFFBase(BaseEstimator):
         rng = as_generator(self.random_state)
         n_threads = resolve_n_threads(self.n_jobs)
         log = ProgressLog(self, self.verbose)
-        self.standardize_, self.standardize_errors_ = self.standardize, None
-        if self.standardize == "auto":  # (a seed that leaves rng's stream as it was)
-            seed = int(copy.deepcopy(rng).integers(2**32 - 1))
-            self.standardize_, self.standardize_errors_ = choose_standardization(X, Y, None, seed, self.n_jobs)
+        self.standardize_, self.standardize_errors_ = resolve_standardization(self.standardize, X, Y, None, rng,
+                                                                              self.n_jobs)
+        if self.standardize == "auto":
             log.step("standardize", 1, 1, f"{self.standardize_!r} (probe ridge)")
         self.x_mean_, self.x_scale_ = input_standardization(X, None, self.standardize_)
         Xs = self._standardise(X)

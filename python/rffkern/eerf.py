@@ -24,7 +24,6 @@ Gram and prediction alike. The linear kernel's candidates are the input coordina
 """
 from __future__ import annotations
 
-import copy
 import numbers
 import time
 from typing import Any, Sequence
@@ -49,7 +48,7 @@ from rffkern._progress import ProgressLog
 from rffkern._sampling import knn_distances, weighted_knn_blocks
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
-from rffkern.ridge import DEFAULT_ALPHAS, _refuse_dask_weights, choose_standardization
+from rffkern.ridge import DEFAULT_ALPHAS, _refuse_dask_weights, resolve_standardization
 
 __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
 
@@ -280,11 +279,9 @@ class _EERFBase(BaseEstimator):
         on the targets ``Y`` the ridge fits, with a seed that leaves ``rng``'s stream as it was);
         returns the standardized X."""
         self._progress = ProgressLog(self, self.verbose)  # the first step of every fit
-        self.standardize_, self.standardize_errors_ = self.standardize, None
+        self.standardize_, self.standardize_errors_ = resolve_standardization(self.standardize, X, Y, sample_weight,
+                                                                              rng, self.n_jobs)
         if self.standardize == "auto":
-            seed = int(copy.deepcopy(rng).integers(2**32 - 1))
-            self.standardize_, self.standardize_errors_ = choose_standardization(X, Y, sample_weight, seed,
-                                                                                 self.n_jobs)
             self._log("standardize", 1, 1, f"{self.standardize_!r} (probe ridge)")
         self.x_mean_, self.x_scale_ = input_standardization(X, sample_weight, self.standardize_)
         return self._transform_input(X)

@@ -189,6 +189,18 @@ def choose_standardization(X: NDArray[np.floating], Y: NDArray[np.floating],
     return probe.standardize_, probe.standardize_errors_
 
 
+def resolve_standardization(standardize: bool | str, X: NDArray[np.floating], Y: NDArray[np.floating],
+                            sample_weight: NDArray[np.floating] | None, rng: np.random.Generator,
+                            n_jobs: int | None = None) -> tuple[bool | str, dict | None]:
+    """``(standardize_, standardize_errors_)`` of an estimator with a ``standardize`` parameter:
+    the one asked for, or for "auto" :func:`choose_standardization`'s, seeded from a copy of
+    ``rng`` (the estimator's own draws stay what they would be with the kept one given)."""
+    if standardize != "auto":
+        return standardize, None
+    seed = int(copy.deepcopy(rng).integers(2**32 - 1))
+    return choose_standardization(X, Y, sample_weight, seed, n_jobs)
+
+
 def paired_standard_error(losses: NDArray[np.floating], base: NDArray[np.floating],
                           weights: NDArray[np.floating] | None = None) -> float:
     """Standard error of the (weighted) mean of ``losses - base``, the per-row differences of two
@@ -423,6 +435,13 @@ class _RFFRidgeBase(BaseEstimator):
         log.event(f"chose {chosen}length_scale {self.length_scale_:.4g}, alpha {self.alpha_:.3g}")
         return self
 
+    def _own_deviation_ratio(self):
+        """Each input's own deviation over its scale in ``x_scale_`` (0 for an input constant on
+        the training rows): 1 with ``standardize_=True``; with "global" the factor from the pooled
+        units to each input's own."""
+        finite = np.isfinite(self.x_scale_)
+        return np.where(finite, self._column_scale / np.where(finite, self.x_scale_, 1.0), 0.0)
+
     def _make_target_scaler(self):
         return TargetScaler(normalize=False)
 
@@ -524,8 +543,7 @@ class _RFFRidgeBase(BaseEstimator):
                 total = total + ((-sin_u * C[:, k]) @ self.weights_.T) ** 2
         norms = np.sqrt(np.average(total, axis=0, weights=row_w))
         if self.standardize_ == "global":  # per unit of each input's own deviation, as with True
-            finite = np.isfinite(self.x_scale_)
-            norms = norms * np.where(finite, self._column_scale / np.where(finite, self.x_scale_, 1.0), 0.0)
+            norms = norms * self._own_deviation_ratio()
         # An input constant on every row seen: f's slope along it is that of random directions the
         # data never explores (a constant input ranked at 0.77 of the largest, the noise inputs at
         # 0.03-0.05): there is no variation of the data to attribute, its importance is 0
