@@ -53,6 +53,7 @@ import time
 import numpy as np
 
 from rffkern._dask import _aligned_targets, _Moments, _row_chunked, _tree_reduce
+from rffkern._data import standardized_rows
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import (LR_DECAY, MAX_LR_DECAYS, EpochRunner, TrainingState, median_init,
@@ -155,9 +156,7 @@ class _ChunkContext:
         from rffkern.rffnet import _training_targets
 
         rows = self.split(index, Xb.shape[0])[0 if part == "train" else 1]
-        Xs = np.asarray(Xb)[rows].astype(self.dtype)
-        Xs -= self.x_mean
-        Xs /= self.x_scale
+        Xs = standardized_rows(np.asarray(Xb)[rows], self.x_mean, self.x_scale, self.dtype)
         Y = _training_targets(self.targets(np.asarray(yb)[rows]), self.intercept, self.y_scale, self.dtype)
         return np.ascontiguousarray(Xs), Y
 
@@ -170,7 +169,7 @@ def _chunk_statistics(ctx, index, Xb, yb):
     Xb = np.asarray(Xb)
     train, val = ctx.split(index, Xb.shape[0])
     Y = ctx.targets(yb)
-    Xt = Xb[train].astype(ctx.dtype).astype(np.float64)
+    Xt = Xb[train].astype(np.float64)
     A = Xt if ctx.classifier else np.hstack([Xt, Y[train]])
     lo = Xt.min(0) if len(train) else np.full(Xb.shape[1], np.inf)
     hi = Xt.max(0) if len(train) else np.full(Xb.shape[1], -np.inf)
@@ -404,9 +403,9 @@ def fit_rffnet(est, X, y):
         x_sd = raw_sd[:d].copy()
         constant = stats["moments"].constant()[:d]  # one value on every training row
         x_sd[constant] = 1.0
-        est.x_mean_, est.x_scale_ = mean[:d].astype(dtype), x_sd.astype(dtype)
+        est.x_mean_, est.x_scale_ = mean[:d], x_sd  # float64, as RFFNet's in-memory fit
     else:
-        est.x_mean_, est.x_scale_ = np.zeros(d, dtype), np.ones(d, dtype)
+        est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
     if classifier:
         intercept, y_scale = np.zeros(n_out), np.ones(n_out)
     else:
@@ -419,15 +418,14 @@ def fit_rffnet(est, X, y):
         else:  # root mean square about 0
             rms = np.sqrt(raw_sd[d:] ** 2 + y_mean ** 2)
             y_scale = np.where(rms > 0, rms, 1.0)
-    est.intercept_, est.y_scale_ = intercept.astype(dtype), y_scale.astype(dtype)
+    est.intercept_, est.y_scale_ = intercept, y_scale
     ctx.x_mean, ctx.x_scale, ctx.intercept, ctx.y_scale = est.x_mean_, est.x_scale_, est.intercept_, est.y_scale_
 
     if isinstance(est.init, str) and est.init == "median":  # 3 / median distance, on the first (at most 2000) standardized rows
         head = np.asarray(X[:min(X.shape[0], 2000)].compute(), dtype=np.float64)
-        head = (head - est.x_mean_.astype(np.float64)) / est.x_scale_.astype(np.float64)
-        theta = median_init(head.astype(dtype))
+        theta = median_init(standardized_rows(head, est.x_mean_, est.x_scale_, dtype))
     elif isinstance(est.init, str):  # "constant": (max - min) / d of the standardized training rows
-        theta = ((stats["hi"] - stats["lo"]) / est.x_scale_.astype(np.float64) / d).astype(dtype)
+        theta = ((stats["hi"] - stats["lo"]) / est.x_scale_ / d).astype(dtype)
     else:
         _check_initial_relevances(est.init, d)
         theta = np.asarray(est.init, dtype=dtype)
@@ -555,7 +553,7 @@ def _closing_softmax(est, X, y):
 
 class _ClosingInputs:
     """A chunk's rows for the regressor's closing ridge, as ``RFFNetRegressor._after_training``
-    makes them: standardized X in the training dtype, then float64 times the relevances; targets
+    makes them: X standardized in float64, cast to the training dtype, then float64 times the relevances; targets
     ``(y - intercept) / y_scale`` in the training dtype, then float64."""
 
     def __init__(self, est):
@@ -567,10 +565,7 @@ class _ClosingInputs:
     def __call__(self, Xb, yb):
         from rffkern.rffnet import _training_targets
 
-        Xs = np.subtract(Xb, self.x_mean, dtype=self.dtype)  # one chunk-sized array per step,
-        Xs /= self.x_scale                                    # in place where it can be
-        Xr = Xs.astype(np.float64)
-        del Xs
+        Xr = standardized_rows(Xb, self.x_mean, self.x_scale, self.dtype).astype(np.float64)
         Xr *= self.theta
         Y = np.asarray(yb, np.float64).reshape(Xr.shape[0], -1)
         T = _training_targets(Y, self.intercept, self.y_scale, self.dtype).astype(np.float64)

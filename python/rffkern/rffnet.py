@@ -31,7 +31,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._data import check_sample_weight, mean_and_scale, mean_scale_constant, power_of_two_scale
+from rffkern._data import (check_sample_weight, mean_and_scale, mean_scale_constant, power_of_two_scale,
+                           standardized_rows)
 from rffkern._losses import class_probabilities
 from rffkern._rffnet_training import (
     EpochRunner,
@@ -49,6 +50,9 @@ __all__ = ["RFFNetRegressor", "RFFNetClassifier", "constant_init"]
 
 SOLVERS = ("adam", "shared-adam", "palm-adam", "sgd", "palm-sgd")
 INITS = ("constant", "median", "regressor", "restarter")
+#: X is validated in either precision as given (no cast): it reaches the training dtype only once
+#: standardized in float64 (:func:`~rffkern._data.standardized_rows`).
+_INPUT_DTYPES = (np.float64, np.float32)
 
 
 # The per-epoch validation scores (``validation_scores_``), in a few NumPy lines: scikit-learn's
@@ -170,12 +174,11 @@ class _BaseRFFNet(BaseEstimator):
         return float(self.feature_scale)
 
     def _standardized(self, X):
-        """X in the fitted dtype, standardized with the training statistics (always a new array)."""
-        X = X.astype(self.relevances_.dtype, copy=True)
+        """X standardized with the training statistics (in float64), then in the fitted dtype
+        (always a new array)."""
         if self.standardize:
-            X -= self.x_mean_
-            X /= self.x_scale_
-        return X
+            return standardized_rows(X, self.x_mean_, self.x_scale_, self.relevances_.dtype)
+        return np.array(X, dtype=self.relevances_.dtype, order="C")
 
     def _runner(self):
         """The compiled epoch with the fitted map and the current optimiser settings."""
@@ -197,8 +200,8 @@ class _BaseRFFNet(BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
     def _validate_input(self, X, y, reset):
-        dtype = np.dtype(self.dtype)
-        X, y = validate_data(self, X, y, dtype=dtype, ensure_all_finite=True, multi_output=True,
+        # float64 or float32 as given: X is cast to the training dtype once standardized
+        X, y = validate_data(self, X, y, dtype=_INPUT_DTYPES, ensure_all_finite=True, multi_output=True,
                              y_numeric=self._loss_kind == "regression", reset=reset, order="C")
         return X, y
 
@@ -263,16 +266,16 @@ class _BaseRFFNet(BaseEstimator):
             # (X.mean(0) and X.std(0) bit for bit, but a constant input's own value and scale 1:
             # it is 0 on every training row; any input that varies keeps its deviation, however small)
             mean, sd, constant = mean_scale_constant(np.asarray(X_train, dtype=np.float64), w_train)
-            self.x_mean_, self.x_scale_ = mean.astype(dtype), sd.astype(dtype)
+            self.x_mean_, self.x_scale_ = mean, sd  # float64: see standardized_rows
         else:
-            self.x_mean_ = np.zeros(d, dtype)
-            self.x_scale_ = np.ones(d, dtype)
+            self.x_mean_ = np.zeros(d)
+            self.x_scale_ = np.ones(d)
             constant = np.zeros(d, dtype=bool)
         self.relevances_ = np.ones(d, dtype)  # _standardized reads its dtype
         Xs_train = self._standardized(X_train)
         Xs_val = None if X_val is None else self._standardized(X_val)
         intercept, y_scale = self._target_statistics(Y_train, w_train)
-        self.intercept_, self.y_scale_ = intercept.astype(dtype), y_scale.astype(dtype)
+        self.intercept_, self.y_scale_ = intercept, y_scale  # float64: y in the caller's units
         if not isinstance(self.init, str):
             _check_initial_relevances(self.init, d)
         Y_train = _training_targets(Y_train, self.intercept_, self.y_scale_, dtype)
@@ -404,7 +407,7 @@ class _BaseRFFNet(BaseEstimator):
     def _decision_outputs(self, X, theta=None):
         check_is_fitted(self, "relevances_")
         # The fitted dtype, not self.dtype: set_params after fit must not change the arithmetic.
-        X = validate_data(self, X, dtype=self.relevances_.dtype, ensure_all_finite=True, reset=False,
+        X = validate_data(self, X, dtype=_INPUT_DTYPES, ensure_all_finite=True, reset=False,
                           order="C")
         return self._raw_outputs(self._standardized(X), theta).astype(np.float64)
 
@@ -689,7 +692,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         dtype = self.coef_.dtype
         self.coef_ = np.ascontiguousarray(coef, dtype=dtype)
         trained_intercept = self._trained_intercept()
-        self.intercept_ = (trained_intercept + np.asarray(intercept) * self.y_scale_).astype(dtype)
+        self.intercept_ = trained_intercept + np.asarray(intercept, dtype=np.float64) * self.y_scale_
 
     def _trained_intercept(self):
         """The intercept as trained (the closing ridge's targets are centred on it)."""
@@ -707,7 +710,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         stats = self.__dict__.pop("_closing_stats", None)
         if stats is None:
             raise RuntimeError("no closing-fit statistics kept (set _keep_closing_stats before fit)")
-        X = validate_data(self, X, dtype=self.relevances_.dtype, ensure_all_finite=True, reset=False,
+        X = validate_data(self, X, dtype=_INPUT_DTYPES, ensure_all_finite=True, reset=False,
                           order="C")
         Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
         Xr = self._standardized(X).astype(np.float64) * self.relevances_.astype(np.float64)
@@ -1058,7 +1061,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         if kept is None:
             raise RuntimeError("no closing-fit rows kept (set _keep_closing_stats before an unweighted fit)")
         Z, Y, whitening, coef = kept
-        X = validate_data(self, X, dtype=self.relevances_.dtype, ensure_all_finite=True, reset=False,
+        X = validate_data(self, X, dtype=_INPUT_DTYPES, ensure_all_finite=True, reset=False,
                           order="C")
         _, Y_new, _ = self._encode_targets(y, first_call=False)
         # the new rows' features straight into the joint array (one allocation, no second copy:
