@@ -68,6 +68,20 @@ def test_fit_draws_and_statistics_match_single_machine(client):
     assert dist.refit_alpha_ is None and single.refit_alpha_ is None
 
 
+def test_global_standardization_matches_single_machine(client):
+    # one pooled deviation for inputs of different spreads, as in memory; "auto" is True here
+    X = X_GSE * np.linspace(0.5, 3.0, X_GSE.shape[1])
+    p = dict(PARAMS, max_iter=2, early_stopping=False, refit_coef=False)
+    single = RFFNetRegressor(**p, standardize="global").fit(X, Y_GSE)
+    dist = _in_thread(RFFNetRegressor(**p, standardize="global").fit, da.from_array(X, chunks=(700, 100)),
+                      Y_GSE, shards=2)
+    assert single.standardize_ == dist.standardize_ == "global"
+    np.testing.assert_allclose(dist.x_scale_, single.x_scale_, rtol=1e-5)
+    assert np.ptp(single.x_scale_) < 1e-12 * single.x_scale_[0]
+    auto = _in_thread(RFFNetRegressor(**p).fit, da.from_array(X, chunks=(700, 100)), Y_GSE, shards=2)
+    assert auto.standardize_ is True and auto.standardize_errors_ is None
+
+
 @pytest.mark.parametrize("shards", [1, 2])
 def test_regression_accuracy_close_to_single_machine(client, shards):
     # the same training loop on one machine, both with the closing ridge

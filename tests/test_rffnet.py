@@ -303,6 +303,46 @@ def test_large_offsets_survive_float32_training():
     np.testing.assert_array_equal(X32, before)
 
 
+def test_standardize_auto_pools_inputs_of_one_unit():
+    # pixels: the probe ridge keeps one pooled deviation, and the fit is standardize="global"'s
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:800], y[:800]
+    auto = RFFNetClassifier(max_iter=5, random_state=0).fit(X, y)
+    assert auto.standardize_ == "global" and set(auto.standardize_errors_) == {True, "global"}
+    assert auto.standardize_errors_["global"] < auto.standardize_errors_[True]
+    pooled = RFFNetClassifier(max_iter=5, random_state=0, standardize="global").fit(X, y)
+    assert pooled.standardize_errors_ is None
+    np.testing.assert_array_equal(auto.relevances_, pooled.relevances_)
+    np.testing.assert_array_equal(auto.coef_, pooled.coef_)
+    # every varying input is divided by one deviation (the root mean square of theirs), the
+    # constant ones (border pixels) by 1, and their relevance is 0
+    varying = auto.x_scale_ != 1.0
+    assert np.ptp(auto.x_scale_[varying]) == 0 and 1 < auto.x_scale_[varying][0] < 16
+    own = RFFNetClassifier(max_iter=5, random_state=0, standardize=True).fit(X, y)
+    np.testing.assert_allclose(auto.x_scale_[varying][0], np.sqrt(np.mean(own.x_scale_[varying] ** 2)), rtol=1e-12)
+    assert np.all(auto.relevances_[~varying] == 0)
+
+
+def test_standardize_auto_keeping_each_deviation_is_standardize_true():
+    # inputs in different units: the probe keeps True, and the fit is True's bit for bit (the
+    # probe's seed comes from a copy of the generator)
+    X, y, _ = make_jse3(800, random_state=0)
+    X = X * np.array([1, 100, 1, 1, 1, 1, 1, 1, 1, 1e-3])
+    auto = RFFNetRegressor(max_iter=5, random_state=0).fit(X, y)
+    assert auto.standardize_ is True and set(auto.standardize_errors_) == {True, "global"}
+    own = RFFNetRegressor(max_iter=5, random_state=0, standardize=True).fit(X, y)
+    assert own.standardize_ is True and own.standardize_errors_ is None
+    np.testing.assert_array_equal(auto.relevances_, own.relevances_)
+    np.testing.assert_array_equal(auto.coef_, own.coef_)
+    none = RFFNetRegressor(max_iter=5, random_state=0, standardize=False).fit(X, y)
+    assert none.standardize_ is False
+    np.testing.assert_array_equal(none.x_mean_, 0) and np.testing.assert_array_equal(none.x_scale_, 1)
+    with pytest.raises(ValueError, match="standardize"):
+        RFFNetRegressor(standardize="pooled").fit(X, y)
+
+
 def test_topk_selects_the_true_support():
     X, y, support = make_jse3(3000, random_state=2)
     X_sel, y_sel, _ = make_jse3(600, random_state=3)

@@ -474,7 +474,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         init = np.full(X.shape[1], 1.0 / net_width)
         if name == "dense" and dense_init is not None:
             init = dense_init
-        net_params = dict(init=init, random_state=seeds[2], n_jobs=n_jobs, **variant)
+        net_params = dict(init=init, standardize=True, random_state=seeds[2], n_jobs=n_jobs, **variant)
         net_params.update(params)  # the caller's parameters apply to both
         key = repr(sorted((k, v) for k, v in net_params.items() if k != "init"))  # init: the same array
         if key in tried:  # the caller fixed what tells the two apart

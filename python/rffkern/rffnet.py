@@ -31,8 +31,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._data import (check_sample_weight, mean_and_scale, mean_scale_constant, power_of_two_scale,
-                           standardized_rows)
+from rffkern._data import (check_sample_weight, mean_and_scale, mean_scale_constant, pooled_scale,
+                           power_of_two_scale, standardized_rows)
 from rffkern._losses import class_probabilities
 from rffkern._rffnet_training import (
     EpochRunner,
@@ -45,6 +45,7 @@ from rffkern._rffnet_training import (
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, widen_map
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_label_chunk, resolve_n_threads
+from rffkern.ridge import resolve_standardization
 
 __all__ = ["RFFNetRegressor", "RFFNetClassifier", "constant_init"]
 
@@ -103,7 +104,7 @@ class _BaseRFFNet(BaseEstimator):
         "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "checkpoint": ["boolean"],
-        "standardize": ["boolean"],
+        "standardize": ["boolean", StrOptions({"auto", "global"})],
         "feature_scale": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"rff"})],
         "dtype": [StrOptions({"float32", "float64"})],
         "random_state": ["random_state", np.random.Generator],
@@ -127,7 +128,7 @@ class _BaseRFFNet(BaseEstimator):
                  solver: str = "shared-adam", learning_rate: float = 3e-3, learning_rate_schedule: str = "adaptive",
                  batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
                  validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
-                 checkpoint: bool = True, standardize: bool = True, feature_scale: float | str = 1.0,
+                 checkpoint: bool = True, standardize: bool | str = "auto", feature_scale: float | str = 1.0,
                  dtype: str = "float32", random_state: RandomStateLike = None, n_jobs: int | None = None,
                  verbose: int = 0, warm_start: bool = False, relevance_penalty: float = 0.1,
                  refit_coef: bool = True, refit_components: int | None = 1000) -> None:
@@ -174,11 +175,9 @@ class _BaseRFFNet(BaseEstimator):
         return float(self.feature_scale)
 
     def _standardized(self, X):
-        """X standardized with the training statistics (in float64), then in the fitted dtype
-        (always a new array)."""
-        if self.standardize:
-            return standardized_rows(X, self.x_mean_, self.x_scale_, self.relevances_.dtype)
-        return np.array(X, dtype=self.relevances_.dtype, order="C")
+        """X standardized with the training statistics (in float64; zeros and ones without
+        standardization, which leave X as it is), then in the fitted dtype (always a new array)."""
+        return standardized_rows(X, self.x_mean_, self.x_scale_, self.relevances_.dtype)
 
     def _runner(self):
         """The compiled epoch with the fitted map and the current optimiser settings."""
@@ -265,9 +264,17 @@ class _BaseRFFNet(BaseEstimator):
         if self.standardize:
             # (X.mean(0) and X.std(0) bit for bit, but a constant input's own value and scale 1:
             # it is 0 on every training row; any input that varies keeps its deviation, however small)
-            mean, sd, constant = mean_scale_constant(np.asarray(X_train, dtype=np.float64), w_train)
+            X64 = np.asarray(X_train, dtype=np.float64)
+            mean, sd, constant = mean_scale_constant(X64, w_train)
+            # "auto": the probe ridge's choice (a seed from a copy of rng: the draws below are those
+            # of any other standardize)
+            self.standardize_, self.standardize_errors_ = resolve_standardization(
+                self.standardize, X64, Y_train, w_train, rng, self.n_jobs)
+            if self.standardize_ == "global":
+                sd = pooled_scale(sd, constant)
             self.x_mean_, self.x_scale_ = mean, sd  # float64: see standardized_rows
         else:
+            self.standardize_, self.standardize_errors_ = False, None
             self.x_mean_ = np.zeros(d)
             self.x_scale_ = np.ones(d)
             constant = np.zeros(d, dtype=bool)
@@ -491,8 +498,17 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     checkpoint : bool, default=True
         Restore the (B, theta) of the best epoch (by validation loss, or training loss without
         early stopping) at the end.
-    standardize : bool, default=True
-        Centre and scale X with the training statistics (relevances then compare across features).
+    standardize : {"auto", True, "global", False}, default="auto"
+        Centre X and scale each input by its own training deviation (True), or every input by one
+        pooled deviation, the root mean square of the inputs' deviations ("global": inputs in
+        one unit, such as pixels, keep their relative spread, and the relevances compare in that
+        unit), or neither (False). "auto" keeps the one that
+        ``RFFRidge(PROBE_COMPONENTS, standardize="auto")`` keeps on at most ``PROBE_ROWS`` training
+        rows (:func:`rffkern.ridge.choose_standardization`; True where the inputs share one
+        deviation, as the RFFNet paper's simulations, whose fits are then those of True).
+        Measured (bench_realdata splits, one thread, ``RFFNetClassifier()``, scratch
+        ``/tmp/s/net_var.py``, test errors True -> "global"): mnist_test10k 125/131 -> 116/102 of
+        2000 (seeds 0/1), digits 45 -> 31 of 1800 (seeds 0-4). On Dask arrays "auto" is True.
     feature_scale : float or "rff", default=1.0
         The constant ``c``: 1.0 as in the authors' code (the defaults of ``alpha`` and
         ``learning_rate`` were tuned for it), or "rff" for ``sqrt(2 / n_components)``.
@@ -598,8 +614,15 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         The training mean of y (zeros with ``fit_intercept=False``), or the closing ridge's.
     y_scale_ : ndarray of shape (n_outputs,)
         The target scale the model was trained in (ones with ``normalize_y=False``).
+    standardize_ : {True, "global", False}
+        The standardization used.
+    standardize_errors_ : dict or None
+        ``standardize="auto"``: the probe ridge's ``standardize_errors_`` (None where the two
+        standardizations are one, or with another ``standardize``).
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
-        Standardization statistics (zeros and ones with ``standardize=False``).
+        Standardization statistics (zeros and ones with ``standardize=False``), in float64 whatever
+        ``dtype``: X is standardized in float64 before its cast to the training dtype, so an input
+        with a large offset (a time stamp, 1e12 + x) keeps its variation.
     scale_ : float
         c.
     n_iter_ : int
@@ -644,7 +667,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
                  solver: str = "shared-adam", learning_rate: float = 3e-3, learning_rate_schedule: str = "adaptive",
                  batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
                  validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
-                 checkpoint: bool = True, standardize: bool = True, feature_scale: float | str = 1.0,
+                 checkpoint: bool = True, standardize: bool | str = "auto", feature_scale: float | str = 1.0,
                  dtype: str = "float32", random_state: RandomStateLike = None, n_jobs: int | None = None,
                  verbose: int = 0, warm_start: bool = False, relevance_penalty: float = 0.1,
                  fit_intercept: bool = True, normalize_y: bool = True, refit_coef: bool = True,
@@ -909,8 +932,17 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     checkpoint : bool, default=True
         Restore the (B, theta) of the best epoch (by validation loss, or training loss without
         early stopping) at the end.
-    standardize : bool, default=True
-        Centre and scale X with the training statistics (relevances then compare across features).
+    standardize : {"auto", True, "global", False}, default="auto"
+        Centre X and scale each input by its own training deviation (True), or every input by one
+        pooled deviation, the root mean square of the inputs' deviations ("global": inputs in
+        one unit, such as pixels, keep their relative spread, and the relevances compare in that
+        unit), or neither (False). "auto" keeps the one that
+        ``RFFRidge(PROBE_COMPONENTS, standardize="auto")`` keeps on at most ``PROBE_ROWS`` training
+        rows (:func:`rffkern.ridge.choose_standardization`; True where the inputs share one
+        deviation, as the RFFNet paper's simulations, whose fits are then those of True).
+        Measured (bench_realdata splits, one thread, ``RFFNetClassifier()``, scratch
+        ``/tmp/s/net_var.py``, test errors True -> "global"): mnist_test10k 125/131 -> 116/102 of
+        2000 (seeds 0/1), digits 45 -> 31 of 1800 (seeds 0-4). On Dask arrays "auto" is True.
     feature_scale : float or "rff", default=1.0
         The constant ``c``: 1.0 as in the authors' code (the defaults of ``alpha`` and
         ``learning_rate`` were tuned for it), or "rff" for ``sqrt(2 / n_components)``.
