@@ -323,6 +323,12 @@ def test_standardize_auto_pools_inputs_of_one_unit():
     own = RFFNetClassifier(max_iter=5, random_state=0, standardize=True).fit(X, y)
     np.testing.assert_allclose(auto.x_scale_[varying][0], np.sqrt(np.mean(own.x_scale_[varying] ** 2)), rtol=1e-12)
     assert np.all(auto.relevances_[~varying] == 0)
+    # importances (and TopK's order) per unit of each input's own deviation, as with True
+    ratio = np.where(varying, own.x_scale_ / auto.x_scale_, 0.0)
+    expected = np.abs(auto.relevances_.astype(np.float64)) * ratio
+    np.testing.assert_allclose(auto.feature_importances_, expected / expected.max(), rtol=1e-12)
+    result = topk_selection(auto, X[600:], y[600:])
+    np.testing.assert_array_equal(result.order, np.argsort(-expected, kind="stable"))
 
 
 def test_standardize_auto_keeping_each_deviation_is_standardize_true():

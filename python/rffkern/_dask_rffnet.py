@@ -405,11 +405,15 @@ def fit_rffnet(est, X, y):
         x_sd[constant] = 1.0
         # "auto" is True here: the probe ridge's comparison is an in-memory fit
         est.standardize_ = "global" if est.standardize == "global" else True
+        est._deviation_ratio = None
         if est.standardize_ == "global":
-            x_sd = pooled_scale(x_sd, constant)
+            pooled = pooled_scale(x_sd, constant)
+            est._deviation_ratio = np.where(constant, 0.0, x_sd / pooled)
+            x_sd = pooled
         est.x_mean_, est.x_scale_ = mean[:d], x_sd  # float64, as RFFNet's in-memory fit
     else:
         est.standardize_ = False
+        est._deviation_ratio = None
         est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
     est.standardize_errors_ = None
     if classifier:

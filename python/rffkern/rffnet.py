@@ -270,11 +270,15 @@ class _BaseRFFNet(BaseEstimator):
             # of any other standardize)
             self.standardize_, self.standardize_errors_ = resolve_standardization(
                 self.standardize, X64, Y_train, w_train, rng, self.n_jobs)
+            self._deviation_ratio = None  # see _relevance_magnitudes
             if self.standardize_ == "global":
-                sd = pooled_scale(sd, constant)
+                pooled = pooled_scale(sd, constant)
+                self._deviation_ratio = np.where(constant, 0.0, sd / pooled)
+                sd = pooled
             self.x_mean_, self.x_scale_ = mean, sd  # float64: see standardized_rows
         else:
             self.standardize_, self.standardize_errors_ = False, None
+            self._deviation_ratio = None
             self.x_mean_ = np.zeros(d)
             self.x_scale_ = np.ones(d)
             constant = np.zeros(d, dtype=bool)
@@ -390,10 +394,20 @@ class _BaseRFFNet(BaseEstimator):
         if palm != self._palm:
             raise ValueError("solver changed between a PALM and a joint solver since the first fit call")
 
+    def _relevance_magnitudes(self):
+        """``|relevances_|`` per unit of each input's own deviation: as fitted with
+        ``standardize_`` True (or False: raw units); with "global" times each input's deviation
+        over the pooled one, so that an input that rarely varies (a border pixel) does not rank
+        by its relevance per pooled unit alone, and the ranking does not depend on the choice."""
+        r = np.abs(self.relevances_.astype(np.float64))
+        ratio = getattr(self, "_deviation_ratio", None)
+        return r if ratio is None else r * ratio
+
     # ------------------------------------------------------------------ public API
     @property
     def feature_importances_(self) -> NDArray[np.float64]:
-        """Relevance of each feature: ``|relevances_|`` scaled to [0, 1].
+        """Relevance of each feature: ``|relevances_|`` per unit of the feature's own deviation
+        (with ``standardize_="global"``: times its deviation over the pooled one), scaled to [0, 1].
 
         All zeros when every relevance is zero.
 
@@ -407,7 +421,7 @@ class _BaseRFFNet(BaseEstimator):
         1.0
         """
         check_is_fitted(self, "relevances_")
-        r = np.abs(self.relevances_.astype(np.float64))
+        r = self._relevance_magnitudes()
         top = r.max()
         return r / top if top > 0 else r
 

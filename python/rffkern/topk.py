@@ -37,7 +37,8 @@ class TopKResult:
         Indices of the selected features, most relevant first.
     support : ndarray of bool, shape (n_features,)
     order : ndarray of int, shape (n_features,)
-        All features by decreasing ``|theta|`` (ties by index).
+        All features by decreasing ``|theta|`` per unit of their own deviation
+        (``feature_importances_``; ties by index).
     scores : ndarray of shape (n_features,)
         ``scores[i]``: held-out score of the model keeping the ``i + 1`` most relevant features
         (-MSE for regression, ROC AUC for classification; higher is better).
@@ -83,8 +84,9 @@ def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
                    sample_weight: ArrayLike | None = None) -> TopKResult:
     """Run TopK (Algorithm 3 of the RFFNet paper): score the nested sets of most relevant features.
 
-    For ``i = 1..d`` the model keeps its ``i`` largest ``|theta_j|`` (the other relevances set to
-    zero, no refit) and is scored on the held-out selection set ``(X, y)``; the set with the best
+    For ``i = 1..d`` the model keeps its ``i`` largest ``|theta_j|`` (per unit of each input's own
+    deviation, the order of ``feature_importances_``; the other relevances set to zero, no refit)
+    and is scored on the held-out selection set ``(X, y)``; the set with the best
     score (the smallest such set on ties, scores within a relative ``TIE_RTOL`` = 1e-4 of each
     other, far below what a selection set can resolve, counting as tied) is selected.
 
@@ -135,7 +137,7 @@ def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
     Xs = estimator._standardized(X)
     theta = estimator.relevances_
     d = theta.size
-    order = np.argsort(-np.abs(theta.astype(np.float64)), kind="stable")
+    order = np.argsort(-estimator._relevance_magnitudes(), kind="stable")
     scores = np.empty(d)
     masked = np.zeros_like(theta)
     for i, j in enumerate(order):
