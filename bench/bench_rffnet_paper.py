@@ -44,15 +44,16 @@ PAPER = {
 }
 
 # The paper's solver, initial relevances, step size and unpenalised theta.
-PAPER_SOLVER = dict(solver="adam", init="constant", learning_rate=1e-3, relevance_penalty=0.0)
+PAPER_SOLVER = dict(solver="adam", init="constant", learning_rate=1e-3, relevance_penalty=0.0, standardize=True)
 
 CONFIGS = {
     # The package defaults (s=300, lambda=1e-4, shared-moment Adam at lr=3e-3 with the adaptive
     # schedule, median-width initial relevances, l1 penalty 0.1 on them, batch 32, <= 100 epochs,
-    # patience 10, X standardized, y centred, c = 1, float32).
+    # patience 10, X standardized ("auto": each input by its own deviation unless a probe ridge
+    # prefers one pooled deviation), y centred, c = 1, float32).
     "defaults": {},
     # Algorithm 1 as written: Adam at lr 1e-3, constant initial relevances, theta unpenalised,
-    # constant learning rate, stop at the first 10-epoch plateau.
+    # constant learning rate, stop at the first 10-epoch plateau, each input standardized.
     "paper": dict(PAPER_SOLVER, learning_rate_schedule="constant"),
     # The package defaults with the paper's solver, start and unpenalised theta (the defaults
     # before the high-dimensional ones of issue 10).
