@@ -406,10 +406,11 @@ class _BaseRFFNet(BaseEstimator):
     # ------------------------------------------------------------------ public API
     @property
     def feature_importances_(self) -> NDArray[np.float64]:
-        """Relevance of each feature: ``|relevances_|`` per unit of the feature's own deviation
-        (with ``standardize_="global"``: times its deviation over the pooled one), scaled to [0, 1].
+        """Relevance of each feature: ``|relevances_|`` per own deviation, scaled to [0, 1].
 
-        All zeros when every relevance is zero.
+        Per unit of each feature's own deviation: with ``standardize_="global"`` the relevance times
+        the feature's deviation over the pooled one, else the relevance itself. All zeros when every
+        relevance is zero.
 
         Examples
         --------
