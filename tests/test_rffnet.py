@@ -129,7 +129,7 @@ def test_fit_matches_numpy_reference(n, d, s, batch, solver, early_stopping, see
     est = RFFNetRegressor(refit_coef=False, n_components=s, batch_size=batch, solver=solver, learning_rate=lr,
                           learning_rate_schedule=schedule, max_iter=6, early_stopping=early_stopping,
                           n_iter_no_change=1, dtype="float64", random_state=seed, n_jobs=1,
-                          init="constant", relevance_penalty=mu).fit(X, y)
+                          init="constant", relevance_penalty=mu, standardize=True).fit(X, y)  # as the reference
     ref = reference_fit(X, y, n_components=s, seed=seed, solver=solver, lr=lr, batch=batch,
                         max_iter=6, early_stopping=early_stopping, n_iter_no_change=1,
                         schedule=schedule, relevance_penalty=mu)
@@ -150,7 +150,8 @@ def test_adaptive_schedule_matches_numpy_reference(early_stopping):
     X, y, _ = make_jse3(120, random_state=1)
     kw = dict(n_components=12, batch_size=16, learning_rate=0.1, max_iter=12, n_iter_no_change=1,
               early_stopping=early_stopping, **PAPER_SOLVER)
-    est = RFFNetRegressor(refit_coef=False, **kw, dtype="float64", random_state=4, n_jobs=1).fit(X, y)
+    est = RFFNetRegressor(refit_coef=False, **kw, dtype="float64", random_state=4, n_jobs=1,
+                          standardize=True).fit(X, y)
     ref = reference_fit(X, y, n_components=12, seed=4, lr=0.1, batch=16, max_iter=12,
                         n_iter_no_change=1, early_stopping=early_stopping, schedule="adaptive")
     assert est.learning_rate_ == pytest.approx(0.1 / 125) and ref["lr"] == pytest.approx(0.1 / 125)
@@ -164,7 +165,7 @@ def test_restarter_matches_numpy_reference():
     X, y, _ = make_jse3(80, random_state=5)
     kw = dict(n_components=10, init="restarter", n_restarts=3, restart_iter=2, max_iter=3,
               learning_rate=1e-2, dtype="float64", random_state=7, n_jobs=1, batch_size=16,
-              solver="adam", relevance_penalty=0.0)
+              solver="adam", relevance_penalty=0.0, standardize=True)
     est = RFFNetRegressor(refit_coef=False, **kw).fit(X, y)
     ref = reference_fit(X, y, n_components=10, seed=7, init="restarter", n_restarts=3, restart_iter=2,
                         max_iter=3, lr=1e-2, batch=16)
@@ -183,7 +184,7 @@ def test_regressor_init_uses_lasso_coefficients():
     X, _, _ = make_jse3(300, random_state=0)
     y = 2 * X[:, 3] + 0.1 * np.random.default_rng(0).standard_normal(300)
     est = RFFNetRegressor(n_components=20, init="regressor", max_iter=1, learning_rate=1e-12,
-                          early_stopping=False, dtype="float64", random_state=0).fit(X, y)
+                          early_stopping=False, dtype="float64", random_state=0, standardize=True).fit(X, y)
     # One epoch at a negligible learning rate leaves theta at the Lasso solution.
     Xs = (X - X.mean(0)) / X.std(0)
     lasso = LassoCV(cv=3, alphas=20).fit(Xs, (y - y.mean()) / y.std())  # on the scaled targets
