@@ -297,6 +297,9 @@ def test_large_offsets_survive_float32_training():
     assert far.x_mean_.dtype == np.float64 and far.intercept_.dtype == np.float64
     assert far.score(X[1000:] + 1e12, y[1000:] + 1e9) > 0.9
     np.testing.assert_allclose(far.predict(X[1000:] + 1e12) - 1e9, near.predict(X[1000:]), atol=0.05)
+    # and inputs beyond float32's range (|x| ~ 1e200) standardize before the cast (a ValueError before)
+    huge = RFFNetRegressor(**kw).fit(X[:1000] * 1e197, y[:1000])
+    np.testing.assert_allclose(huge.predict(X[1000:] * 1e197), near.predict(X[1000:]), atol=0.05)
     # float32 X stays as given (its own precision), and the caller's arrays are untouched
     X32 = X[:1000].astype(np.float32)
     before = X32.copy()
