@@ -34,6 +34,7 @@ from rffkern._dask import is_dask_array, map_rows
 from rffkern._data import (check_sample_weight, mean_and_scale, mean_scale_constant, pooled_scale,
                            power_of_two_scale, standardized_rows)
 from rffkern._losses import class_probabilities
+from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import (
     EpochRunner,
     TrainingState,
@@ -268,8 +269,11 @@ class _BaseRFFNet(BaseEstimator):
             mean, sd, constant = mean_scale_constant(X64, w_train)
             # "auto": the probe ridge's choice (a seed from a copy of rng: the draws below are those
             # of any other standardize)
+            log = ProgressLog(self, self.verbose)
             self.standardize_, self.standardize_errors_ = resolve_standardization(
                 self.standardize, X64, Y_train, w_train, rng, self.n_jobs)
+            if self.standardize == "auto":
+                log.step("standardize", 1, 1, f"{self.standardize_!r} (probe ridge)")
             self._deviation_ratio = None  # see _relevance_magnitudes
             if self.standardize_ == "global":
                 pooled = pooled_scale(sd, constant)
