@@ -307,13 +307,14 @@ def test_large_offsets_survive_float32_training():
     np.testing.assert_array_equal(X32, before)
 
 
-def test_standardize_auto_pools_inputs_of_one_unit():
+def test_standardize_auto_pools_inputs_of_one_unit(capsys):
     # pixels: the probe ridge keeps one pooled deviation, and the fit is standardize="global"'s
     from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
     X, y = X[:800], y[:800]
-    auto = RFFNetClassifier(max_iter=5, random_state=0).fit(X, y)
+    auto = RFFNetClassifier(max_iter=5, random_state=0, verbose=1).fit(X, y)
+    assert "[RFFNetClassifier] standardize 1/1: 'global' (probe ridge)" in capsys.readouterr().out
     assert auto.standardize_ == "global" and set(auto.standardize_errors_) == {True, "global"}
     assert auto.standardize_errors_["global"] < auto.standardize_errors_[True]
     pooled = RFFNetClassifier(max_iter=5, random_state=0, standardize="global").fit(X, y)
