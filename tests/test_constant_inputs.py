@@ -124,3 +124,23 @@ def test_rffnet_standardizes_an_input_of_tiny_but_real_variation():
                             n_jobs=1).fit(X, y)
     assert model.x_scale_[3] == pytest.approx(X[:, 3].std(), rel=1e-6)
     assert model.relevances_[3] != 0 and model.relevances_[2] == 0
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 20])
+def test_standardized_rows_in_blocks_equals_one_pass(monkeypatch, block):
+    # float64 arithmetic then the cast, block by block: the one-pass result, for any block size
+    import rffkern._data as data
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 4)) * [1, 1e3, 1e-3, 1] + [0, 1e12, 0, -5]
+    mean, scale = X.mean(0), X.std(0)
+    monkeypatch.setattr(data, "_STANDARDIZE_BLOCK_VALUES", block)
+    expected = ((X - mean) / scale).astype(np.float32)
+    before = X.copy()
+    for Xin in (X, np.asfortranarray(X)):
+        Z = data.standardized_rows(Xin, mean, scale, np.float32)
+        assert Z.dtype == np.float32 and Z.flags.c_contiguous
+        np.testing.assert_array_equal(Z, expected)
+    np.testing.assert_array_equal(data.standardized_rows(X, mean, scale, np.float64), (X - mean) / scale)
+    np.testing.assert_array_equal(X, before)
+    assert np.isfinite(expected).all() and np.ptp(expected[:, 1]) > 1  # the offset column kept its spread
