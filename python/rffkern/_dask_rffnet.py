@@ -53,7 +53,7 @@ import time
 import numpy as np
 
 from rffkern._dask import _aligned_targets, _Moments, _row_chunked, _tree_reduce
-from rffkern._data import pooled_scale, standardized_rows
+from rffkern._data import standardized_rows
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import (LR_DECAY, MAX_LR_DECAYS, EpochRunner, TrainingState, median_init,
@@ -405,16 +405,10 @@ def fit_rffnet(est, X, y):
         x_sd[constant] = 1.0
         # "auto" is True here: the probe ridge's comparison is an in-memory fit
         est.standardize_ = "global" if est.standardize == "global" else True
-        est._deviation_ratio = None
-        if est.standardize_ == "global":
-            pooled = pooled_scale(x_sd, constant)
-            est._deviation_ratio = np.where(constant, 0.0, x_sd / pooled)
-            x_sd = pooled
-        est.x_mean_, est.x_scale_ = mean[:d], x_sd  # float64, as RFFNet's in-memory fit
+        est._set_input_scaling(mean[:d], x_sd, constant)  # as RFFNet's in-memory fit
     else:
         est.standardize_ = False
-        est._deviation_ratio = None
-        est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
+        est._set_input_scaling(np.zeros(d), np.ones(d), constant)
     est.standardize_errors_ = None
     if classifier:
         intercept, y_scale = np.zeros(n_out), np.ones(n_out)

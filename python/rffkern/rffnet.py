@@ -274,18 +274,10 @@ class _BaseRFFNet(BaseEstimator):
                 self.standardize, X64, Y_train, w_train, rng, self.n_jobs)
             if self.standardize == "auto":
                 log.step("standardize", 1, 1, f"{self.standardize_!r} (probe ridge)")
-            self._deviation_ratio = None  # see _relevance_magnitudes
-            if self.standardize_ == "global":
-                pooled = pooled_scale(sd, constant)
-                self._deviation_ratio = np.where(constant, 0.0, sd / pooled)
-                sd = pooled
-            self.x_mean_, self.x_scale_ = mean, sd  # float64: see standardized_rows
         else:
             self.standardize_, self.standardize_errors_ = False, None
-            self._deviation_ratio = None
-            self.x_mean_ = np.zeros(d)
-            self.x_scale_ = np.ones(d)
-            constant = np.zeros(d, dtype=bool)
+            mean, sd, constant = np.zeros(d), np.ones(d), np.zeros(d, dtype=bool)
+        self._set_input_scaling(mean, sd, constant)
         self.relevances_ = np.ones(d, dtype)  # _standardized reads its dtype
         Xs_train = self._standardized(X_train)
         Xs_val = None if X_val is None else self._standardized(X_val)
@@ -397,6 +389,18 @@ class _BaseRFFNet(BaseEstimator):
         palm = self._state.theta_block is not None
         if palm != self._palm:
             raise ValueError("solver changed between a PALM and a joint solver since the first fit call")
+
+    def _set_input_scaling(self, mean, sd, constant):
+        """``x_mean_`` and ``x_scale_`` (float64: see ``standardized_rows``) of the resolved
+        ``standardize_`` from the training rows' means and deviations (1 for the ``constant``
+        inputs), and the factor from the pooled units to each input's own for
+        :meth:`_relevance_magnitudes` (None but with "global")."""
+        self._deviation_ratio = None
+        if self.standardize_ == "global":
+            pooled = pooled_scale(sd, constant)
+            self._deviation_ratio = np.where(constant, 0.0, sd / pooled)
+            sd = pooled
+        self.x_mean_, self.x_scale_ = mean, sd
 
     def _relevance_magnitudes(self):
         """``|relevances_|`` per unit of each input's own deviation: as fitted with
