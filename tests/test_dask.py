@@ -163,7 +163,7 @@ def test_distributed_ridge_gives_an_input_constant_on_every_row_importance_zero(
 
 def test_distributed_global_standardization_equals_single_machine(client):
     """standardize="global" (one pooled deviation) from the chunk moments; "auto" is each input by
-    its own deviation on Dask arrays (the two are not compared there)."""
+    its own deviation with a given width (with a searched one, the probe ridge decides)."""
     X, y = _regression(5000, 6, seed=4)
     X[:, 1] *= 40.0
     Xd = da.from_array(X, chunks=(1100, 6))
@@ -180,7 +180,9 @@ def test_distributed_global_standardization_equals_single_machine(client):
     assert _relative(_compute(client, dist.predict(Xd)), single.predict(X)) <= 1e-8
     # (the importances come from a sample of the rows on Dask: close, in the same units)
     np.testing.assert_allclose(dist.feature_importances_, single.feature_importances_, atol=0.01)
-    auto = _in_thread(RFFRidge(200, random_state=0).fit, Xd, y)
+    # "auto" with a given width: True, as on one machine (the width is in units of each input's
+    # own deviation); with a searched width the probe ridge's choice (tests/test_dask_standardize_auto.py)
+    auto = _in_thread(RFFRidge(200, length_scale=3.0, random_state=0).fit, Xd, y)
     assert auto.standardize_ is True and auto.standardize_errors_ is None
 
 

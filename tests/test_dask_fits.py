@@ -124,7 +124,7 @@ def test_eerf_classifier_equals_single_machine(client, labels):
                          ids=["eerf", "adaptive"])
 def test_global_standardization_equals_single_machine(client, make):
     """standardize="global" (one pooled deviation) from the chunk moments; "auto" is each input by
-    its own deviation on Dask arrays (no probe ridge there)."""
+    the probe ridge's choice, as on one machine."""
     single = make().fit(X_E, Y_E)
     dist = _fit(make(), _dask(X_E), _dask(Y_E, 1000))
     assert dist.standardize_ == single.standardize_ == "global"
@@ -132,8 +132,14 @@ def test_global_standardization_equals_single_machine(client, make):
     _assert_same(dist, single, ("x_mean_", "x_scale_", "coef_", "intercept_" if hasattr(single, "scores_") else
                                 "frequencies_"), rtol=1e-8)
     np.testing.assert_allclose(dist.predict(X_E), single.predict(X_E), rtol=1e-8, atol=1e-8)
+    # "auto": the probe ridge on every row here (3000 = PROBE_ROWS), its seed from a copy of the
+    # generator as on one machine: the same choice and probe errors
     auto = _fit(make().set_params(standardize="auto"), _dask(X_E), _dask(Y_E, 1000))
-    assert auto.standardize_ is True and auto.standardize_errors_ is None
+    auto_single = make().set_params(standardize="auto").fit(X_E, Y_E)
+    assert auto.standardize_ == auto_single.standardize_
+    assert set(auto.standardize_errors_) == {True, "global"}
+    for key, value in auto_single.standardize_errors_.items():
+        np.testing.assert_allclose(auto.standardize_errors_[key], value, rtol=1e-8)
 
 
 def test_eerf_refuses_logistic_and_bad_input(client):

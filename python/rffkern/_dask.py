@@ -132,19 +132,58 @@ class _Moments:
         mean, scale = self.mean_and_scale()
         return mean[:d], np.where(self.constant()[:d], np.inf, scale[:d])
 
-    def scale_inputs(self, est, d):
-        """Set ``est``'s ``standardize_`` (``"auto"`` is True on Dask arrays: the two
-        standardizations are not compared there), ``standardize_errors_`` (None) and ``x_mean_``,
-        ``x_scale_`` from the moments of the first ``d`` columns, as the estimator's ``fit`` does
-        (inputs constant on every row standardize to 0; "global": one pooled deviation)."""
-        est.standardize_ = True if est.standardize == "auto" else est.standardize
-        est.standardize_errors_ = None
+    def scale_inputs(self, est, d, probe=None):
+        """Set ``est``'s ``standardize_`` and ``standardize_errors_`` (for ``"auto"``, ``probe``:
+        :func:`probe_standardization`'s result, or True without one) and ``x_mean_``, ``x_scale_``
+        from the moments of the first ``d`` columns, as the estimator's ``fit`` does (inputs
+        constant on every row standardize to 0; "global": one pooled deviation)."""
+        if est.standardize == "auto":
+            est.standardize_, est.standardize_errors_ = probe if probe is not None else (True, None)
+        else:
+            est.standardize_, est.standardize_errors_ = est.standardize, None
         if est.standardize_ is False:
             est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
             return
         est.x_mean_, est.x_scale_ = self.input_standardization(d)
         if est.standardize_ == "global":
             est.x_scale_ = pooled_scale(est.x_scale_, self.constant()[:d])
+
+
+def probe_standardization(est, X, y, moments, d, rng, classes=None):
+    """``(standardize_, standardize_errors_)`` of ``standardize="auto"`` on Dask arrays: the
+    in-memory rule (:func:`rffkern.ridge.choose_standardization`, an ``RFFRidge(PROBE_COMPONENTS)``
+    at its defaults comparing each input's own deviation with one pooled deviation) on at most
+    ``PROBE_ROWS`` rows drawn at random from all of X and gathered on the client; ``(True, None)``
+    without a comparison where the varying inputs have one spread (``moments`` of every row).
+
+    The rows are drawn with a seed from a copy of ``rng`` (the estimator's draws stay those of any
+    other ``standardize``), so the choice depends on neither the chunks nor the scheduler. The
+    probe's targets are ``y`` for regression (the probe scales them itself) and the +-1 indicators
+    of ``classes`` for labels. Not for other ``standardize`` values: returns None.
+    """
+    if est.standardize != "auto":
+        return None
+    from rffkern._data import one_spread
+    from rffkern.ridge import PROBE_ROWS, choose_standardization
+
+    constant = moments.constant()[:d]
+    if one_spread(moments.mean_and_scale()[1][:d], constant):
+        return True, None
+    import dask
+
+    seed = int(copy.deepcopy(rng).integers(2**32 - 1))
+    n = X.shape[0]
+    rows = np.arange(n) if n <= PROBE_ROWS else np.sort(np.random.default_rng(seed).choice(n, PROBE_ROWS,
+                                                                                            replace=False))
+    # one at a time: in one graph the workers held many more chunks at once (an out-of-core fit's
+    # peak memory: 43 MB against 8 MB, tests/test_dask_outofcore.py's data)
+    (X_rows,), (y_rows,) = dask.compute(X[rows]), dask.compute(y[rows])
+    if classes is None:
+        Y = np.asarray(y_rows, np.float64).reshape(len(rows), -1)
+    else:
+        from sklearn.preprocessing import label_binarize
+        Y = label_binarize(np.asarray(y_rows), classes=np.asarray(classes), neg_label=-1, pos_label=1).astype(np.float64)
+    return choose_standardization(np.asarray(X_rows, np.float64), Y, None, seed, est.n_jobs)
 
 
 def _tree_reduce(parts, combine):
@@ -304,13 +343,20 @@ def fit_ridge(est, X, y):
     x_blocks, y_blocks = list(X.to_delayed().ravel()), list(y.to_delayed().ravel())
     moments = _tree_reduce([dask.delayed(_chunk_moments, pure=True)(xb, yb, not classifier)
                             for xb, yb in zip(x_blocks, y_blocks)], _merge_moments)
+    probe_rng = copy.deepcopy(rng)  # the probe's seed, before the sample's draws (which depend on the chunks)
     moments, sample = dask.compute(moments, _head_sample(X, rng))
     if not moments.finite:
         raise ValueError("Input X or y contains NaN or infinity.")
     mean, scale = moments.mean_and_scale()
     d = X.shape[1]
     est._varying_inputs = ~moments.constant()[:d]  # the inputs that vary over all rows (importances)
-    moments.scale_inputs(est, d)  # as RFFRidge.fit
+    # "auto" with a searched width: the probe ridge on at most PROBE_ROWS gathered rows (RFFRidge.fit
+    # compares the two standardizations in its own width search, which here would take passes over
+    # every row); with a given width, True (a width in the units of each input's own deviation)
+    probe = None
+    if len(est._geometries()) > 1:
+        probe = probe_standardization(est, X, y, moments, d, probe_rng, est.classes_ if classifier else None)
+    moments.scale_inputs(est, d, probe)
     est._column_scale = moments.input_standardization(d)[1]  # the importances' units
     est._target_scaler = est._make_target_scaler()
     if est._target_scaler.normalize:

@@ -56,7 +56,7 @@ import time
 
 import numpy as np
 
-from rffkern._dask import _Moments, _aligned_targets, _row_chunked, _tree_reduce
+from rffkern._dask import _Moments, _aligned_targets, _row_chunked, _tree_reduce, probe_standardization
 from rffkern._data import TargetScaler, holdout_split
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._progress import ProgressLog
@@ -436,9 +436,12 @@ def fit_eerf(est, X, y):
         t_scale = np.where(peak > 0, peak, 1.0)
         ravel = y.ndim == 1
     est.n_features_in_ = d
-    moments.scale_inputs(est, d)  # standardize="auto" is True on Dask arrays (no probe ridge)
-    inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
     rng = as_generator(est.random_state)
+    probe = probe_standardization(est, X, y, moments, d, rng, est.classes_ if classifier else None)
+    moments.scale_inputs(est, d, probe)
+    if probe is not None:
+        log.step("standardize", 1, 1, f"{est.standardize_!r} (probe ridge)")
+    inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
 
     # the candidates: _EERFBase._candidates
     t0 = time.perf_counter()
@@ -678,14 +681,17 @@ def fit_adaptive(est, X, y):
         est._ravel = y.ndim == 1
         targets = _CentredTargets(scaler=scaler)
     est.n_features_in_ = d
-    moments.scale_inputs(est, d)  # standardize="auto" is True on Dask arrays (no probe ridge)
+    log = ProgressLog(est, est.verbose)
+    rng = as_generator(est.random_state)
+    probe = probe_standardization(est, X, y, moments, d, rng, est.classes_ if classifier else None)
+    moments.scale_inputs(est, d, probe)
+    if probe is not None:
+        log.step("standardize", 1, 1, f"{est.standardize_!r} (probe ridge)")
     inputs = _Inputs(est.x_mean_, est.x_scale_, targets)
     n_threads = resolve_n_threads(est.n_jobs)
-    log = ProgressLog(est, est.verbose)
 
     # _AdaptiveRFFBase._run, with every least-squares problem on reduced statistics
     K = est.n_components
-    rng = as_generator(est.random_state)
     est.gamma_ = float(est.gamma) if est.gamma is not None else float(max(3 * d - 2, 1))
     est.step_ = 2.4**2 / d if est.step == "auto" else float(est.step)
     if isinstance(est.init_scale, str):

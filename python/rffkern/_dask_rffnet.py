@@ -52,7 +52,7 @@ import time
 
 import numpy as np
 
-from rffkern._dask import _aligned_targets, _Moments, _row_chunked, _tree_reduce
+from rffkern._dask import _aligned_targets, _Moments, _row_chunked, _tree_reduce, probe_standardization
 from rffkern._data import standardized_rows
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
@@ -403,13 +403,17 @@ def fit_rffnet(est, X, y):
         x_sd = raw_sd[:d].copy()
         constant = stats["moments"].constant()[:d]  # one value on every training row
         x_sd[constant] = 1.0
-        # "auto" is True here: the probe ridge's comparison is an in-memory fit
-        est.standardize_ = "global" if est.standardize == "global" else True
+        # "auto": the probe ridge on at most PROBE_ROWS rows gathered from all of X (in memory,
+        # from the training rows), its seed from a copy of rng
+        probe = probe_standardization(est, X, y, stats["moments"], d, rng,
+                                      est.classes_ if classifier else None)
+        est.standardize_, est.standardize_errors_ = probe or (est.standardize, None)
+        if probe is not None:
+            log.step("standardize", 1, 1, f"{est.standardize_!r} (probe ridge)")
         est._set_input_scaling(mean[:d], x_sd, constant)  # as RFFNet's in-memory fit
     else:
-        est.standardize_ = False
+        est.standardize_, est.standardize_errors_ = False, None
         est._set_input_scaling(np.zeros(d), np.ones(d), constant)
-    est.standardize_errors_ = None
     if classifier:
         intercept, y_scale = np.zeros(n_out), np.ones(n_out)
     else:

@@ -490,7 +490,8 @@ _DOC = """
         standardisation); "global", all by one pooled deviation (pixels); "auto", the one
         :func:`rffkern.ridge.choose_standardization` keeps (an ``RFFRidge(500)`` at its defaults on
         at most 3000 rows: True unless "global" has the lower leave-one-out error by more than one
-        standard error); on Dask arrays "auto" is True. False: X as given. Measured (bench_realdata
+        standard error); on Dask arrays the probe runs on
+        at most ``PROBE_ROWS`` rows gathered from X. False: X as given. Measured (bench_realdata
         split seed 0, one thread): digits 0.0222 -> 0.0111, mnist_test10k 0.1200 -> 0.0795 with
         the pooled deviation.
     keep_frequency_history : int, default=0

@@ -482,7 +482,8 @@ _DOC_PARAMS = """
         the inputs' relative spreads (pixels); "auto", the one that
         :func:`rffkern.ridge.choose_standardization` keeps (an ``RFFRidge(500)`` at its defaults on
         at most 3000 rows: True unless "global" has the lower leave-one-out error by more than one
-        standard error); on Dask arrays "auto" is True. False: X as given. The choice is
+        standard error); on Dask arrays the probe runs on
+        at most ``PROBE_ROWS`` rows gathered from X. False: X as given. The choice is
         ``standardize_``. Measured (``rffkern.ridge.PROBE_COMPONENTS``): digits 0.0139 -> 0.0083,
         mnist_test10k 0.1135 -> 0.0660 with the pooled deviation.
     random_state : int, Generator, RandomState or None, default=None

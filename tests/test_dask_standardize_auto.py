@@ -1,0 +1,142 @@
+"""``standardize="auto"`` on Dask arrays: the probe ridge's choice, as on one machine.
+
+The probe (``rffkern.ridge.choose_standardization``) runs on at most ``PROBE_ROWS`` rows gathered
+from the Dask array. Pixels (digits) take one pooled deviation, inputs in different units each
+their own; the choice does not depend on the chunks; the rest of the fit is the fit with the chosen
+standardization given (the probe's seed comes from a copy of the generator). On a loopback
+LocalCluster of 2 worker processes, every wait with a time limit.
+"""
+import concurrent.futures
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from sklearn.datasets import load_digits  # noqa: E402
+
+from rffkern import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, EERFClassifier, EERFRegressor,  # noqa: E402
+                     RFFNetClassifier, RFFNetRegressor, RFFRidge, RFFRidgeClassifier)
+from rffkern._dask import probe_standardization  # noqa: E402
+
+TIMEOUT = 120
+
+X_DIGITS, Y_DIGITS = load_digits(return_X_y=True)
+X_DIGITS, Y_DIGITS = X_DIGITS[:900], Y_DIGITS[:900]
+
+CLASSIFIERS = {
+    "ridge": lambda **kw: RFFRidgeClassifier(200, random_state=0, **kw),
+    "eerf": lambda **kw: EERFClassifier(50, random_state=0, **kw),
+    "adaptive": lambda **kw: AdaptiveRFFClassifier(16, n_iter=3, random_state=0, **kw),
+    "rffnet": lambda **kw: RFFNetClassifier(64, max_iter=2, random_state=0, **kw),
+}
+REGRESSORS = {
+    "ridge": lambda **kw: RFFRidge(200, random_state=0, **kw),
+    "eerf": lambda **kw: EERFRegressor(50, random_state=0, **kw),
+    "adaptive": lambda **kw: AdaptiveRFFRegressor(16, n_iter=3, random_state=0, **kw),
+    "rffnet": lambda **kw: RFFNetRegressor(64, max_iter=2, random_state=0, **kw),
+}
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, host="127.0.0.1")
+    client = distributed.Client(cluster, timeout=60)
+    try:
+        client.wait_for_workers(2, timeout=60)
+        yield client
+    finally:
+        client.close(timeout=60)
+        cluster.close(timeout=60)
+
+
+def _fit(estimator, X, y):
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(estimator.fit, X, y).result(timeout=TIMEOUT)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _units(n=900, seed=0):
+    """Two relevant inputs in units a thousand times apart, and a noise input."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3)) * np.array([1.0, 1000.0, 30.0])
+    y = np.sin(2 * X[:, 0]) + np.cos(X[:, 1] / 500.0) + 0.05 * rng.standard_normal(n)
+    return X, y
+
+
+@pytest.mark.parametrize("name", list(CLASSIFIERS))
+def test_pixels_pool_as_on_one_machine(client, name):
+    make = CLASSIFIERS[name]
+    single = make().fit(X_DIGITS, Y_DIGITS)
+    dist = _fit(make(), da.from_array(X_DIGITS, chunks=(250, 64)), da.from_array(Y_DIGITS, chunks=250))
+    assert single.standardize_ == dist.standardize_ == "global"
+    assert set(dist.standardize_errors_) == {True, "global"}
+    assert dist.standardize_errors_["global"] < dist.standardize_errors_[True]
+    # the pooled scale: one value for every varying pixel (inf or 1 for the constant ones)
+    pooled = dist.x_scale_[np.isfinite(dist.x_scale_) & (dist.x_scale_ != 1.0)]
+    assert pooled.size > 40 and np.ptp(pooled) <= 1e-12 * pooled[0]
+
+
+@pytest.mark.parametrize("name", list(REGRESSORS))
+def test_inputs_in_different_units_keep_their_own_deviation(client, name):
+    X, y = _units()
+    dist = _fit(REGRESSORS[name](), da.from_array(X, chunks=(200, 3)), da.from_array(y, chunks=200))
+    assert dist.standardize_ is True and set(dist.standardize_errors_) == {True, "global"}
+    assert dist.standardize_errors_[True] < dist.standardize_errors_["global"]
+
+
+@pytest.mark.parametrize("name", ["eerf", "adaptive"])
+def test_the_rest_of_the_fit_is_that_of_the_choice_given(client, name):
+    """The probe draws from a copy of the generator: "auto" that pools is "global"'s fit."""
+    make = CLASSIFIERS[name]
+    Xd, yd = da.from_array(X_DIGITS, chunks=(300, 64)), da.from_array(Y_DIGITS, chunks=300)
+    auto = _fit(make(), Xd, yd)
+    given = _fit(make(standardize="global"), Xd, yd)
+    assert auto.standardize_ == given.standardize_ == "global" and given.standardize_errors_ is None
+    np.testing.assert_array_equal(auto.coef_, given.coef_)
+    np.testing.assert_array_equal(auto.predict(X_DIGITS), given.predict(X_DIGITS))
+
+
+def test_the_choice_does_not_depend_on_the_chunks_and_gathers_at_most_probe_rows(client, monkeypatch):
+    import rffkern.ridge as ridge
+
+    monkeypatch.setattr(ridge, "PROBE_ROWS", 400)  # fewer rows than X: a random subset is gathered
+    seen = []
+    original = ridge.choose_standardization
+
+    def spy(X, Y, *args, **kwargs):
+        seen.append(X.shape[0])
+        return original(X, Y, *args, **kwargs)
+
+    monkeypatch.setattr(ridge, "choose_standardization", spy)
+    results = [_fit(RFFRidgeClassifier(200, random_state=3), da.from_array(X_DIGITS, chunks=(rows, 64)),
+                    da.from_array(Y_DIGITS, chunks=rows)) for rows in (900, 170)]
+    assert seen == [400, 400]
+    assert results[0].standardize_ == results[1].standardize_
+    assert results[0].standardize_errors_ == results[1].standardize_errors_
+
+
+def test_no_probe_for_one_spread_or_a_given_choice(client):
+    X, y = _units()
+    X_one = X / X.std(axis=0)  # standardized already: the two standardizations are one
+    est = RFFRidge(100, random_state=0)
+    moments_one = _moments(X_one, y)
+    assert probe_standardization(est, da.from_array(X_one, chunks=300), da.from_array(y, chunks=300),
+                                 moments_one, 3, np.random.default_rng(0)) == (True, None)
+    est.set_params(standardize=True)
+    assert probe_standardization(est, da.from_array(X, chunks=300), da.from_array(y, chunks=300),
+                                 _moments(X, y), 3, np.random.default_rng(0)) is None
+    # a given width: True, as on one machine (no probe)
+    fitted = _fit(RFFRidge(100, length_scale=2.0, random_state=0), da.from_array(X, chunks=300),
+                  da.from_array(y, chunks=300))
+    assert fitted.standardize_ is True and fitted.standardize_errors_ is None
+
+
+def _moments(X, y):
+    from rffkern._dask import _Moments
+
+    return _Moments(np.hstack([X, y[:, None]]))
