@@ -352,3 +352,17 @@ def test_many_classes_on_few_rows_fit_without_a_regression_warning(recwarn):
     chunk = RFFRidgeClassifier(50, random_state=0).partial_fit(X[:10], y[:10], classes=np.arange(20))
     assert not [w for w in recwarn if "unique classes" in str(w.message)]
     assert chunk.classes_.size == 20
+
+
+def test_rffnet_lowers_its_learning_rate_once_in_fit():
+    """``FIT_LR_DECAYS``: the variants stop at their second plateau (RFFNet alone at its fourth:
+    here it lowers the step size twice and runs all 100 epochs); the returned model forgets the
+    override (a later fit of it is RFFNet's own)."""
+    X, y, _ = make_jse3(1500, random_state=0)
+    model = rffkern.fit(X, y, random_state=0)
+    assert model.selection_report_["chosen"] == "rffnet"
+    assert model.learning_rate_ == pytest.approx(model.learning_rate / 5)
+    assert model.n_iter_ < model.max_iter
+    assert not hasattr(model, "_max_lr_decays")
+    alone = rffkern.RFFNetRegressor(**model.get_params()).fit(X, y)
+    assert alone.learning_rate_ < model.learning_rate_

@@ -21,7 +21,8 @@ from rffkern._progress import ProgressLog
 from rffkern._sampling import median_distance
 
 # learning_rate_schedule="adaptive": on each plateau of n_iter_no_change epochs the learning rate
-# is divided by LR_DECAY, at most MAX_LR_DECAYS times; the next plateau stops the training.
+# is divided by LR_DECAY, at most MAX_LR_DECAYS times; the next plateau stops the training. (An
+# estimator's private ``_max_lr_decays``, set by rffkern.fit, overrides the count.)
 LR_DECAY = 5.0
 MAX_LR_DECAYS = 3
 
@@ -234,6 +235,7 @@ def train_epochs(est, runner, Xs, Y, w, Xs_val, Y_val, w_val, rng, *, max_epochs
     no_improve = 0
     lr = est.learning_rate
     n_decays = 0
+    max_decays = getattr(est, "_max_lr_decays", MAX_LR_DECAYS)
     diverged = False
     log = ProgressLog(est, est.verbose)
     epoch_total = est.n_iter_ + max_epochs  # epochs are numbered over the model's life
@@ -268,7 +270,7 @@ def train_epochs(est, runner, Xs, Y, w, Xs_val, Y_val, w_val, rng, *, max_epochs
                 details += f", validation loss {val_loss:.6g}"
             log.step("epoch", est.n_iter_, epoch_total, details)
         if (monitor and no_improve >= est.n_iter_no_change
-                and est.learning_rate_schedule == "adaptive" and n_decays < MAX_LR_DECAYS):
+                and est.learning_rate_schedule == "adaptive" and n_decays < max_decays):
             lr /= LR_DECAY
             n_decays += 1
             no_improve = 0
