@@ -140,3 +140,33 @@ def _moments(X, y):
     from rffkern._dask import _Moments
 
     return _Moments(np.hstack([X, y[:, None]]))
+
+
+def test_rffnet_probes_its_training_rows_only(client, monkeypatch):
+    """RFFNet holds out validation rows in every chunk: the probe drops them (as in memory, where
+    it sees the training rows); without early stopping it keeps every drawn row."""
+    import rffkern.ridge as ridge
+    from types import SimpleNamespace
+
+    from rffkern._dask_rffnet import _ChunkContext
+
+    # the filter: chunk by chunk, the rows the chunk's split trains on
+    even = SimpleNamespace(split=lambda i, m: (np.arange(0, m, 2), np.arange(1, m, 2)))
+    rows = np.array([0, 1, 4, 5, 9, 10, 11, 17])
+    kept = _ChunkContext.training_rows(even, rows, (5, 5, 8))  # chunks start at 0, 5, 10
+    # local indices 0, 1, 4 | 0, 4 | 0, 1, 7: the even ones stay
+    np.testing.assert_array_equal(kept, [0, 4, 5, 9, 10])
+
+    monkeypatch.setattr(ridge, "PROBE_ROWS", 400)
+    seen = []
+    original = ridge.choose_standardization
+
+    def spy(X, Y, *args, **kwargs):
+        seen.append(X.shape[0])
+        return original(X, Y, *args, **kwargs)
+
+    monkeypatch.setattr(ridge, "choose_standardization", spy)
+    Xd, yd = da.from_array(X_DIGITS, chunks=(300, 64)), da.from_array(Y_DIGITS, chunks=300)
+    _fit(RFFNetClassifier(64, max_iter=1, random_state=0), Xd, yd)
+    _fit(RFFNetClassifier(64, max_iter=1, early_stopping=False, random_state=0), Xd, yd)
+    assert 300 < seen[0] < 400 and seen[1] == 400

@@ -149,7 +149,7 @@ class _Moments:
             est.x_scale_ = pooled_scale(est.x_scale_, self.constant()[:d])
 
 
-def probe_standardization(est, X, y, moments, d, rng, classes=None):
+def probe_standardization(est, X, y, moments, d, rng, classes=None, keep=None):
     """``(standardize_, standardize_errors_)`` of ``standardize="auto"`` on Dask arrays: the
     in-memory rule (:func:`rffkern.ridge.choose_standardization`, an ``RFFRidge(PROBE_COMPONENTS)``
     at its defaults comparing each input's own deviation with one pooled deviation) on at most
@@ -159,7 +159,8 @@ def probe_standardization(est, X, y, moments, d, rng, classes=None):
     The rows are drawn with a seed from a copy of ``rng`` (the estimator's draws stay those of any
     other ``standardize``), so the choice depends on neither the chunks nor the scheduler. The
     probe's targets are ``y`` for regression (the probe scales them itself) and the +-1 indicators
-    of ``classes`` for labels. Not for other ``standardize`` values: returns None.
+    of ``classes`` for labels. ``keep`` (sorted row indices -> the ones to keep), if given, drops
+    drawn rows, such as RFFNet's validation rows. Not for other ``standardize`` values: returns None.
     """
     if est.standardize != "auto":
         return None
@@ -175,6 +176,8 @@ def probe_standardization(est, X, y, moments, d, rng, classes=None):
     n = X.shape[0]
     rows = np.arange(n) if n <= PROBE_ROWS else np.sort(np.random.default_rng(seed).choice(n, PROBE_ROWS,
                                                                                             replace=False))
+    if keep is not None:
+        rows = keep(rows)
     # one at a time: in one graph the workers held many more chunks at once (an out-of-core fit's
     # peak memory: 43 MB against 8 MB, tests/test_dask_outofcore.py's data)
     (X_rows,), (y_rows,) = dask.compute(X[rows]), dask.compute(y[rows])

@@ -151,6 +151,17 @@ class _ChunkContext:
         perm = np.random.default_rng([self.split_seed, index]).permutation(m)
         return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
+    def training_rows(self, rows, chunks):
+        """The training rows among the sorted row indices ``rows`` of X with row chunks ``chunks``
+        (:meth:`split` of each chunk they fall in)."""
+        offsets = np.cumsum((0,) + tuple(chunks))
+        kept = []
+        for i in np.unique(np.searchsorted(offsets, rows, side="right") - 1):
+            start, m = int(offsets[i]), int(chunks[i])
+            local = rows[(rows >= start) & (rows < start + m)] - start
+            kept.append(start + local[np.isin(local, self.split(int(i), m)[0])])
+        return np.concatenate(kept) if kept else rows[:0]
+
     def prepared(self, index, Xb, yb, part):
         """Standardized X and training targets of one part ("train" / "val") of a chunk."""
         from rffkern.rffnet import _training_targets
@@ -403,10 +414,11 @@ def fit_rffnet(est, X, y):
         x_sd = raw_sd[:d].copy()
         constant = stats["moments"].constant()[:d]  # one value on every training row
         x_sd[constant] = 1.0
-        # "auto": the probe ridge on at most PROBE_ROWS rows gathered from all of X (in memory,
-        # from the training rows), its seed from a copy of rng
+        # "auto": the probe ridge on the training rows among at most PROBE_ROWS rows drawn from all
+        # of X (in memory, at most PROBE_ROWS training rows), its seed from a copy of rng
         probe = probe_standardization(est, X, y, stats["moments"], d, rng,
-                                      est.classes_ if classifier else None)
+                                      est.classes_ if classifier else None,
+                                      keep=lambda rows: ctx.training_rows(rows, X.chunks[0]))
         est.standardize_, est.standardize_errors_ = probe or (est.standardize, None)
         if probe is not None:
             log.step("standardize", 1, 1, f"{est.standardize_!r} (probe ridge)")

@@ -532,7 +532,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Measured (bench_realdata splits, one thread, ``RFFNetClassifier()``, scratch
         ``/tmp/s/net_var.py``, test errors True -> "global"): mnist_test10k 125/131 -> 116/102 of
         2000 (seeds 0/1), digits 45 -> 31 of 1800 (seeds 0-4). On Dask arrays the probe
-        runs on at most ``PROBE_ROWS`` rows gathered from all of X.
+        runs on the training rows among at most ``PROBE_ROWS`` rows drawn from X.
     feature_scale : float or "rff", default=1.0
         The constant ``c``: 1.0 as in the authors' code (the defaults of ``alpha`` and
         ``learning_rate`` were tuned for it), or "rff" for ``sqrt(2 / n_components)``.
@@ -967,7 +967,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         Measured (bench_realdata splits, one thread, ``RFFNetClassifier()``, scratch
         ``/tmp/s/net_var.py``, test errors True -> "global"): mnist_test10k 125/131 -> 116/102 of
         2000 (seeds 0/1), digits 45 -> 31 of 1800 (seeds 0-4). On Dask arrays the probe
-        runs on at most ``PROBE_ROWS`` rows gathered from all of X.
+        runs on the training rows among at most ``PROBE_ROWS`` rows drawn from X.
     feature_scale : float or "rff", default=1.0
         The constant ``c``: 1.0 as in the authors' code (the defaults of ``alpha`` and
         ``learning_rate`` were tuned for it), or "rff" for ``sqrt(2 / n_components)``.
