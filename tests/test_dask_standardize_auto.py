@@ -101,10 +101,11 @@ def test_the_rest_of_the_fit_is_that_of_the_choice_given(client, name):
     np.testing.assert_array_equal(auto.predict(X_DIGITS), given.predict(X_DIGITS))
 
 
-def test_the_choice_does_not_depend_on_the_chunks_and_gathers_at_most_probe_rows(client, monkeypatch):
+def _probe_rows(monkeypatch, probe_rows):
+    """Set ``PROBE_ROWS``; the list that receives the row count of every probe."""
     import rffkern.ridge as ridge
 
-    monkeypatch.setattr(ridge, "PROBE_ROWS", 400)  # fewer rows than X: a random subset is gathered
+    monkeypatch.setattr(ridge, "PROBE_ROWS", probe_rows)
     seen = []
     original = ridge.choose_standardization
 
@@ -113,6 +114,11 @@ def test_the_choice_does_not_depend_on_the_chunks_and_gathers_at_most_probe_rows
         return original(X, Y, *args, **kwargs)
 
     monkeypatch.setattr(ridge, "choose_standardization", spy)
+    return seen
+
+
+def test_the_choice_does_not_depend_on_the_chunks_and_gathers_at_most_probe_rows(client, monkeypatch):
+    seen = _probe_rows(monkeypatch, 400)  # fewer rows than X: a random subset is gathered
     results = [_fit(RFFRidgeClassifier(200, random_state=3), da.from_array(X_DIGITS, chunks=(rows, 64)),
                     da.from_array(Y_DIGITS, chunks=rows)) for rows in (900, 170)]
     assert seen == [400, 400]
@@ -145,7 +151,6 @@ def _moments(X, y):
 def test_rffnet_probes_its_training_rows_only(client, monkeypatch):
     """RFFNet holds out validation rows in every chunk: the probe drops them (as in memory, where
     it sees the training rows); without early stopping it keeps every drawn row."""
-    import rffkern.ridge as ridge
     from types import SimpleNamespace
 
     from rffkern._dask_rffnet import _ChunkContext
@@ -157,15 +162,7 @@ def test_rffnet_probes_its_training_rows_only(client, monkeypatch):
     # local indices 0, 1, 4 | 0, 4 | 0, 1, 7: the even ones stay
     np.testing.assert_array_equal(kept, [0, 4, 5, 9, 10])
 
-    monkeypatch.setattr(ridge, "PROBE_ROWS", 400)
-    seen = []
-    original = ridge.choose_standardization
-
-    def spy(X, Y, *args, **kwargs):
-        seen.append(X.shape[0])
-        return original(X, Y, *args, **kwargs)
-
-    monkeypatch.setattr(ridge, "choose_standardization", spy)
+    seen = _probe_rows(monkeypatch, 400)
     Xd, yd = da.from_array(X_DIGITS, chunks=(300, 64)), da.from_array(Y_DIGITS, chunks=300)
     _fit(RFFNetClassifier(64, max_iter=1, random_state=0), Xd, yd)
     _fit(RFFNetClassifier(64, max_iter=1, early_stopping=False, random_state=0), Xd, yd)
