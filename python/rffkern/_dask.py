@@ -185,7 +185,8 @@ def probe_standardization(est, X, y, moments, d, rng, classes=None, keep=None):
         Y = np.asarray(y_rows, np.float64).reshape(len(rows), -1)
     else:
         from sklearn.preprocessing import label_binarize
-        Y = label_binarize(np.asarray(y_rows), classes=np.asarray(classes), neg_label=-1, pos_label=1).astype(np.float64)
+        Y = label_binarize(np.asarray(y_rows), classes=np.asarray(classes), neg_label=-1, pos_label=1)
+        Y = Y.astype(np.float64)
     return choose_standardization(np.asarray(X_rows, np.float64), Y, None, seed, est.n_jobs)
 
 
