@@ -299,8 +299,10 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        not start from a flat kernel (where the search kept one pooled deviation for every input,
        the dense variant below starts from that kernel instead: relevance ``sd_j / (c w)`` for
        input j of deviation ``sd_j``, ``c`` the pooled deviation, ``w`` that search's least-error
-       width), and learn a length scale per input; its closing fit (``refit_coef``) refits the
-       output layer on 1000 features of the learned kernel (``refit_components``). Variants
+       width), and learn a length scale per input (its "adaptive" schedule lowers the step size
+       once, ``FIT_LR_DECAYS``: training stops at the second plateau); its closing fit
+       (``refit_coef``) refits the output layer on 1000 features of the learned kernel
+       (``refit_components``). Variants
        (``RFFNET_VARIANTS``): the paper's Adam without penalty (every input may matter) and, with
        at least ``SPARSE_MIN_FEATURES`` (50) inputs, also RFFNet's defaults (Adam with one second
        moment for the relevances and an L1 penalty on them: sparse relevances, for a few
