@@ -366,3 +366,13 @@ def test_rffnet_lowers_its_learning_rate_once_in_fit():
     assert not hasattr(model, "_max_lr_decays")
     alone = rffkern.RFFNetRegressor(**model.get_params()).fit(X, y)
     assert alone.learning_rate_ < model.learning_rate_
+
+
+def test_dask_arrays_are_refused_with_the_way_forward():
+    """np.asarray would gather a Dask array on this machine unasked: fit says what to do instead."""
+    da = pytest.importorskip("dask.array")
+    X, y, _ = make_jse3(60, random_state=0)
+    with pytest.raises(TypeError, match=r"Dask array as X.*RFFRidge.*X.compute\(\)"):
+        rffkern.fit(da.from_array(X, chunks=30), y)
+    with pytest.raises(TypeError, match="Dask array as y"):
+        rffkern.fit(X, da.from_array(y, chunks=30))

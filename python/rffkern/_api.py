@@ -339,7 +339,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     ----------
     X : array-like of shape (n_samples, n_features)
         Raw, unscaled features: numbers (a column of text, such as a DataFrame's category column,
-        is refused with its name; encode it first).
+        is refused with its name; encode it first), in memory (a Dask array is refused with a
+        ``TypeError``: fit one of the estimators on it, whose fit runs on the chunks).
     y : array-like of shape (n_samples,) or (n_samples, n_outputs)
         Targets: class labels or real values (see ``task``).
     task : {"regression", "classification"} or None, default=None
@@ -376,10 +377,18 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     >>> model.selection_report_["task"]
     'regression'
     """
+    from rffkern._dask import is_dask_array
     from rffkern._validation import refuse_sparse
 
     refuse_sparse(X, "X")  # before np.asarray, which would make a 0-d object array of it
     refuse_sparse(y, "y")
+    for name, arr in (("X", X), ("y", y)):
+        if is_dask_array(arr):  # np.asarray would gather all of it on this machine, unasked
+            raise TypeError(
+                f"rffkern.fit takes in-memory arrays, got a Dask array as {name}: it holds rows out and "
+                "compares models on one machine. Fit an estimator on the Dask arrays instead (RFFRidge, "
+                "RFFRidgeClassifier, RFFNetRegressor, RFFNetClassifier, EERF, SRFF and adaptive RFF fit on "
+                "their chunks), or pass X.compute() and y.compute() if they fit in memory")
     import time
     from concurrent.futures import ThreadPoolExecutor
 
