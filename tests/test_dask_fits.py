@@ -133,13 +133,14 @@ def test_global_standardization_equals_single_machine(client, make):
                                 "frequencies_"), rtol=1e-8)
     np.testing.assert_allclose(dist.predict(X_E), single.predict(X_E), rtol=1e-8, atol=1e-8)
     # "auto": the probe ridge on every row here (3000 = PROBE_ROWS), its seed from a copy of the
-    # generator as on one machine: the same choice and probe errors
+    # generator as on one machine: the same choice and probe errors (to round-off: the targets
+    # reach the probe scaled on one machine, raw here; 2e-7 apart with two threads)
     auto = _fit(make().set_params(standardize="auto"), _dask(X_E), _dask(Y_E, 1000))
     auto_single = make().set_params(standardize="auto").fit(X_E, Y_E)
     assert auto.standardize_ == auto_single.standardize_
     assert set(auto.standardize_errors_) == {True, "global"}
     for key, value in auto_single.standardize_errors_.items():
-        np.testing.assert_allclose(auto.standardize_errors_[key], value, rtol=1e-8)
+        np.testing.assert_allclose(auto.standardize_errors_[key], value, rtol=1e-5)
 
 
 def test_eerf_refuses_logistic_and_bad_input(client):

@@ -167,3 +167,12 @@ def test_rffnet_probes_its_training_rows_only(client, monkeypatch):
     _fit(RFFNetClassifier(64, max_iter=1, random_state=0), Xd, yd)
     _fit(RFFNetClassifier(64, max_iter=1, early_stopping=False, random_state=0), Xd, yd)
     assert 300 < seen[0] < 400 and seen[1] == 400
+
+
+def test_too_few_rows_left_to_probe_keep_their_own_deviation(client):
+    """A filter that leaves fewer than two rows: nothing to compare, True (no crash)."""
+    X, y = _units(40)
+    est = RFFRidge(50, random_state=0)
+    got = probe_standardization(est, da.from_array(X, chunks=20), da.from_array(y, chunks=20), _moments(X, y), 3,
+                                np.random.default_rng(0), keep=lambda rows: rows[:1])
+    assert got == (True, None)

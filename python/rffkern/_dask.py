@@ -178,6 +178,8 @@ def probe_standardization(est, X, y, moments, d, rng, classes=None, keep=None):
                                                                                             replace=False))
     if keep is not None:
         rows = keep(rows)
+    if rows.size < 2:  # nothing to compare on (as a probe that cannot fit in memory)
+        return True, None
     # one at a time: in one graph the workers held many more chunks at once (an out-of-core fit's
     # peak memory: 43 MB against 8 MB, tests/test_dask_outofcore.py's data)
     (X_rows,), (y_rows,) = dask.compute(X[rows]), dask.compute(y[rows])
