@@ -1,4 +1,4 @@
-"""Shared test settings: Hypothesis profiles and the per-dtype tolerance table."""
+"""Shared test settings: Hypothesis profiles, the per-dtype tolerance table and the Dask tests' loopback cluster."""
 import os
 
 import numpy as np
@@ -29,3 +29,21 @@ def dtype(request):
 @pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
 def n_threads(request):
     return request.param
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A loopback LocalCluster of 2 single-threaded worker processes (bound to 127.0.0.1, no
+    dashboard) and its Client, started and stopped by each test module that asks for it; every
+    wait on it is bounded (120 s). The Dask test modules skip without dask.distributed."""
+    distributed = pytest.importorskip("distributed")
+    timeout = 120
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, host="127.0.0.1")
+    client = distributed.Client(cluster, timeout=timeout)
+    try:
+        client.wait_for_workers(2, timeout=timeout)
+        yield client
+    finally:
+        client.close(timeout=timeout)
+        cluster.close(timeout=timeout)

@@ -26,19 +26,6 @@ from rffkern.adaptive import AdaptiveRFFClassifier, AdaptiveRFFRegressor  # noqa
 TIMEOUT = 60  # seconds, for every compute / result
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, host="127.0.0.1")
-    client = distributed.Client(cluster, timeout=TIMEOUT)
-    try:
-        client.wait_for_workers(2, timeout=TIMEOUT)
-        yield client
-    finally:
-        client.close(timeout=TIMEOUT)
-        cluster.close(timeout=TIMEOUT)
-
-
 def _compute(client, arr):
     return client.compute(arr).result(timeout=TIMEOUT)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
 from rffkern import EERFClassifier, EERFRegressor, SRFFRegressor  # noqa: E402
 from rffkern.adaptive import (DEFAULT_ALPHAS, FINAL_ALPHAS, WIDTH_FACTORS, AdaptiveRFFClassifier,  # noqa: E402
@@ -19,19 +19,6 @@ from rffkern.adaptive import (DEFAULT_ALPHAS, FINAL_ALPHAS, WIDTH_FACTORS, Adapt
 
 TIMEOUT = 120  # seconds, for every fit / compute
 RTOL = 1e-10
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, host="127.0.0.1")
-    client = distributed.Client(cluster, timeout=60)
-    try:
-        client.wait_for_workers(2, timeout=60)
-        yield client
-    finally:
-        client.close(timeout=60)
-        cluster.close(timeout=60)
 
 
 def _fit(estimator, X, y):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
 from rffkern import RFFNetRegressor, RFFRidge  # noqa: E402
 from rffkern._dask_rffnet import from_npy  # noqa: E402
@@ -50,19 +50,6 @@ def data_file(tmp_path_factory):
     mm.flush()
     del mm
     return path
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, host="127.0.0.1")
-    client = distributed.Client(cluster, timeout=TIMEOUT)
-    try:
-        client.wait_for_workers(2, timeout=TIMEOUT)
-        yield client
-    finally:
-        client.close(timeout=TIMEOUT)
-        cluster.close(timeout=TIMEOUT)
 
 
 def _measured_fit(client, fit, X, y):

@@ -12,7 +12,7 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
 import reference  # noqa: E402
 from rffkern import RFFNetClassifier, RFFNetRegressor, RFFRidge  # noqa: E402
@@ -20,19 +20,6 @@ from rffkern._dask_rffnet import CONFIG_KEY  # noqa: E402
 from rffkern.datasets import make_gse2  # noqa: E402
 
 TIMEOUT = 60  # seconds, for every compute / result
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, host="127.0.0.1")
-    client = distributed.Client(cluster, timeout=TIMEOUT)
-    try:
-        client.wait_for_workers(2, timeout=TIMEOUT)
-        yield client
-    finally:
-        client.close(timeout=TIMEOUT)
-        cluster.close(timeout=TIMEOUT)
 
 
 def _in_thread(fn, *args, shards=None):

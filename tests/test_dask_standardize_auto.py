@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
 from sklearn.datasets import load_digits  # noqa: E402
 
@@ -37,19 +37,6 @@ REGRESSORS = {
     "adaptive": lambda **kw: AdaptiveRFFRegressor(16, n_iter=3, random_state=0, **kw),
     "rffnet": lambda **kw: RFFNetRegressor(64, max_iter=2, random_state=0, **kw),
 }
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, host="127.0.0.1")
-    client = distributed.Client(cluster, timeout=60)
-    try:
-        client.wait_for_workers(2, timeout=60)
-        yield client
-    finally:
-        client.close(timeout=60)
-        cluster.close(timeout=60)
 
 
 def _fit(estimator, X, y):
