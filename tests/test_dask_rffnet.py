@@ -96,6 +96,8 @@ def test_closing_ridge_on_dask_is_the_single_machine_ridge_of_the_trained_map(cl
     assert dist.refit_alpha_ in REFIT_ALPHAS
     trained = dist._trained_map
     np.testing.assert_array_equal(dist.weights_[:, :128], trained[0])  # the trained ones first
+    # the closing check of the kernel's width: the relevances divided by the factor kept
+    np.testing.assert_array_equal(dist.relevances_ * dist.closing_width_factor_, trained[4])
     # the same statistics on one machine, from the trained state (its intercept before the closing)
     import copy
     as_trained = copy.copy(dist)
@@ -110,6 +112,33 @@ def test_closing_ridge_on_dask_is_the_single_machine_ridge_of_the_trained_map(cl
     # and it is what makes the model better than the trained B alone
     plain = _in_thread(RFFNetRegressor(**dict(PARAMS, refit_coef=False)).fit, Xd, yd, shards=2)
     assert dist.score(X_TEST, Y_TEST) > plain.score(X_TEST, Y_TEST)
+
+
+def test_closing_width_check_on_dask_is_the_single_machine_check_of_gathered_rows(client, monkeypatch):
+    """The Dask regressor's closing check runs the single-machine ``closing_width_factor`` on at most
+    ``CLOSING_CHECK_ROWS`` rows gathered to the client, as the in-memory fit makes them."""
+    import rffkern.rffnet as rn
+
+    seen = []
+    check = rn.closing_width_factor
+
+    def recording(Xr, Y, w, W, b, scale, n_threads=None):
+        seen.append((Xr.copy(), Y.copy(), w))
+        return check(Xr, Y, w, W, b, scale, n_threads)
+
+    monkeypatch.setattr(rn, "CLOSING_CHECK_ROWS", 500)
+    monkeypatch.setattr(rn, "closing_width_factor", recording)
+    Xd, yd = da.from_array(X_GSE, chunks=(750, 100)), da.from_array(Y_GSE, chunks=750)
+    dist = _in_thread(RFFNetRegressor(**dict(PARAMS, refit_components=200)).fit, Xd, yd, shards=2)
+    (Xr, Y, w), = seen
+    assert Xr.shape == (500, X_GSE.shape[1]) and Y.shape == (500, 1) and w is None
+    trained = dist._trained_map
+    factor, _ = check(Xr, Y, None, trained[0], trained[1], dist.scale_)
+    assert dist.closing_width_factor_ == factor
+    # the rows are X_GSE's rows as the closing ridge takes them: standardized, times the trained relevances
+    Xs = ((X_GSE - dist.x_mean_) / dist.x_scale_).astype(np.float32).astype(np.float64) * trained[4]
+    rows = [int(np.argmin(np.abs(Xs - r).sum(axis=1))) for r in Xr[:20]]
+    np.testing.assert_allclose(Xr[:20], Xs[rows], rtol=1e-6, atol=1e-6)
 
 
 def test_fit_is_deterministic_and_depends_on_the_seed(client):

@@ -184,7 +184,8 @@ def test_regressor_init_uses_lasso_coefficients():
     X, _, _ = make_jse3(300, random_state=0)
     y = 2 * X[:, 3] + 0.1 * np.random.default_rng(0).standard_normal(300)
     est = RFFNetRegressor(n_components=20, init="regressor", max_iter=1, learning_rate=1e-12,
-                          early_stopping=False, dtype="float64", random_state=0, standardize=True).fit(X, y)
+                          early_stopping=False, dtype="float64", random_state=0, standardize=True,
+                          refit_coef=False).fit(X, y)  # (the closing fit may widen the kernel)
     # One epoch at a negligible learning rate leaves theta at the Lasso solution.
     Xs = (X - X.mean(0)) / X.std(0)
     lasso = LassoCV(cv=3, alphas=20).fit(Xs, (y - y.mean()) / y.std())  # on the scaled targets
@@ -352,6 +353,30 @@ def test_standardize_auto_keeping_each_deviation_is_standardize_true():
     np.testing.assert_array_equal(none.x_mean_, 0) and np.testing.assert_array_equal(none.x_scale_, 1)
     with pytest.raises(ValueError, match="standardize"):
         RFFNetRegressor(standardize="pooled").fit(X, y)
+
+
+def test_topk_regression_keeps_the_smallest_set_within_one_standard_error():
+    """For regression TopK keeps the smallest nested set whose held-out MSE is within one standard
+    error (of the mean per-row difference of squared errors) of the best set's: here the best set
+    adds an irrelevant feature to the true two by less than that."""
+    import copy
+
+    X, y, _ = make_jse3(700, random_state=0)  # y depends on columns 0 and 1
+    net = RFFNetRegressor(random_state=0, n_jobs=1, max_iter=30).fit(X[:400], y[:400])
+    Xs, ys = X[400:], y[400:]
+    result = topk_selection(net, Xs, ys)
+    losses = []
+    for i in range(X.shape[1]):
+        model = copy.deepcopy(net)
+        model.relevances_ = np.where(np.isin(np.arange(X.shape[1]), result.order[:i + 1]), net.relevances_, 0)
+        losses.append((model.predict(Xs) - ys) ** 2)
+    losses = np.array(losses)
+    np.testing.assert_allclose(result.scores, -losses.mean(axis=1), rtol=1e-5)
+    best = int(np.argmin(losses.mean(axis=1)))
+    se = np.std(losses - losses[best], axis=1, ddof=1) / np.sqrt(ys.size)
+    expected = int(np.flatnonzero(losses.mean(axis=1) <= losses[best].mean() + se)[0]) + 1
+    assert result.n_selected == expected == 2 < best + 1  # the rule moved the choice
+    assert sorted(result.selected.tolist()) == [0, 1]
 
 
 def test_topk_selects_the_true_support():
@@ -726,10 +751,60 @@ def test_refit_coef_is_the_exact_ridge_on_the_trained_features():
     np.testing.assert_allclose(model.predict(X), Zc @ coef + y.mean(), rtol=1e-7, atol=1e-7)
     trained = RFFNetRegressor(**kw, refit_coef=False).fit(X, y)
     assert trained.refit_alpha_ is None
-    np.testing.assert_array_equal(trained.relevances_, model.relevances_)  # the same epochs
+    # the same epochs (the closing check may have widened the kernel: theta divided by a power of 2)
+    np.testing.assert_array_equal(trained.relevances_, model.relevances_ * model.closing_width_factor_)
     assert model.score(X, y) > trained.score(X, y)
     noisy = y + 3.0 * np.random.default_rng(1).standard_normal(y.size)
     assert RFFNetRegressor(**kw).fit(X, noisy).refit_alpha_ > model.refit_alpha_
+
+
+def test_closing_width_check_is_the_leave_one_out_error_of_each_wider_kernel():
+    """closing_width_factor: each factor's error is the exact leave-one-out mean squared error of the
+    ridge (unpenalised intercept) on the features of the kernel that many times as wide, at its best
+    penalty, computed here from the hat matrix; the factor nearest 1 within one standard error of
+    the least is kept."""
+    from rffkern.rffnet import CLOSING_WIDTH_FACTORS, REFIT_ALPHAS, closing_width_factor
+
+    rng = np.random.default_rng(3)
+    Xr = 2.0 * rng.standard_normal((80, 3))  # a kernel far too narrow for this smooth target
+    Y = (np.sin(Xr[:, 0] / 4) + 0.05 * rng.standard_normal(80)).reshape(-1, 1)
+    W, b = rng.standard_normal((3, 25)), rng.uniform(0, 2 * np.pi, 25)
+    factor, errors = closing_width_factor(Xr, Y, None, W, b, 1.0)
+    for f, error in zip(CLOSING_WIDTH_FACTORS, errors):
+        A = np.hstack([np.ones((80, 1)), np.cos(Xr @ (W / f) + b)])
+        best = np.inf
+        for alpha in REFIT_ALPHAS:
+            H = A @ np.linalg.solve(A.T @ A + alpha * np.diag([0.0] + [1.0] * 25), A.T)
+            r = (Y[:, 0] - H @ Y[:, 0]) / (1 - np.diag(H))
+            best = min(best, float(np.mean(r**2)))
+        assert error == pytest.approx(best, rel=1e-6)
+    assert errors[0] > 2 * min(errors) and factor > 1.0  # far apart: the wider kernel is kept
+    assert closing_width_factor(Xr[:2], Y[:2], None, W, b, 1.0) == (1.0, None)  # no LOO to compare
+
+
+def test_closing_width_check_widens_a_kernel_trained_too_narrow_on_few_rows(monkeypatch):
+    """RFFNetRegressor starts narrow (init="median") and on diabetes' 353 training rows early
+    stopping ends the training before the kernel has widened: the closing check widens it (the
+    relevances divided by the factor, their ranking unchanged), and the held-out error drops; on
+    plenty of rows the learned kernel is kept as trained."""
+    import rffkern.rffnet as rn
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_diabetes(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=0)
+    model = RFFNetRegressor(random_state=0, n_jobs=1).fit(Xtr, ytr)
+    assert model.closing_width_factor_ > 1.0
+    np.testing.assert_array_equal(model.relevances_ * model.closing_width_factor_, model._trained_map[4])
+    monkeypatch.setattr(rn, "CLOSING_WIDTH_FACTORS", (1.0,))
+    as_trained = RFFNetRegressor(random_state=0, n_jobs=1).fit(Xtr, ytr)
+    assert as_trained.closing_width_factor_ == 1.0
+    np.testing.assert_array_equal(as_trained.relevances_, model._trained_map[4])  # the same training
+    assert model.score(Xte, yte) > as_trained.score(Xte, yte) + 0.05
+    monkeypatch.undo()
+    X, y, _ = make_jse3(3000, random_state=0)
+    assert RFFNetRegressor(random_state=0, n_jobs=1).fit(X, y).closing_width_factor_ == 1.0
+    assert RFFNetRegressor(random_state=0, n_jobs=1, refit_coef=False).fit(X, y).closing_width_factor_ is None
 
 
 def test_closing_ridge_adds_features_of_the_learned_kernel():
@@ -743,7 +818,7 @@ def test_closing_ridge_adds_features_of_the_learned_kernel():
     assert wide.weights_.shape == (X.shape[1], 120) and wide.offsets_.shape == (120,) and wide.coef_.shape == (120, 1)
     assert narrow.weights_.shape == trained.weights_.shape == (X.shape[1], 30)
     np.testing.assert_array_equal(wide.weights_[:, :30], trained.weights_)
-    np.testing.assert_array_equal(wide.relevances_, trained.relevances_)
+    np.testing.assert_array_equal(wide.relevances_ * wide.closing_width_factor_, trained.relevances_)
     # the new frequencies are standard normal draws (the Gaussian kernel at unit length scale)
     extra = RFFNetRegressor(**kw, refit_components=300).fit(X, y).weights_[:, 30:]
     assert abs(extra.mean()) < 0.05 and abs(extra.std() - 1.0) < 0.05
@@ -758,7 +833,7 @@ def test_closing_ridge_adds_features_of_the_learned_kernel():
     assert wide.refit_alpha_ is None
     warm = RFFNetRegressor(**kw, refit_components=120).fit(X, y).set_params(warm_start=True, max_iter=2).fit(X, y)
     cold = RFFNetRegressor(**kw, refit_coef=False).fit(X, y).set_params(warm_start=True, max_iter=2).fit(X, y)
-    np.testing.assert_array_equal(warm.relevances_, cold.relevances_)
+    np.testing.assert_array_equal(warm.relevances_ * warm.closing_width_factor_, cold.relevances_)
     assert warm.weights_.shape[1] == 120 and warm.refit_alpha_ is not None
     with pytest.raises(ValueError, match="refit_components"):
         RFFNetRegressor(refit_components=0).fit(X, y)
@@ -792,7 +867,8 @@ def test_classifier_refit_coef_is_the_penalised_cross_entropy_fit(n_classes):
     model = RFFNetClassifier(**kw, refit_components=None).fit(X, labels)  # on the trained features
     trained = RFFNetClassifier(**kw, refit_coef=False).fit(X, labels)
     assert trained.refit_alpha_ is None and model.refit_alpha_ in OUTPUT_ALPHAS
-    np.testing.assert_array_equal(trained.relevances_, model.relevances_)  # the same epochs
+    # the same epochs (the closing check may have widened the kernel: theta divided by a power of 2)
+    np.testing.assert_array_equal(trained.relevances_, model.relevances_)
     # the closing fit's map: the trained frequencies plus new draws (refit_components, <= 2 per row)
     wide = RFFNetClassifier(**kw).fit(X, labels)
     assert wide.coef_.shape == (1000, trained.coef_.shape[1]) and wide.refit_alpha_ in OUTPUT_ALPHAS

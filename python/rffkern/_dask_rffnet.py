@@ -32,8 +32,10 @@ and ``n_shards`` (bit for bit, whichever worker runs which task, and whatever th
 The regressor's closing fit (``refit_coef``: ridge on ``refit_components`` features of the
 learned kernel, the penalty by exact leave-one-out) runs on every row with the distributed Gram
 and leave-one-out passes of :mod:`rffkern._dask_fits` (two passes more), as the single-machine
-fit does. The classifier's (penalised logistic / softmax regression, whose L-BFGS passes over the
-features some hundreds of times) runs on the client, on the rows gathered from the workers: every
+fit does; the check of the kernel's width before it runs on the client, on at most
+``rffkern.rffnet.CLOSING_CHECK_ROWS`` rows gathered from the workers. The classifier's
+(penalised logistic / softmax regression, whose L-BFGS passes over the features some hundreds of
+times) runs on the client, on the rows gathered from the workers: every
 row, or above ``rffkern.rffnet.CLOSING_MAX_ROWS`` (50,000) a stratified random subset of that many,
 as a single-machine fit caps its closing fit; its penalty is chosen on 3 interleaved folds of them.
 
@@ -595,12 +597,24 @@ class _ClosingInputs:
 def _closing_ridge(est, X, y):
     """``refit_coef`` of ``RFFNetRegressor`` on Dask arrays: the closing ridge on every row, the map
     widened to ``refit_components`` and the penalty by exact leave-one-out over ``REFIT_ALPHAS``,
-    with the distributed Gram and leave-one-out passes of the ridge family (two passes)."""
+    with the distributed Gram and leave-one-out passes of the ridge family (two passes). Before it,
+    the single-machine check of the kernel's width (``rffkern.rffnet.closing_width_factor``) on
+    at most ``CLOSING_CHECK_ROWS`` rows drawn at random from every row and gathered on the client
+    (X's rows, then y's: one graph each, as the standardization probe)."""
+    import dask
+
     from rffkern._dask_fits import _Data, _fit_ridge_map
     from rffkern._ridge_solvers import FourierFeatureMap
-    from rffkern.rffnet import REFIT_ALPHAS
+    from rffkern.rffnet import CLOSING_CHECK_ROWS, REFIT_ALPHAS
 
     W, b = est._closing_map(X.shape[0])
+    n = X.shape[0]
+    rows = np.arange(n)
+    if n > CLOSING_CHECK_ROWS:  # a seed from a copy of the stream: its later draws stay
+        seed = int(copy.deepcopy(est._rng).integers(2**32 - 1))
+        rows = np.sort(np.random.default_rng(seed).choice(n, CLOSING_CHECK_ROWS, replace=False))
+    (X_rows,), (y_rows,) = dask.compute(X[rows]), dask.compute(y[rows])
+    est._check_closing_width(*_ClosingInputs(est)(np.asarray(X_rows), np.asarray(y_rows)), None)
     fmap = FourierFeatureMap(W, b, float(est.scale_), n_threads=resolve_n_threads(est.n_jobs))
     coef, intercept, alpha, _, _ = _fit_ridge_map(_Data(X, y), fmap, _ClosingInputs(est), REFIT_ALPHAS,
                                                   "loo", 0.1, est._rng)
