@@ -611,7 +611,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         the trained features, and the factor nearest 1 within one standard error of the least kept
         (``closing_width_factor_``): training starts narrow and may stop early on few rows before
         the kernel has widened (diabetes, seeds 0-9 of the bench splits: mean RMSE/sd 0.821 ->
-        0.734; eight larger regression sets unchanged but ailerons seed 0, 0.3855 -> 0.3870).
+        0.734; seven larger regression sets unchanged, ailerons seed 0 0.3855 -> 0.3870).
     refit_components : int or None, default=1000
         Features of the closing ridge (``refit_coef``): the ``n_components`` trained ones plus new
         draws of the same kernel at the learned relevances, up to this many (at most two per
@@ -764,11 +764,11 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
                                               resolve_n_threads(self.n_jobs))
         self.closing_width_factor_ = factor
         if factor != 1.0:
-            self.relevances_ = (self.relevances_ / np.asarray(factor, self.relevances_.dtype))
+            self.relevances_ = self.relevances_ / np.asarray(factor, self.relevances_.dtype)
         if errors is not None:
             shown = ", ".join(f"{f:g}x {e:.4g}" for f, e in zip(CLOSING_WIDTH_FACTORS, errors))
-            log.event(f"closing width check (LOO mse, targets scaled: {shown}): "
-                                                  f"kernel {factor:g}x as wide as trained")
+            log.event(f"closing width check (LOO mse, targets scaled: {shown}): kernel {factor:g}x as wide "
+                      "as trained")
         return factor
 
     def _set_closing_solution(self, coef, intercept):
