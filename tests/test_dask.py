@@ -17,7 +17,6 @@ import pytest
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
-import rffkern  # noqa: E402
 from rffkern import (EERFClassifier, EERFRegressor, Fastfood, OrthogonalRandomFeatures,  # noqa: E402
                      RandomFourierFeatures, RFFNetClassifier, RFFNetRegressor, RFFRidge, RFFRidgeClassifier,
                      SRFFRegressor, StructuredOrthogonalFeatures)
