@@ -302,7 +302,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
        width), and learn a length scale per input (its "adaptive" schedule lowers the step size
        once, ``FIT_LR_DECAYS``: training stops at the second plateau); its closing fit
        (``refit_coef``) refits the output layer on 1000 features of the learned kernel
-       (``refit_components``). Variants
+       (``refit_components``; the regressor's after checking the learned kernel's overall width,
+       ``closing_width_factor_``). Variants
        (``RFFNET_VARIANTS``): the paper's Adam without penalty (every input may matter) and, with
        at least ``SPARSE_MIN_FEATURES`` (50) inputs, also RFFNet's defaults (Adam with one second
        moment for the relevances and an L1 penalty on them: sparse relevances, for a few
