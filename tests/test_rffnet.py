@@ -758,26 +758,54 @@ def test_refit_coef_is_the_exact_ridge_on_the_trained_features():
     assert RFFNetRegressor(**kw).fit(X, noisy).refit_alpha_ > model.refit_alpha_
 
 
-def test_closing_width_check_is_the_leave_one_out_error_of_each_wider_kernel():
+def _hat_matrix_loo(Z, Y, alphas):
+    """Per alpha, each row's squared leave-one-out residual of ridge on Z with an unpenalised
+    intercept (mean over the outputs), from the hat matrix: ``r_i / (1 - H_ii)``."""
+    A = np.hstack([np.ones((Z.shape[0], 1)), Z])
+    out = []
+    for alpha in alphas:
+        H = A @ np.linalg.solve(A.T @ A + alpha * np.diag([0.0] + [1.0] * Z.shape[1]), A.T)
+        R = (Y - H @ Y) / (1 - np.diag(H))[:, None]
+        out.append(np.mean(R**2, axis=1))
+    return np.array(out)
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(8, 50), d=st.integers(1, 4), s=st.integers(2, 20), m=st.integers(1, 2),
+       spread=st.floats(0.3, 4.0), seed=st.integers(0, 2**31 - 1))
+def test_closing_width_check_is_the_leave_one_out_error_of_each_wider_kernel(n, d, s, m, spread, seed):
     """closing_width_factor: each factor's error is the exact leave-one-out mean squared error of the
     ridge (unpenalised intercept) on the features of the kernel that many times as wide, at its best
-    penalty, computed here from the hat matrix; the factor nearest 1 within one standard error of
-    the least is kept."""
+    penalty, computed here from the hat matrix; the factor kept is the one nearest 1 whose error is
+    within one standard error (of the mean per-row difference) of the least."""
     from rffkern.rffnet import CLOSING_WIDTH_FACTORS, REFIT_ALPHAS, closing_width_factor
+
+    rng = np.random.default_rng(seed)
+    Xr = spread * rng.standard_normal((n, d))
+    Y = np.sin(Xr[:, :1] / 2) * np.arange(1, m + 1) + 0.1 * rng.standard_normal((n, m))
+    W, b = rng.standard_normal((d, s)), rng.uniform(0, 2 * np.pi, s)
+    factor, errors = closing_width_factor(Xr, Y, None, W, b, 1.0)
+    best_rows = []
+    for f, error in zip(CLOSING_WIDTH_FACTORS, errors):
+        losses = _hat_matrix_loo(np.cos(Xr @ (W / f) + b), Y, REFIT_ALPHAS)
+        k = int(np.argmin(losses.mean(axis=1)))
+        assert error == pytest.approx(losses[k].mean(), rel=1e-5, abs=1e-10)
+        best_rows.append(losses[k])
+    least = int(np.argmin(errors))
+    se = [np.std(r - best_rows[least], ddof=1) / np.sqrt(n) for r in best_rows]
+    near = [j for j in range(len(errors)) if errors[j] <= errors[least] + se[j] + 1e-12]
+    assert factor in [CLOSING_WIDTH_FACTORS[j] for j in near]
+    assert factor == CLOSING_WIDTH_FACTORS[min(near)]  # nearest 1: the smallest factor of those
+
+
+def test_closing_width_check_widens_where_the_trained_kernel_is_far_too_narrow():
+    from rffkern.rffnet import closing_width_factor
 
     rng = np.random.default_rng(3)
     Xr = 2.0 * rng.standard_normal((80, 3))  # a kernel far too narrow for this smooth target
     Y = (np.sin(Xr[:, 0] / 4) + 0.05 * rng.standard_normal(80)).reshape(-1, 1)
     W, b = rng.standard_normal((3, 25)), rng.uniform(0, 2 * np.pi, 25)
     factor, errors = closing_width_factor(Xr, Y, None, W, b, 1.0)
-    for f, error in zip(CLOSING_WIDTH_FACTORS, errors):
-        A = np.hstack([np.ones((80, 1)), np.cos(Xr @ (W / f) + b)])
-        best = np.inf
-        for alpha in REFIT_ALPHAS:
-            H = A @ np.linalg.solve(A.T @ A + alpha * np.diag([0.0] + [1.0] * 25), A.T)
-            r = (Y[:, 0] - H @ Y[:, 0]) / (1 - np.diag(H))
-            best = min(best, float(np.mean(r**2)))
-        assert error == pytest.approx(best, rel=1e-6)
     assert errors[0] > 2 * min(errors) and factor > 1.0  # far apart: the wider kernel is kept
     assert closing_width_factor(Xr[:2], Y[:2], None, W, b, 1.0) == (1.0, None)  # no LOO to compare
 
