@@ -605,14 +605,10 @@ def _closing_ridge(est, X, y):
 
     from rffkern._dask_fits import _Data, _fit_ridge_map
     from rffkern._ridge_solvers import FourierFeatureMap
-    from rffkern.rffnet import CLOSING_CHECK_ROWS, REFIT_ALPHAS
+    from rffkern.rffnet import REFIT_ALPHAS, closing_check_rows
 
     W, b = est._closing_map(X.shape[0])
-    n = X.shape[0]
-    rows = np.arange(n)
-    if n > CLOSING_CHECK_ROWS:  # a seed from a copy of the stream: its later draws stay
-        seed = int(copy.deepcopy(est._rng).integers(2**32 - 1))
-        rows = np.sort(np.random.default_rng(seed).choice(n, CLOSING_CHECK_ROWS, replace=False))
+    rows = closing_check_rows(X.shape[0], est._rng)
     (X_rows,), (y_rows,) = dask.compute(X[rows]), dask.compute(y[rows])
     est._check_closing_width(*_ClosingInputs(est)(np.asarray(X_rows), np.asarray(y_rows)), None)
     fmap = FourierFeatureMap(W, b, float(est.scale_), n_threads=resolve_n_threads(est.n_jobs))

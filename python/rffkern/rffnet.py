@@ -320,8 +320,6 @@ class _BaseRFFNet(BaseEstimator):
             self.weights_, self.offsets_, self.coef_, self.intercept_, self.relevances_ = trained
             self._trained_map = None
             self.refit_alpha_ = None
-            if hasattr(self, "closing_width_factor_"):
-                self.closing_width_factor_ = None
 
     def _closing_map(self, n_rows):
         """The feature map of the closing fit: the trained frequencies, plus new draws of the same
@@ -736,10 +734,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         if w_train is not None:
             w = np.concatenate([w_train] if w_val is None else [w_train, w_val]).astype(np.float64)
         W, b = self._closing_map(Xr.shape[0])
-        rows = np.arange(Xr.shape[0])
-        if rows.size > CLOSING_CHECK_ROWS:  # a seed from a copy of the stream: its later draws stay
-            seed = int(copy.deepcopy(self._rng).integers(2**32 - 1))
-            rows = np.sort(np.random.default_rng(seed).choice(rows.size, CLOSING_CHECK_ROWS, replace=False))
+        rows = closing_check_rows(Xr.shape[0], self._rng)
         factor = self._check_closing_width(Xr[rows], Yr[rows], None if w is None else w[rows])
         Xr /= factor  # (a power of two: exactly the rows times the relevances now kept)
         fmap = FourierFeatureMap(W, b, float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
@@ -752,6 +747,11 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         self.offsets_ = np.ascontiguousarray(b, dtype=dtype)
         self._set_closing_solution(coef, intercept)
         self.refit_alpha_ = float(alpha)
+
+    def _restore_trained_map(self):
+        if getattr(self, "_trained_map", None) is not None:  # training goes on from theta as trained
+            self.closing_width_factor_ = None
+        super()._restore_trained_map()
 
     def _check_closing_width(self, Xr, Y, w):
         """The closing check of the learned kernel's width (:func:`closing_width_factor`) on these
@@ -1447,7 +1447,7 @@ def closing_width_factor(Xr, Y, sample_weight, weights, offsets, scale, n_thread
     n_threads : int or None, default=None
     """
     from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
-    from rffkern.ridge import one_se_width, paired_standard_error
+    from rffkern.ridge import pick_width
 
     if Xr.shape[0] < 3:  # no leave-one-out error to compare on
         return 1.0, None
@@ -1459,10 +1459,17 @@ def closing_width_factor(Xr, Y, sample_weight, weights, offsets, scale, n_thread
                             return_row_losses=True)
         errors.append(float(np.min(res[3])))
         losses.append(res[5])
-    best = int(np.argmin(errors))
-    diff_se = [paired_standard_error(rows, losses[best][0], losses[best][1]) for rows, _ in losses]
-    pick = one_se_width(errors, diff_se, CLOSING_WIDTH_FACTORS)
-    return CLOSING_WIDTH_FACTORS[pick], errors
+    return CLOSING_WIDTH_FACTORS[pick_width(errors, losses, CLOSING_WIDTH_FACTORS)], errors
+
+
+def closing_check_rows(n, rng):
+    """The rows (sorted indices among ``n``) of the closing width check: all of them, or
+    ``CLOSING_CHECK_ROWS`` drawn with a seed from a copy of ``rng`` (the estimator's later draws
+    stay what they would be without the check)."""
+    if n <= CLOSING_CHECK_ROWS:
+        return np.arange(n)
+    seed = int(copy.deepcopy(rng).integers(2**32 - 1))
+    return np.sort(np.random.default_rng(seed).choice(n, CLOSING_CHECK_ROWS, replace=False))
 
 
 #: ``RFFNetClassifier(refit_coef=True)``'s closing fit holds the n x s features of its rows (8 kB per

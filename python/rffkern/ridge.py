@@ -201,6 +201,20 @@ def resolve_standardization(standardize: bool | str, X: NDArray[np.floating], Y:
     return choose_standardization(X, Y, sample_weight, seed, n_jobs)
 
 
+def pick_width(errors: Sequence[float], row_losses: Sequence[Any] | None = None,
+               factors: Sequence[float] = WIDTH_FACTORS) -> int:
+    """Index of the width kept: the least error, or with ``row_losses`` (each width's
+    ``(losses, weights)`` from :func:`rffkern._ridge_solvers.fit_ridge_map`) the
+    one-standard-error rule of :func:`one_se_width` over ``factors`` (each width over the one to
+    stay at unless another is better); GCV scores no row, so it keeps the least error."""
+    best = int(np.argmin(errors))
+    if row_losses is None or any(r is None for r in row_losses):
+        return best
+    base, weights = row_losses[best]
+    diff_se = [paired_standard_error(losses, base, weights) for losses, _ in row_losses]
+    return one_se_width(errors, diff_se, factors)
+
+
 def paired_standard_error(losses: NDArray[np.floating], base: NDArray[np.floating],
                           weights: NDArray[np.floating] | None = None) -> float:
     """Standard error of the (weighted) mean of ``losses - base``, the per-row differences of two
@@ -285,18 +299,6 @@ class _RFFRidgeBase(BaseEstimator):
         if self.length_scale == "median":
             return [median]
         return [median * f for f in WIDTH_FACTORS]
-
-    @staticmethod
-    def _pick_width(errors, row_losses=None):
-        """Index of the width kept: the least error, or with ``row_losses`` (each width's
-        ``(losses, weights)`` from :func:`fit_ridge_map`, ``length_scale="auto"``) the one-standard-error
-        rule of :func:`one_se_width`; GCV scores no row, so it keeps the least error."""
-        best = int(np.argmin(errors))
-        if row_losses is None or any(r is None for r in row_losses):
-            return best
-        base, weights = row_losses[best]
-        diff_se = [paired_standard_error(losses, base, weights) for losses, _ in row_losses]
-        return one_se_width(errors, diff_se)
 
     def _geometries(self):
         """The standardizations ``fit`` compares: both of ``STANDARDIZE_CHOICES`` for "auto" with a
@@ -423,7 +425,7 @@ class _RFFRidgeBase(BaseEstimator):
         Xs, widths = Xs_of[geometry], widths_of[geometry]
         Xs_of = {}  # (the copies of X for the standardizations not kept are dropped)
         self.width_errors_ = [f[2] for f in fits]
-        pick = self._pick_width(self.width_errors_, [f[1] for f in fits] if auto else None)
+        pick = pick_width(self.width_errors_, [f[1] for f in fits] if auto else None)
         # each searched standardization's widths and errors, for rffkern.fit (RFFNet's start, which
         # standardizes each input by its own deviation)
         self._width_search = {g: ([float(v) for v in ws], [f[2] for f in fs]) for g, (ws, fs) in searched.items()}

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.feature_selection import SelectorMixin
-from sklearn.metrics import mean_squared_error, roc_auc_score
+from sklearn.metrics import roc_auc_score
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -67,15 +67,19 @@ def _topk_score(estimator, F, y, sample_weight=None):
             return float(roc_auc_score(idx, F[:, 0], sample_weight=sample_weight))
         return float(roc_auc_score(idx, class_probabilities(F), multi_class="ovr",
                                    labels=np.arange(estimator.classes_.size), sample_weight=sample_weight))
+    return -float(np.average(_squared_errors(F, y), weights=sample_weight))
+
+
+def _squared_errors(F, y):
+    """Each row's squared error (mean over the outputs) of the outputs ``F``: the regressor's TopK
+    score is minus their (weighted) mean, the mean squared error."""
     Y = np.asarray(y, dtype=np.float64).reshape(F.shape[0], -1)
-    return -float(mean_squared_error(Y, F, sample_weight=sample_weight))
+    return np.mean((Y - F) ** 2, axis=1)
 
 
 def _row_losses(estimator, Xs, theta, y):
-    """Each selection row's squared error (mean over the outputs) with the relevances ``theta``."""
-    F = estimator._raw_outputs(Xs, theta).astype(np.float64)
-    Y = np.asarray(y, dtype=np.float64).reshape(F.shape[0], -1)
-    return np.mean((Y - F) ** 2, axis=1)
+    """Each selection row's squared error with the relevances ``theta``."""
+    return _squared_errors(estimator._raw_outputs(Xs, theta).astype(np.float64), y)
 
 
 def _within_one_standard_error(estimator, Xs, order, scores, y, sample_weight):
