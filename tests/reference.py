@@ -142,6 +142,18 @@ def prox(p, learning_rate, l2=0.0, l1=0.0):
     return p
 
 
+def centered_rows(X, center):
+    """The CSR arrays of :class:`rffkern.kernels.CenteredRows`, row by row: the entries of each row
+    that differ from their column's center, in column order, as ``X[i, j] - center[j]``."""
+    indptr, indices, values = [0], [], []
+    for row in X:
+        cols = [j for j in range(X.shape[1]) if row[j] != center[j]]
+        indices += cols
+        values += [row[j] - center[j] for j in cols]
+        indptr.append(len(indices))
+    return np.array(indptr, np.int64), np.array(indices, np.int32), np.array(values, X.dtype)
+
+
 def train_epoch(X, Y, order, weights, offsets, theta, coef, state, *, batch_size=32, loss="squared",
                 solver="adam", learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, l2_coef=0.0,
                 l1_theta=0.0, update_coef=True, update_theta=True, scale=None, theta_moment="coordinate"):

@@ -344,12 +344,14 @@ def _ref_state(s):
             "m_theta": f64(s.m_theta).copy(), "v_theta": f64(s.v_theta).copy(), "step": s.step}
 
 
-def _check_train_epoch(X, Y, order, W, b, theta, coef, state, dtype, n_threads, **kw):
+def _check_train_epoch(X, Y, order, W, b, theta, coef, state, dtype, n_threads, rows=None, **kw):
+    """One compiled epoch (on ``rows`` when given: X's centered sparse rows) against the reference
+    epoch on X."""
     rs = _ref_state(state)
     e_loss, e_theta, e_coef = reference.train_epoch(f64(X), f64(Y), order, f64(W), f64(b), f64(theta),
                                                     f64(coef), rs, **kw)
     th, C = theta.copy(), coef.copy()
-    value = kernels.train_epoch(X, Y, order, W, b, th, C, state, n_threads=n_threads, **kw)
+    value = kernels.train_epoch(X, Y, order, W, b, th, C, state, n_threads=n_threads, rows=rows, **kw)
     nsteps = -(-len(order) // kw.get("batch_size", 32))
     assert state.step == rs["step"]
     # Each step's parameter change is bounded by lr * (1 + 1/eps) (Adam) or lr * |grad| (SGD); a

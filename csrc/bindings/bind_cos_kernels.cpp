@@ -43,6 +43,40 @@ struct MapArgs {
     ArgSpan th() const { return span_of(theta, "theta"); }
 };
 
+// The optional `rows` argument: None, or the tuple (indptr int64 (n + 1,), indices int32 (nnz,),
+// values (nnz,), center (d,) or None) of X's centered sparse rows (CenteredRows); the structure is
+// checked by the kernels' entry points.
+template <class T>
+struct RowsArg {
+    std::optional<carray<std::int64_t>> indptr;
+    std::optional<carray<std::int32_t>> indices;
+    std::optional<carray<T>> values, center;
+    CenteredRows<T> rows;
+
+    RowsArg(const py::object& obj, const MapArgs<T>& a) {
+        if (obj.is_none()) return;
+        require(py::isinstance<py::tuple>(obj) && py::len(obj) == 4,
+                "rows must be None or a tuple (indptr, indices, values, center)");
+        const py::tuple t = py::reinterpret_borrow<py::tuple>(obj);
+        indptr = as_carray<std::int64_t>(t[0], "rows indptr");
+        indices = as_carray<std::int32_t>(t[1], "rows indices");
+        values = as_carray<T>(t[2], "rows values");
+        center = as_optional_carray<T>(t[3], "rows center");
+        require_shape(*indptr, "rows indptr", {a.X.shape(0) + 1});
+        require_ndim(*indices, "rows indices", 1);
+        require_shape(*values, "rows values", {indices->shape(0)});
+        require(indptr->data()[a.X.shape(0)] == indices->shape(0),
+                "rows indptr[-1] must equal the number of stored entries");
+        if (center) require_shape(*center, "rows center", {a.W.shape(0)});
+        rows.indptr = indptr->data();
+        rows.indices = indices->data();
+        rows.values = values->data();
+        rows.center = opt_ptr(center);
+    }
+    const CenteredRows<T>* get() const { return indptr ? &rows : nullptr; }
+    ArgSpan span() const { return span_of(values, "rows values"); }
+};
+
 // coef (n_out, m) for the map.
 template <class T>
 carray<T> coef_for(const py::handle& obj, const MapArgs<T>& a) {
@@ -61,31 +95,35 @@ Loss parse_loss(const std::string& name) {
 }
 
 void features(const py::object& X_, const py::object& W_, const py::object& b_, const py::object& th_,
-              double scale, bool pair, const py::object& out_, int n_threads) {
+              double scale, bool pair, const py::object& out_, int n_threads, const py::object& rows_) {
     with_float_dtype(X_, "X", [&](auto tag) {
         using T = decltype(tag);
         const MapArgs<T> a(X_, W_, b_, th_, scale, pair);
+        const RowsArg<T> rows(rows_, a);
         carray<T> out = as_carray<T>(out_, "out");
         require_shape(out, "out", {a.X.shape(0), a.n_out()});
-        require_disjoint({span_of(out, "out")}, {a.x(), a.w(), a.offsets(), a.th()});
+        require_disjoint({span_of(out, "out")}, {a.x(), a.w(), a.offsets(), a.th(), rows.span()});
         T* z = out_ptr(out, "out");
         py::gil_scoped_release release;
-        fused_cos_features(a.X.data(), a.n(), a.map, z, n_threads);
+        fused_cos_features(a.X.data(), a.n(), a.map, z, n_threads, rows.get());
     });
 }
 
 void predict(const py::object& X_, const py::object& W_, const py::object& b_, const py::object& th_,
-             double scale, bool pair, const py::object& coef_, const py::object& out_, int n_threads) {
+             double scale, bool pair, const py::object& coef_, const py::object& out_, int n_threads,
+             const py::object& rows_) {
     with_float_dtype(X_, "X", [&](auto tag) {
         using T = decltype(tag);
         const MapArgs<T> a(X_, W_, b_, th_, scale, pair);
+        const RowsArg<T> rows(rows_, a);
         const carray<T> coef = coef_for(coef_, a);
         carray<T> out = as_carray<T>(out_, "out");
         require_shape(out, "out", {a.X.shape(0), coef.shape(1)});
         require_disjoint({span_of(out, "out")}, {a.x(), a.w(), a.offsets(), a.th(), span_of(coef, "coef")});
         T* f = out_ptr(out, "out");
         py::gil_scoped_release release;
-        fused_cos_predict(a.X.data(), a.n(), a.map, coef.data(), std::size_t(coef.shape(1)), f, n_threads);
+        fused_cos_predict(a.X.data(), a.n(), a.map, coef.data(), std::size_t(coef.shape(1)), f, n_threads,
+                          rows.get());
     });
 }
 
@@ -122,10 +160,11 @@ void gram(const py::object& X_, const py::object& W_, const py::object& b_, cons
 double loss_and_grad(const py::object& X_, const py::object& Y_, const py::object& W_,
                      const py::object& b_, const py::object& th_, double scale, bool pair,
                      const py::object& coef_, const std::string& loss, const py::object& grad_coef_,
-                     const py::object& grad_theta_, int n_threads) {
+                     const py::object& grad_theta_, int n_threads, const py::object& rows_) {
     return with_float_dtype(X_, "X", [&](auto tag) -> double {
         using T = decltype(tag);
         const MapArgs<T> a(X_, W_, b_, th_, scale, pair);
+        const RowsArg<T> rows(rows_, a);
         const carray<T> Y = as_carray<T>(Y_, "Y");
         const carray<T> coef = coef_for(coef_, a);
         carray<T> grad_coef = as_carray<T>(grad_coef_, "out_coef");
@@ -135,12 +174,13 @@ double loss_and_grad(const py::object& X_, const py::object& Y_, const py::objec
         if (grad_theta) require_shape(*grad_theta, "out_theta", {a.W.shape(0)});
         const Loss l = parse_loss(loss);
         require_disjoint({span_of(grad_coef, "out_coef"), span_of(grad_theta, "out_theta")},
-                         {a.x(), span_of(Y, "Y"), a.w(), a.offsets(), a.th(), span_of(coef, "coef")});
+                         {a.x(), span_of(Y, "Y"), a.w(), a.offsets(), a.th(), span_of(coef, "coef"),
+                          rows.span()});
         T* gc = out_ptr(grad_coef, "out_coef");
         T* gt = grad_theta ? out_ptr(*grad_theta, "out_theta") : nullptr;
         py::gil_scoped_release release;
         return loss_and_grad(a.X.data(), Y.data(), a.n(), a.map, coef.data(), std::size_t(coef.shape(1)),
-                             l, gc, gt, n_threads);
+                             l, gc, gt, n_threads, rows.get());
     });
 }
 
@@ -151,11 +191,12 @@ py::tuple train_epoch(const py::object& X_, const py::object& Y_, const py::obje
                       double eps, double l2_coef, double l1_theta, bool update_coef, bool update_theta,
                       const py::object& m_coef_, const py::object& v_coef_, const py::object& m_theta_,
                       const py::object& v_theta_, std::int64_t step, int n_threads,
-                      bool shared_theta_moment) {
+                      bool shared_theta_moment, const py::object& rows_) {
     return with_float_dtype(X_, "X", [&](auto tag) -> py::tuple {
         using T = decltype(tag);
         require(!theta_.is_none(), "theta is required (it is trained in place)");
         const MapArgs<T> a(X_, W_, b_, theta_, scale, false);
+        const RowsArg<T> rows(rows_, a);
         const carray<T> Y = as_carray<T>(Y_, "Y");
         const carray<std::int64_t> order = as_carray<std::int64_t>(order_, "order");
         carray<T> theta = *a.theta;
@@ -173,7 +214,7 @@ py::tuple train_epoch(const py::object& X_, const py::object& Y_, const py::obje
         require(step >= 0, "step must be >= 0");
         require_disjoint({a.th(), span_of(coef, "coef"), span_of(m_coef, "m_coef"), span_of(v_coef, "v_coef"),
                           span_of(m_theta, "m_theta"), span_of(v_theta, "v_theta")},
-                         {a.x(), span_of(Y, "Y"), span_of(order, "order"), a.w(), a.offsets()});
+                         {a.x(), span_of(Y, "Y"), span_of(order, "order"), a.w(), a.offsets(), rows.span()});
         StepConfig<T> cfg;
         cfg.adam = adam;
         cfg.rate = AdamSettings<T>{T(lr), T(beta1), T(beta2), T(eps)};
@@ -184,7 +225,7 @@ py::tuple train_epoch(const py::object& X_, const py::object& Y_, const py::obje
         cfg.shared_theta_moment = shared_theta_moment;
         const Loss l = parse_loss(loss);
         const EpochBatches<T> data{a.X.data(), Y.data(), a.n(), order.data(), std::size_t(order.shape(0)),
-                                   batch_size};
+                                   batch_size, rows.get()};
         TrainableState<T> state;
         state.theta = out_ptr(theta, "theta");
         state.coef = out_ptr(coef, "coef");
@@ -207,22 +248,24 @@ py::tuple train_epoch(const py::object& X_, const py::object& Y_, const py::obje
 
 void register_cos_kernels(py::module_& m) {
     m.def("features", &features, py::arg("X"), py::arg("weights"), py::arg("offsets"), py::arg("theta"),
-          py::arg("scale"), py::arg("pair"), py::arg("out"), py::arg("n_threads"));
+          py::arg("scale"), py::arg("pair"), py::arg("out"), py::arg("n_threads"), py::arg("rows") = py::none());
     m.def("predict", &predict, py::arg("X"), py::arg("weights"), py::arg("offsets"), py::arg("theta"),
-          py::arg("scale"), py::arg("pair"), py::arg("coef"), py::arg("out"), py::arg("n_threads"));
+          py::arg("scale"), py::arg("pair"), py::arg("coef"), py::arg("out"), py::arg("n_threads"),
+          py::arg("rows") = py::none());
     m.def("gram", &gram, py::arg("X"), py::arg("weights"), py::arg("offsets"), py::arg("theta"),
           py::arg("scale"), py::arg("pair"), py::arg("Y"), py::arg("out"), py::arg("out_zty"),
           py::arg("accumulate"), py::arg("n_threads"));
     m.def("loss_and_grad", &loss_and_grad, py::arg("X"), py::arg("Y"), py::arg("weights"),
           py::arg("offsets"), py::arg("theta"), py::arg("scale"), py::arg("pair"), py::arg("coef"),
-          py::arg("loss"), py::arg("out_coef"), py::arg("out_theta"), py::arg("n_threads"));
+          py::arg("loss"), py::arg("out_coef"), py::arg("out_theta"), py::arg("n_threads"),
+          py::arg("rows") = py::none());
     m.def("train_epoch", &train_epoch, py::arg("X"), py::arg("Y"), py::arg("order"), py::arg("batch_size"),
           py::arg("weights"), py::arg("offsets"), py::arg("theta"), py::arg("scale"), py::arg("coef"),
           py::arg("loss"), py::arg("adam"), py::arg("learning_rate"), py::arg("beta1"), py::arg("beta2"),
           py::arg("eps"), py::arg("l2_coef"), py::arg("l1_theta"), py::arg("update_coef"),
           py::arg("update_theta"), py::arg("m_coef"), py::arg("v_coef"), py::arg("m_theta"),
           py::arg("v_theta"), py::arg("step"), py::arg("n_threads"),
-          py::arg("shared_theta_moment") = false);
+          py::arg("shared_theta_moment") = false, py::arg("rows") = py::none());
 }
 
 }  // namespace rffkern::bindings

@@ -23,6 +23,7 @@ template <class T>
 constexpr const char* dtype_name() {
     if constexpr (std::is_same_v<T, float>) return "float32";
     else if constexpr (std::is_same_v<T, double>) return "float64";
+    else if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
     else return "int64";
 }
 

@@ -15,22 +15,41 @@ void check_map(const FourierFeatureMap<T>& map) {
     if (map.s > 0 && map.d > 0 && !map.weights) throw std::invalid_argument("weights must not be null");
 }
 
+// The structure of centered sparse rows for n rows of d inputs: O(n + nnz), so that a kernel never
+// reads outside the arrays (the values themselves are the caller's).
+template <class T>
+void check_rows(const CenteredRows<T>* rows, std::size_t n, std::size_t d) {
+    if (!rows) return;
+    if (!rows->indptr || (n > 0 && rows->indptr[n] > 0 && (!rows->indices || !rows->values)))
+        throw std::invalid_argument("centered rows: indptr, indices and values must not be null");
+    if (rows->indptr[0] != 0) throw std::invalid_argument("centered rows: indptr[0] must be 0");
+    for (std::size_t i = 0; i < n; ++i)
+        if (rows->indptr[i + 1] < rows->indptr[i])
+            throw std::invalid_argument("centered rows: indptr must be non-decreasing");
+    const std::int64_t nnz = rows->indptr[n];
+    for (std::int64_t q = 0; q < nnz; ++q)
+        if (rows->indices[q] < 0 || std::size_t(rows->indices[q]) >= d)
+            throw std::invalid_argument("centered rows: a column index is outside [0, d)");
+}
+
 }  // namespace
 
 template <class T>
 void fused_cos_features(const T* X, std::size_t n, const FourierFeatureMap<T>& map, T* Z,
-                        int n_threads) {
+                        int n_threads, const CenteredRows<T>* rows) {
     n_threads = checked_threads(n_threads);
     check_map(map);
-    active_cos_kernels<T>().features(X, n, map, Z, n_threads);
+    check_rows(rows, n, map.d);
+    active_cos_kernels<T>().features(X, n, map, Z, n_threads, rows);
 }
 
 template <class T>
 void fused_cos_predict(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* coef,
-                       std::size_t m, T* F, int n_threads) {
+                       std::size_t m, T* F, int n_threads, const CenteredRows<T>* rows) {
     n_threads = checked_threads(n_threads);
     check_map(map);
-    active_cos_kernels<T>().predict(X, n, map, coef, m, F, n_threads);
+    check_rows(rows, n, map.d);
+    active_cos_kernels<T>().predict(X, n, map, coef, m, F, n_threads, rows);
 }
 
 template <class T>
@@ -43,13 +62,15 @@ void streamed_gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, c
 
 template <class T>
 T loss_and_grad(const T* X, const T* Y, std::size_t n, const FourierFeatureMap<T>& map,
-                const T* coef, std::size_t m, Loss loss, T* grad_coef, T* grad_theta, int n_threads) {
+                const T* coef, std::size_t m, Loss loss, T* grad_coef, T* grad_theta, int n_threads,
+                const CenteredRows<T>* rows) {
     n_threads = checked_threads(n_threads);
     check_map(map);
+    check_rows(rows, n, map.d);
     if (n == 0) throw std::invalid_argument("loss_and_grad needs at least one sample");
     if (m == 0) throw std::invalid_argument("loss_and_grad needs at least one output");
     return active_cos_kernels<T>().loss_and_grad(X, Y, n, map, coef, m, loss, grad_coef, grad_theta,
-                                                 n_threads);
+                                                 n_threads, rows);
 }
 
 template <class T>
@@ -65,17 +86,19 @@ T train_epoch(const EpochBatches<T>& data, const FourierFeatureMap<T>& map, Loss
     for (std::size_t i = 0; i < data.n_order; ++i)
         if (data.order[i] < 0 || std::size_t(data.order[i]) >= data.n)
             throw std::invalid_argument("order holds an index outside [0, n)");
+    check_rows(data.rows, data.n, map.d);
     return active_cos_kernels<T>().train_epoch(data, map, loss, cfg, state, n_threads);
 }
 
 #define RFFKERN_INSTANTIATE(T)                                                                      \
-    template void fused_cos_features<T>(const T*, std::size_t, const FourierFeatureMap<T>&, T*, int); \
+    template void fused_cos_features<T>(const T*, std::size_t, const FourierFeatureMap<T>&, T*, int, \
+                                        const CenteredRows<T>*);                                   \
     template void fused_cos_predict<T>(const T*, std::size_t, const FourierFeatureMap<T>&, const T*, \
-                                       std::size_t, T*, int);                                      \
+                                       std::size_t, T*, int, const CenteredRows<T>*);              \
     template void streamed_gram<T>(const T*, std::size_t, const FourierFeatureMap<T>&, const T*,     \
                                    std::size_t, T*, T*, bool, int);                                \
     template T loss_and_grad<T>(const T*, const T*, std::size_t, const FourierFeatureMap<T>&,       \
-                                const T*, std::size_t, Loss, T*, T*, int);                         \
+                                const T*, std::size_t, Loss, T*, T*, int, const CenteredRows<T>*); \
     template T train_epoch<T>(const EpochBatches<T>&, const FourierFeatureMap<T>&, Loss,            \
                               const StepConfig<T>&, TrainableState<T>&, int);
 RFFKERN_INSTANTIATE(float)

@@ -27,15 +27,29 @@ struct FourierFeatureMap {
 
 enum class Loss : int { squared = 0, logistic = 1, softmax = 2 };
 
+// Rows of X held as X = 1 center^T + S with S sparse (CSR): inputs that mostly take one value per
+// column (one-hot and bag-of-words columns, pixels, standardized). The kernels given such rows
+// compute (X o theta) W + b as S (theta o W) + (b + (center o theta) W), in O(nnz(S) s + d s) per
+// block of rows instead of O(n d s), and read X only through them. They must describe the same
+// rows as X (the kernels do not compare the two).
+template <class T>
+struct CenteredRows {
+    const std::int64_t* indptr = nullptr;   // n + 1 offsets into indices/values, from 0
+    const std::int32_t* indices = nullptr;  // the column of each stored entry, in [0, d)
+    const T* values = nullptr;              // X[i][j] - center[j]
+    const T* center = nullptr;              // d values, or nullptr for zero
+};
+
 // Z (n x n_out) = scale * cos(U), [cos U, sin U] in the pair form.
+// `rows` (here and below), when not null, replaces X (see CenteredRows).
 template <class T>
 void fused_cos_features(const T* X, std::size_t n, const FourierFeatureMap<T>& map, T* Z,
-                        int n_threads);
+                        int n_threads, const CenteredRows<T>* rows = nullptr);
 
 // F (n x m) = Z coef, coef of shape n_out x m; memory O(tile).
 template <class T>
 void fused_cos_predict(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* coef,
-                       std::size_t m, T* F, int n_threads);
+                       std::size_t m, T* F, int n_threads, const CenteredRows<T>* rows = nullptr);
 
 // G = Z^T Z (n_out x n_out) and, if Y is given, ZtY = Z^T Y (n_out x m), streamed over row blocks.
 // Each entry is summed in the same order whatever n_threads is (bitwise reproducible).
@@ -52,7 +66,8 @@ void streamed_gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, c
 // Bitwise reproducible for any n_threads.
 template <class T>
 T loss_and_grad(const T* X, const T* Y, std::size_t n, const FourierFeatureMap<T>& map,
-                const T* coef, std::size_t m, Loss loss, T* grad_coef, T* grad_theta, int n_threads);
+                const T* coef, std::size_t m, Loss loss, T* grad_coef, T* grad_theta, int n_threads,
+                const CenteredRows<T>* rows = nullptr);
 
 // The data of one epoch: the mini-batches are consecutive chunks of `order` (row indices into
 // X and Y) of batch_size rows, the last one possibly smaller.
@@ -64,6 +79,7 @@ struct EpochBatches {
     const std::int64_t* order = nullptr;  // n_order indices in [0, n)
     std::size_t n_order = 0;
     std::size_t batch_size = 1;
+    const CenteredRows<T>* rows = nullptr;  // X as centered sparse rows (or nullptr: dense X)
 };
 
 // What an epoch trains, updated in place: the readout coef (s x m), the ARD scales theta (d), their

@@ -14,6 +14,8 @@ from numpy.typing import NDArray
 # dtypes are checked at run time by the bindings (a TypeError naming the argument)
 _Float = NDArray[Any]  # float32 or float64
 _Index = NDArray[Any]  # int64
+# X's centered sparse rows: (indptr int64, indices int32, values, center or None)
+_Rows = Optional[tuple[_Index, NDArray[Any], _Float, Optional[_Float]]]
 
 # bind_cos_kernels.cpp
 def features(
@@ -25,6 +27,7 @@ def features(
     pair: bool,
     out: _Float,
     n_threads: int,
+    rows: _Rows = ...,
 ) -> None: ...
 def predict(
     X: _Float,
@@ -36,6 +39,7 @@ def predict(
     coef: _Float,
     out: _Float,
     n_threads: int,
+    rows: _Rows = ...,
 ) -> None: ...
 def gram(
     X: _Float,
@@ -63,6 +67,7 @@ def loss_and_grad(
     out_coef: _Float,
     out_theta: Optional[_Float],
     n_threads: int,
+    rows: _Rows = ...,
 ) -> float: ...
 def train_epoch(
     X: _Float,
@@ -91,6 +96,7 @@ def train_epoch(
     step: int,
     n_threads: int,
     shared_theta_moment: bool = ...,
+    rows: _Rows = ...,
 ) -> tuple[float, int]: ...
 
 # bind_linear_loss.cpp (y, Y, w and out are float64 whatever Z's dtype)

@@ -11,7 +11,7 @@ learning-rate schedule.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -119,6 +119,19 @@ class EpochRunner:
     alpha: float
     relevance_penalty: float
     n_threads: int
+    # the centered sparse rows (kernels.centered_rows) of the standardized arrays seen, by id: built
+    # once per array of a fit (the training and the validation rows), None where an array is too
+    # dense for them to pay
+    _rows_seen: dict = field(default_factory=dict, init=False, repr=False)
+
+    def rows(self, Xs):
+        """``kernels.centered_rows(Xs)`` (or None), remembered for the same array object."""
+        seen = self._rows_seen.get(id(Xs))
+        if seen is None or seen[0] is not Xs:
+            if len(self._rows_seen) >= 4:
+                self._rows_seen.clear()
+            seen = self._rows_seen[id(Xs)] = (Xs, kernels.centered_rows(Xs) if Xs.shape[0] else None)
+        return seen[1]
 
     @property
     def palm(self):
@@ -138,7 +151,8 @@ class EpochRunner:
                       l2_coef=self.alpha, l1_theta=self.relevance_penalty, scale=self.scale,
                       n_threads=self.n_threads,
                       solver="sgd" if self.solver.endswith("sgd") else "adam", check_finite=False,
-                      theta_moment="shared" if self.solver == "shared-adam" else "coordinate")
+                      theta_moment="shared" if self.solver == "shared-adam" else "coordinate",
+                      rows=self.rows(Xs))
         n = Xs.shape[0]
         if self.palm:
             kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights, self.offsets,
@@ -152,7 +166,7 @@ class EpochRunner:
     def outputs(self, Xs, theta, coef):
         """f = Z @ B on standardized Xs, without the intercept."""
         return kernels.predict(Xs, self.weights, self.offsets, coef, theta=theta, scale=self.scale,
-                               n_threads=self.n_threads)
+                               n_threads=self.n_threads, rows=self.rows(Xs))
 
     def mean_loss(self, Xs, Y, theta, coef, sample_weight=None):
         """Mean per-sample loss (no penalty) of (theta, coef), one fused pass (weighted mean with
@@ -161,7 +175,7 @@ class EpochRunner:
             return mean_loss(self.outputs(Xs, theta, coef), Y, self.loss, sample_weight)
         value, _, _ = kernels.loss_and_grad(Xs, Y, self.weights, self.offsets, coef, theta=theta,
                                             loss=self.loss, scale=self.scale, want_theta=False,
-                                            n_threads=self.n_threads)
+                                            n_threads=self.n_threads, rows=self.rows(Xs))
         return value
 
 

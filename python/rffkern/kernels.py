@@ -24,11 +24,17 @@ arrays are converted to it. The GIL is released during the computation. ``n_thre
 scikit-learn's ``n_jobs``: None = all usable cores, -1 = all, 0 is an error. Every kernel returns
 the same bits whatever the thread count.
 
+Inputs that mostly take one value per column (one-hot and bag-of-words columns, pixels: a9a, w8a,
+MNIST) can be passed as well as :class:`CenteredRows` (``rows=``): ``features``, ``predict``,
+``loss_and_grad`` and ``train_epoch`` then compute ``U`` from the stored entries only, in
+O(nnz s + d s) per block of rows instead of O(n d s), with the same result up to rounding.
+
 Pure-NumPy equivalents of every function, written for clarity, are the test oracle (``tests/reference.py``); the package never imports them.
 """
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
@@ -57,6 +63,8 @@ __all__ = [
     "logistic_loss_grad",
     "softmax_loss_grad",
     "AdamState",
+    "CenteredRows",
+    "centered_rows",
     "LOSSES",
     "fwht",
     "fastfood_features",
@@ -65,6 +73,156 @@ __all__ = [
 ]
 
 LOSSES = ("squared", "logistic", "softmax")
+
+#: :func:`centered_rows` keeps a dense ``X`` whose share of entries away from their column's center
+#: is above this. Measured (``bench/bench_kernels.py --sparse-rows``, one thread, AVX2, 1000
+#: features, float32 ``train_epoch`` with mini-batches of 32): see docs/kernels.rst.
+CENTERED_ROWS_MAX_DENSITY = 0.3
+#: The center of each column is its lower median over at most this many leading rows.
+CENTER_ROWS = 256
+
+
+@dataclass(frozen=True, eq=False)
+class CenteredRows:
+    """The rows of ``X`` held as ``X = center + S`` with ``S`` sparse (CSR, entries ``X - center``).
+
+    Where most entries of each column equal one value (the zeros of one-hot or bag-of-words
+    columns, blank pixels, after standardization), the kernels given ``rows=`` compute
+    ``U = (X * theta) @ W + b`` as ``S (theta W) + (b + (center * theta) @ W)``: O(nnz(S) s + d s)
+    work per block of rows instead of O(n d s). The result equals the dense computation up to
+    rounding (the sums run in another order). Build one with :func:`centered_rows` or
+    :meth:`from_dense`; it must describe the ``X`` passed with it (its shape is checked, its
+    values are not).
+
+    Parameters
+    ----------
+    indptr : ndarray of int64 of shape (n_samples + 1,)
+        Row ``i``'s entries are ``indices[indptr[i]:indptr[i + 1]]``; ``indptr[0] = 0``.
+    indices : ndarray of int32 of shape (nnz,)
+        Column of each stored entry, increasing within a row.
+    values : ndarray of shape (nnz,)
+        ``X[i, j] - center[j]``, in X's dtype.
+    center : ndarray of shape (n_features,)
+        The value each column mostly takes.
+    shape : tuple of int
+        ``X.shape``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import kernels
+    >>> X = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    >>> rows = kernels.CenteredRows.from_dense(X)
+    >>> rows.indptr, rows.indices, rows.values
+    (array([0, 1, 2, 2]), array([1, 0], dtype=int32), array([1., 2.]))
+    >>> W, b = np.ones((3, 2)), np.zeros(2)
+    >>> bool(np.allclose(kernels.features(X, W, b, rows=rows), kernels.features(X, W, b)))
+    True
+    """
+
+    indptr: NDArray[np.int64]
+    indices: NDArray[np.int32]
+    values: NDArray[np.floating]
+    center: NDArray[np.floating]
+    shape: tuple[int, int]
+
+    @classmethod
+    def from_dense(cls, X: ArrayLike, center: ArrayLike | None = None) -> CenteredRows:
+        """The centered rows of a dense ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite values; float32 stays float32, other dtypes become float64.
+        center : array-like of shape (n_features,), default=None
+            The value subtracted from each column; None: each column's lower median over its
+            first ``CENTER_ROWS`` rows (a value the column takes: its zero, for a mostly-zero one).
+
+        Returns
+        -------
+        CenteredRows
+            The entries of ``X`` that differ from their column's center.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import kernels
+        >>> rows = kernels.CenteredRows.from_dense(np.array([[5.0, 1.0], [5.0, 0.0], [4.0, 0.0]]))
+        >>> rows.center, rows.indptr, rows.indices, rows.values
+        (array([5., 0.]), array([0, 1, 1, 2]), array([1, 0], dtype=int32), array([ 1., -1.]))
+        """
+        X = check_array_2d(X, "X", min_rows=1)
+        if center is None:
+            head = X[:CENTER_ROWS]
+            k = (head.shape[0] - 1) // 2
+            center = np.partition(head, k, axis=0)[k]
+        center = check_vector(center, "center", X.shape[1], X.dtype)
+        stored = X != center
+        indptr = np.zeros(X.shape[0] + 1, np.int64)
+        np.cumsum(stored.sum(axis=1), out=indptr[1:])
+        rows_i, cols = np.nonzero(stored)
+        values = (X[rows_i, cols] - center[cols]).astype(X.dtype, copy=False)
+        return cls(indptr, cols.astype(np.int32), np.ascontiguousarray(values), center, X.shape)
+
+    @property
+    def density(self) -> float:
+        """The share of stored entries, ``nnz / (n_samples * n_features)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import kernels
+        >>> kernels.CenteredRows.from_dense(np.eye(4)).density
+        0.25
+        """
+        n, d = self.shape
+        return float(self.indices.size) / max(n * d, 1)
+
+    def _for(self, X: NDArray[np.floating]) -> tuple:
+        """The tuple the compiled kernels take, for the validated ``X`` it describes."""
+        if tuple(X.shape) != tuple(self.shape):
+            raise ValueError(f"rows describe an X of shape {tuple(self.shape)}, but X has shape {X.shape}")
+        values = self.values if self.values.dtype == X.dtype else self.values.astype(X.dtype)
+        center = self.center if self.center.dtype == X.dtype else self.center.astype(X.dtype)
+        return self.indptr, self.indices, values, center
+
+
+def centered_rows(X: ArrayLike, max_density: float | None = None) -> CenteredRows | None:
+    """:meth:`CenteredRows.from_dense` of ``X`` where few of its entries differ from their center.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Finite values; float32 stays float32, other dtypes become float64.
+    max_density : float, default=None
+        The largest share of stored entries kept; None: ``CENTERED_ROWS_MAX_DENSITY`` (0.3).
+
+    Returns
+    -------
+    CenteredRows or None
+        None where more than ``max_density`` of the entries differ from their column's center:
+        keep ``X`` dense there, where the dense kernels are as fast or faster.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern import kernels
+    >>> kernels.centered_rows(np.eye(10)).density
+    0.1
+    >>> kernels.centered_rows(np.arange(20.0).reshape(10, 2)) is None
+    True
+    """
+    limit = CENTERED_ROWS_MAX_DENSITY if max_density is None else float(max_density)
+    rows = CenteredRows.from_dense(X)
+    return rows if rows.density <= limit else None
+
+
+def _rows_arg(rows, X):
+    if rows is None:
+        return None
+    if not isinstance(rows, CenteredRows):
+        raise TypeError(f"rows must be a kernels.CenteredRows or None, got {type(rows).__name__}")
+    return rows._for(X)
 
 
 def default_scale(n_components: int, pair: bool = False) -> float:
@@ -140,7 +298,8 @@ def _check_scale(scale: float) -> float:
 
 def features(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None, *,
              theta: ArrayLike | None = None, scale: float | None = None, pair: bool = False,
-             out: NDArray[np.floating] | None = None, n_threads: int | None = None) -> NDArray[np.floating]:
+             out: NDArray[np.floating] | None = None, n_threads: int | None = None,
+             rows: CenteredRows | None = None) -> NDArray[np.floating]:
     """Random cosine features ``scale * cos((X * theta) @ weights + offsets)``.
 
     Parameters
@@ -162,6 +321,9 @@ def features(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None,
     n_threads : int, default=None
         Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
         limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+    rows : CenteredRows, default=None
+        ``X``'s centered sparse rows (:func:`centered_rows`): computed from them, the same result
+        up to rounding, faster where few entries differ from their column's center.
 
     Returns
     -------
@@ -188,13 +350,15 @@ def features(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None,
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     shape = (X.shape[0], W.shape[1] * (2 if pair else 1))
     out = np.empty(shape, X.dtype) if out is None else check_out(out, "out", shape, X.dtype)
-    _core.features(X, W, b, th, X.dtype.type(scale), pair, out, resolve_n_threads(n_threads))
+    _core.features(X, W, b, th, X.dtype.type(scale), pair, out, resolve_n_threads(n_threads),
+                   _rows_arg(rows, X))
     return out
 
 
 def predict(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None, coef: ArrayLike, *,
             theta: ArrayLike | None = None, scale: float | None = None, pair: bool = False,
-            out: NDArray[np.floating] | None = None, n_threads: int | None = None) -> NDArray[np.floating]:
+            out: NDArray[np.floating] | None = None, n_threads: int | None = None,
+            rows: CenteredRows | None = None) -> NDArray[np.floating]:
     """``features(X, ...) @ coef`` without storing the features.
 
     Memory is O(tile): the features of a block of rows are reduced against ``coef`` as they are
@@ -222,6 +386,9 @@ def predict(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None, coef: A
     n_threads : int, default=None
         Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
         limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+    rows : CenteredRows, default=None
+        ``X``'s centered sparse rows (:func:`centered_rows`): computed from them, the same result
+        up to rounding, faster where few entries differ from their column's center.
 
     Returns
     -------
@@ -255,7 +422,8 @@ def predict(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None, coef: A
         buf = check_out(out, "out", (X.shape[0],), X.dtype).reshape(shape)
     else:
         buf = check_out(out, "out", shape, X.dtype)
-    _core.predict(X, W, b, th, X.dtype.type(scale), pair, C, buf, resolve_n_threads(n_threads))
+    _core.predict(X, W, b, th, X.dtype.type(scale), pair, C, buf, resolve_n_threads(n_threads),
+                  _rows_arg(rows, X))
     if out is not None:
         return out
     return buf[:, 0] if ravel else buf
@@ -380,6 +548,7 @@ def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: Array
                   *, theta: ArrayLike | None = None, loss: str = "squared", scale: float | None = None,
                   pair: bool = False, want_theta: bool = True, out_coef: NDArray[np.floating] | None = None,
                   out_theta: NDArray[np.floating] | None = None, n_threads: int | None = None,
+                  rows: CenteredRows | None = None,
                   ) -> tuple[float, NDArray[np.floating], NDArray[np.floating] | None]:
     """Mean loss of ``f = Z @ coef`` and its gradients, in one fused forward/backward pass.
 
@@ -416,6 +585,9 @@ def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: Array
     n_threads : int, default=None
         Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
         limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+    rows : CenteredRows, default=None
+        ``X``'s centered sparse rows (:func:`centered_rows`): computed from them, the same result
+        up to rounding, faster where few entries differ from their column's center.
 
     Returns
     -------
@@ -454,7 +626,7 @@ def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: Array
         grad_theta = (np.empty(X.shape[1], X.dtype) if out_theta is None
                       else check_out(out_theta, "out_theta", (X.shape[1],), X.dtype))
     value = _core.loss_and_grad(X, Yc, W, b, th, X.dtype.type(scale), pair, C, loss, grad_coef,
-                                grad_theta, resolve_n_threads(n_threads))
+                                grad_theta, resolve_n_threads(n_threads), _rows_arg(rows, X))
     if out_coef is not None:
         grad_coef = out_coef
     elif ravel:
@@ -763,7 +935,8 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
                 learning_rate: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
                 l2_coef: float = 0.0, l1_theta: float = 0.0, update_coef: bool = True,
                 update_theta: bool = True, scale: float | None = None, check_finite: bool = True,
-                n_threads: int | None = None, theta_moment: str = "coordinate") -> float:
+                n_threads: int | None = None, theta_moment: str = "coordinate",
+                rows: CenteredRows | None = None) -> float:
     """One pass of mini-batch steps over ``X[order]``, entirely inside the core (GIL released).
 
     Batches are consecutive chunks of ``order`` of ``batch_size`` rows (the last may be smaller);
@@ -823,6 +996,9 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
         whole ``theta`` block, the running mean of ``mean_j g_j^2`` (every entry of
         ``state.v_theta`` then holds it), so that the step of ``theta_j`` is proportional to
         ``g_j / RMS_j(g_j)`` and coordinates with small gradients move little. Ignored by SGD.
+    rows : CenteredRows, default=None
+        ``X``'s centered sparse rows (:func:`centered_rows`): computed from them, the same result
+        up to rounding, faster where few entries differ from their column's center.
 
     Returns
     -------
@@ -882,7 +1058,7 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
         X, Y, order, batch_size, W, b, theta, dtype.type(scale), coef, loss, solver == "adam",
         learning_rate, beta1, beta2, eps, l2_coef, l1_theta, bool(update_coef), bool(update_theta),
         state.m_coef, state.v_coef, state.m_theta, state.v_theta, int(state.step),
-        resolve_n_threads(n_threads), shared_theta_moment=theta_moment == "shared")
+        resolve_n_threads(n_threads), shared_theta_moment=theta_moment == "shared", rows=_rows_arg(rows, X))
     state.step = int(step)
     return float(mean_loss)
 

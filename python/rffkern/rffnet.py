@@ -345,9 +345,11 @@ class _BaseRFFNet(BaseEstimator):
     def _trained_features(self, Xs, out=None):
         """``z(theta * x)`` of standardized rows with the fitted map, in float64 (n, s); into
         ``out`` (C-contiguous float64) when given."""
-        return kernels.features(Xs.astype(np.float64), self.weights_.astype(np.float64),
+        X64 = Xs.astype(np.float64)
+        return kernels.features(X64, self.weights_.astype(np.float64),
                                 self.offsets_.astype(np.float64), theta=self.relevances_.astype(np.float64),
-                                scale=float(self.scale_), out=out, n_threads=resolve_n_threads(self.n_jobs))
+                                scale=float(self.scale_), out=out, n_threads=resolve_n_threads(self.n_jobs),
+                                rows=kernels.centered_rows(X64) if X64.shape[0] else None)
 
     def _split(self, rng, X, Y, y, weights, use_validation):
         """(X_train, Y_train, w_train, X_val, Y_val, w_val): the early-stopping split, or all rows

@@ -32,17 +32,24 @@ std::size_t feature_block_rows(std::size_t n, std::size_t d, int n_threads) {
 //   tile(r0, mc, p, i, u_tile, extra)   u_tile: kMR x kNR values, row-major
 //   end_block(r0, mc, extra)            after them
 // `extra` is the thread's own scratch: two rows of kNR values, then MC * extra_per_row values.
+// With centered sparse rows the tile's rows come from their stored entries instead (sparse_row_u,
+// from the offsets with the center folded in, once per call); no block is packed.
 template <class T, class BeginBlock, class Tile, class EndBlock>
 void for_each_u_tile(const T* X, std::size_t n, const FourierFeatureMap<T>& map, int n_threads,
-                     std::size_t extra_per_row, BeginBlock begin_block, Tile tile, EndBlock end_block) {
+                     const CenteredRows<T>* rows, std::size_t extra_per_row, BeginBlock begin_block,
+                     Tile tile, EndBlock end_block) {
     constexpr int NR = kNR<T>;
     const std::size_t d = map.d, s = map.s;
     const std::size_t P = ceil_div(s, NR);
     AlignedBuffer<T> Wp(P * d * NR), bp(P * NR);
     pack_weights(map, Wp.data(), bp.data());
+    if (rows)  // bp becomes the offsets with the center folded in
+        for (std::size_t p = 0; p < P; ++p)
+            centered_offsets(rows->center, map.theta, d, Wp.data() + p * d * NR, bp.data() + p * NR,
+                             bp.data() + p * NR);
     const std::size_t MC = feature_block_rows<T>(n, d, n_threads);
     const std::size_t nblocks = ceil_div(n, MC);
-    const std::size_t ap_stride = round_up(MC * d + 1, 16);
+    const std::size_t ap_stride = rows ? 16 : round_up(MC * d + 1, 16);
     const std::size_t tmp_stride = round_up(kMR * NR + 2 * NR + MC * extra_per_row, 16);
     AlignedBuffer<T> Ap(ap_stride * n_threads), tmp(tmp_stride * n_threads);
 #if defined(RFFKERN_HAVE_OPENMP)
@@ -59,12 +66,28 @@ void for_each_u_tile(const T* X, std::size_t n, const FourierFeatureMap<T>& map,
             const std::size_t r0 = std::size_t(blk) * MC, mc = std::min(MC, n - r0);
             const std::size_t nmp = ceil_div(mc, kMR);
             begin_block(r0, mc, extra);
-            for (std::size_t i = 0; i < nmp; ++i)
-                pack_micro_panel(X, d, map.theta, nullptr, r0, mc, i, ap + i * d * kMR);
+            if (!rows)
+                for (std::size_t i = 0; i < nmp; ++i)
+                    pack_micro_panel(X, d, map.theta, nullptr, r0, mc, i, ap + i * d * kMR);
             for (std::size_t p = 0; p < P; ++p) {
+                const T* wpanel = Wp.data() + p * d * NR;
+                const T* bpanel = bp.data() + p * NR;
                 for (std::size_t i = 0; i < nmp; ++i) {
-                    micro_kernel(d, ap + i * d * kMR, kMR, Wp.data() + p * d * NR, NR,
-                                 bp.data() + p * NR, cbuf);
+                    if (rows) {
+                        for (int r = 0; r < kMR; ++r) {
+                            const std::size_t row = i * kMR + std::size_t(r);
+                            if (row >= mc) {  // padding: the offsets (finite, never stored)
+                                std::memcpy(cbuf + r * NR, bpanel, NR * sizeof(T));
+                                continue;
+                            }
+                            std::size_t q0, q1;
+                            sparse_row_range(*rows, nullptr, r0 + row, q0, q1);
+                            sparse_row_u(rows->indices + q0, rows->values + q0, q1 - q0, map.theta, wpanel,
+                                         bpanel, cbuf + r * NR);
+                        }
+                    } else {
+                        micro_kernel(d, ap + i * d * kMR, kMR, wpanel, NR, bpanel, cbuf);
+                    }
                     tile(r0, mc, p, i, static_cast<const T*>(cbuf), extra);
                 }
             }
@@ -75,7 +98,8 @@ void for_each_u_tile(const T* X, std::size_t n, const FourierFeatureMap<T>& map,
 
 // ---- features -----------------------------------------------------------------------------------
 template <class T>
-void features(const T* X, std::size_t n, const FourierFeatureMap<T>& map, T* Z, int n_threads) {
+void features(const T* X, std::size_t n, const FourierFeatureMap<T>& map, T* Z, int n_threads,
+              const CenteredRows<T>* rows) {
     constexpr int NR = kNR<T>;
     const std::size_t s = map.s, ld = map.n_out();
     if (n == 0 || s == 0) return;
@@ -100,13 +124,13 @@ void features(const T* X, std::size_t n, const FourierFeatureMap<T>& map, T* Z, 
             if (pair) std::memcpy(z + s + c0, stail, nc * sizeof(T));
         }
     };
-    for_each_u_tile(X, n, map, n_threads, 0, nothing, emit, nothing);
+    for_each_u_tile(X, n, map, n_threads, rows, 0, nothing, emit, nothing);
 }
 
 // ---- predict ------------------------------------------------------------------------------------
 template <class T>
 void predict(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* coef,
-             std::size_t m, T* F, int n_threads) {
+             std::size_t m, T* F, int n_threads, const CenteredRows<T>* rows) {
     constexpr int NR = kNR<T>;
     const std::size_t s = map.s;
     if (n == 0 || m == 0) return;
@@ -141,7 +165,7 @@ void predict(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T
     auto store = [&](std::size_t r0, std::size_t mc, T* scratch) {
         std::memcpy(F + r0 * m, scratch + 2 * NR, mc * m * sizeof(T));
     };
-    for_each_u_tile(X, n, map, n_threads, m, clear, dot_coef, store);
+    for_each_u_tile(X, n, map, n_threads, rows, m, clear, dot_coef, store);
 }
 
 // ---- gram ---------------------------------------------------------------------------------------

@@ -40,15 +40,17 @@ struct LossGradEngine {
     using V = typename VecTraits<T>::V;
 
     FourierFeatureMap<T> map;
+    const CenteredRows<T>* rows;  // X as centered sparse rows, or nullptr (dense X)
     std::size_t m;
     Loss loss;
     std::size_t d, s, P, Ptot, dpad, MC, nmp;
-    AlignedBuffer<T> Wp, bp, coefT, Ap, Xb, Z, Sn, fpart, g, H, gcoef, gtheta_part, tmp;
+    AlignedBuffer<T> Wp, bp, bc, coefT, Ap, Xb, Z, Sn, fpart, g, H, gcoef, gtheta_part, tmp;
     std::size_t tmp_stride;
     bool want_theta = true;
 
-    LossGradEngine(const FourierFeatureMap<T>& map_, std::size_t m_, Loss loss_, int n_threads)
-        : map(map_), m(m_), loss(loss_) {
+    LossGradEngine(const FourierFeatureMap<T>& map_, std::size_t m_, Loss loss_, int n_threads,
+                   const CenteredRows<T>* rows_ = nullptr)
+        : map(map_), rows(rows_), m(m_), loss(loss_) {
         d = map.d;
         s = map.s;
         P = ceil_div(s, NR);
@@ -59,9 +61,10 @@ struct LossGradEngine {
         Wp.reset(P * d * NR + 1);
         bp.reset(P * NR);
         pack_weights(map, Wp.data(), bp.data());
+        bc.reset(rows ? P * NR : 1);
         coefT.reset(Ptot * m * NR);
-        Ap.reset(nmp * d * kMR + 1);
-        Xb.reset(MC * dpad);
+        Ap.reset(rows ? 1 : nmp * d * kMR + 1);  // sparse rows are read where they are stored
+        Xb.reset(rows ? 1 : MC * dpad);
         Z.reset(Ptot * MC * NR);
         Sn.reset(map.pair ? 1 : P * MC * NR);
         fpart.reset(P * MC * m);
@@ -84,11 +87,11 @@ struct LossGradEngine {
         T* cbuf = tmp.data() + thread_id() * tmp_stride;
         const std::size_t nmv = ceil_div(mc, kMR);  // micro-panels with valid rows
         const std::size_t mcp = nmv * kMR;
-        // 1. pack X o theta (micro-panels) and raw X (rows, padded to dpad)
+        // 1. pack X o theta (micro-panels) and raw X (rows, padded to dpad); sparse rows: nothing
 #if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp for schedule(static)
 #endif
-        for (std::ptrdiff_t ii = 0; ii < std::ptrdiff_t(nmv); ++ii) {
+        for (std::ptrdiff_t ii = 0; ii < std::ptrdiff_t(rows ? 0 : nmv); ++ii) {
             const std::size_t i = std::size_t(ii);
             pack_micro_panel(X, d, map.theta, idx, r0, mc, i, Ap.data() + i * d * kMR);
             for (int r = 0; r < kMR; ++r) {
@@ -106,12 +109,29 @@ struct LossGradEngine {
             const std::size_t p = std::size_t(pp);
             T* zc = Z.data() + p * MC * NR;
             T* zs = map.pair ? Z.data() + (P + p) * MC * NR : Sn.data() + p * MC * NR;
-            for (std::size_t i = 0; i < nmv; ++i) {
-                micro_kernel(d, Ap.data() + i * d * kMR, kMR, Wp.data() + p * d * NR, NR,
-                             bp.data() + p * NR, cbuf);
-                for (int r = 0; r < kMR; ++r) {
-                    const std::size_t row = i * kMR + r;
-                    cos_sin_row(cbuf + r * NR, zc + row * NR, zs + row * NR, map.scale);
+            if (rows) {
+                // the offsets with the center folded in at the current theta, then row by row
+                T* bcp = bc.data() + p * NR;
+                centered_offsets(rows->center, map.theta, d, Wp.data() + p * d * NR, bp.data() + p * NR, bcp);
+                for (std::size_t row = 0; row < mcp; ++row) {
+                    if (row < mc) {
+                        std::size_t q0, q1;
+                        sparse_row_range(*rows, idx, r0 + row, q0, q1);
+                        sparse_row_u(rows->indices + q0, rows->values + q0, q1 - q0, map.theta,
+                                     Wp.data() + p * d * NR, bcp, cbuf);
+                        cos_sin_row(cbuf, zc + row * NR, zs + row * NR, map.scale);
+                    } else {  // padding rows (dL/dU = 0 there): finite values
+                        cos_sin_row(bcp, zc + row * NR, zs + row * NR, map.scale);
+                    }
+                }
+            } else {
+                for (std::size_t i = 0; i < nmv; ++i) {
+                    micro_kernel(d, Ap.data() + i * d * kMR, kMR, Wp.data() + p * d * NR, NR,
+                                 bp.data() + p * NR, cbuf);
+                    for (int r = 0; r < kMR; ++r) {
+                        const std::size_t row = i * kMR + r;
+                        cos_sin_row(cbuf + r * NR, zc + row * NR, zs + row * NR, map.scale);
+                    }
                 }
             }
             T* fp = fpart.data() + p * MC * m;
@@ -207,6 +227,27 @@ struct LossGradEngine {
             }
             T* gt = gtheta_part.data() + p * dpad * L;
             const T* wpanel = Wp.data() + p * d * NR;
+            if (rows) {
+                // sum_i x_ij H_ik = sum over stored entries + center_j sum_i H_ik
+                if (r0 == 0) std::fill(gt, gt + dpad * L, T(0));
+                V hsum[kNV];
+                for (int j = 0; j < kNV; ++j) hsum[j] = V{};
+                for (std::size_t row = 0; row < mc; ++row) {
+                    std::size_t q0, q1;
+                    sparse_row_range(*rows, idx, r0 + row, q0, q1);
+                    sparse_row_wdot(rows->indices + q0, rows->values + q0, q1 - q0, wpanel, h + row * NR, gt);
+                    for (int j = 0; j < kNV; ++j) hsum[j] += loadu<V>(h + row * NR + j * L);
+                }
+                if (rows->center)
+                    for (std::size_t k = 0; k < d; ++k) {
+                        const T c = rows->center[k];
+                        if (c == T(0)) continue;
+                        V v = loadu<V>(wpanel + k * NR) * hsum[0];
+                        for (int j = 1; j < kNV; ++j) v += loadu<V>(wpanel + k * NR + j * L) * hsum[j];
+                        storeu(gt + k * L, loadu<V>(gt + k * L) + c * v);
+                    }
+                continue;
+            }
             for (std::size_t jb = 0; jb < dpad / kMR; ++jb) {
                 const int rows = int(std::min<std::size_t>(kMR, d - jb * kMR));
                 micro_kernel_wdot(mcp, Xb.data() + jb * kMR, dpad, h, wpanel + jb * kMR * NR, rows,
@@ -259,9 +300,10 @@ inline int useful_threads(int n_threads, std::size_t rows, std::size_t d, std::s
 
 template <class T>
 T loss_and_grad(const T* X, const T* Y, std::size_t n, const FourierFeatureMap<T>& map,
-                const T* coef, std::size_t m, Loss loss, T* grad_coef, T* grad_theta, int n_threads) {
+                const T* coef, std::size_t m, Loss loss, T* grad_coef, T* grad_theta, int n_threads,
+                const CenteredRows<T>* rows) {
     n_threads = useful_threads(n_threads, n, map.d, map.s);
-    LossGradEngine<T> eng(map, m, loss, n_threads);
+    LossGradEngine<T> eng(map, m, loss, n_threads, rows);
     eng.want_theta = grad_theta != nullptr;
     pack_coef(coef, map.s, m, map.pair, eng.coefT.data());
     T total = 0;
@@ -294,7 +336,7 @@ T train_epoch(const EpochBatches<T>& data, const FourierFeatureMap<T>& fixed_map
     n_threads = useful_threads(n_threads, batch_size, d, s);
     FourierFeatureMap<T> map = fixed_map;
     map.theta = state.theta;
-    LossGradEngine<T> eng(map, m, loss, n_threads);
+    LossGradEngine<T> eng(map, m, loss, n_threads, data.rows);
     eng.want_theta = cfg.update_theta;
     const std::size_t nout = map.n_out();
     AlignedBuffer<T> grad_coef(nout * m), grad_theta(d + 1);
@@ -304,9 +346,19 @@ T train_epoch(const EpochBatches<T>& data, const FourierFeatureMap<T>& fixed_map
     auto prefetch_batch = [&](std::size_t bi) {
         const std::size_t b1 = bi * batch_size;
         for (std::size_t r = b1; r < std::min(b1 + batch_size, n_order); ++r) {
-            const char* xr = reinterpret_cast<const char*>(X + std::size_t(order[r]) * d);
-            for (std::size_t off = 0; off < d * sizeof(T); off += 64) __builtin_prefetch(xr + off, 0, 1);
-            __builtin_prefetch(Y + std::size_t(order[r]) * m, 0, 1);
+            const std::size_t row = std::size_t(order[r]);
+            if (data.rows) {  // the row's stored entries
+                const std::size_t q0 = std::size_t(data.rows->indptr[row]), q1 = std::size_t(data.rows->indptr[row + 1]);
+                const char* vr = reinterpret_cast<const char*>(data.rows->values + q0);
+                const char* ir = reinterpret_cast<const char*>(data.rows->indices + q0);
+                for (std::size_t off = 0; off < (q1 - q0) * sizeof(T); off += 64) __builtin_prefetch(vr + off, 0, 1);
+                for (std::size_t off = 0; off < (q1 - q0) * sizeof(std::int32_t); off += 64)
+                    __builtin_prefetch(ir + off, 0, 1);
+            } else {
+                const char* xr = reinterpret_cast<const char*>(X + row * d);
+                for (std::size_t off = 0; off < d * sizeof(T); off += 64) __builtin_prefetch(xr + off, 0, 1);
+            }
+            __builtin_prefetch(Y + row * m, 0, 1);
         }
     };
     eng.reset_accumulators();

@@ -12,14 +12,15 @@ namespace rffkern {
 
 template <class T>
 struct CosKernelTable {
-    void (*features)(const T* X, std::size_t n, const FourierFeatureMap<T>& map, T* Z, int n_threads);
+    void (*features)(const T* X, std::size_t n, const FourierFeatureMap<T>& map, T* Z, int n_threads,
+                     const CenteredRows<T>* rows);
     void (*predict)(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* coef,
-                    std::size_t m, T* F, int n_threads);
+                    std::size_t m, T* F, int n_threads, const CenteredRows<T>* rows);
     void (*gram)(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y, std::size_t m,
                  T* G, T* ZtY, bool accumulate, int n_threads);
     T (*loss_and_grad)(const T* X, const T* Y, std::size_t n, const FourierFeatureMap<T>& map,
                        const T* coef, std::size_t m, Loss loss, T* grad_coef, T* grad_theta,
-                       int n_threads);
+                       int n_threads, const CenteredRows<T>* rows);
     T (*train_epoch)(const EpochBatches<T>& data, const FourierFeatureMap<T>& map, Loss loss,
                      const StepConfig<T>& cfg, TrainableState<T>& state, int n_threads);
 };

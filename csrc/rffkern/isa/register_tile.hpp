@@ -238,6 +238,88 @@ __attribute__((always_inline)) inline void add_panel_t_times(const T* panel, con
     }
 }
 
+// ---- centered sparse rows (CenteredRows) -------------------------------------------------------
+// The entries [begin, end) of CSR row `row` of the logical rows (idx-mapped, as row_ptr).
+template <class T>
+inline void sparse_row_range(const CenteredRows<T>& rows, const std::int64_t* idx, std::size_t row,
+                             std::size_t& begin, std::size_t& end) {
+    const std::size_t r = idx ? std::size_t(idx[row]) : row;
+    begin = std::size_t(rows.indptr[r]);
+    end = std::size_t(rows.indptr[r + 1]);
+}
+
+// The panel's share of the offsets with the center folded in: out[c] = b[c] + sum_k center[k]
+// theta[k] Wpanel[k][c] (theta null: ones; center null: out = b), summed in k order.
+template <class T>
+inline void centered_offsets(const T* __restrict center, const T* __restrict theta, std::size_t d,
+                             const T* __restrict Wpanel, const T* __restrict b, T* __restrict out) {
+    using V = typename VecTraits<T>::V;
+    constexpr int L = VecTraits<T>::L, NR = kNR<T>;
+    V acc[kNV];
+    for (int j = 0; j < kNV; ++j) acc[j] = loadu<V>(b + j * L);
+    if (center)
+        for (std::size_t k = 0; k < d; ++k) {
+            const T c = theta ? center[k] * theta[k] : center[k];
+            if (c == T(0)) continue;
+            for (int j = 0; j < kNV; ++j) acc[j] += c * loadu<V>(Wpanel + k * NR + j * L);
+        }
+    for (int j = 0; j < kNV; ++j) storeu(out + j * L, acc[j]);
+}
+
+// One row of a U tile from its stored entries: u[c] = init[c] + sum_q a_q Wpanel[k_q][c] with
+// a_q = values[q] theta[k_q] (theta null: values[q]). Two interleaved accumulator sets (even and
+// odd entries) keep two independent chains of multiply-adds per vector, added at the end.
+template <class T>
+inline void sparse_row_u(const std::int32_t* __restrict ind, const T* __restrict val, std::size_t nnz,
+                         const T* __restrict theta, const T* __restrict Wpanel, const T* __restrict init,
+                         T* __restrict u) {
+    using V = typename VecTraits<T>::V;
+    constexpr int L = VecTraits<T>::L, NR = kNR<T>;
+    V a0[kNV], a1[kNV];
+    for (int j = 0; j < kNV; ++j) {
+        a0[j] = loadu<V>(init + j * L);
+        a1[j] = V{};
+    }
+    std::size_t q = 0;
+    for (; q + 2 <= nnz; q += 2) {
+        const std::size_t k0 = std::size_t(ind[q]), k1 = std::size_t(ind[q + 1]);
+        const T c0 = theta ? val[q] * theta[k0] : val[q];
+        const T c1 = theta ? val[q + 1] * theta[k1] : val[q + 1];
+        const T* w0 = Wpanel + k0 * NR;
+        const T* w1 = Wpanel + k1 * NR;
+#pragma GCC unroll 4
+        for (int j = 0; j < kNV; ++j) {
+            a0[j] += c0 * loadu<V>(w0 + j * L);
+            a1[j] += c1 * loadu<V>(w1 + j * L);
+        }
+    }
+    if (q < nnz) {
+        const std::size_t k0 = std::size_t(ind[q]);
+        const T c0 = theta ? val[q] * theta[k0] : val[q];
+        for (int j = 0; j < kNV; ++j) a0[j] += c0 * loadu<V>(Wpanel + k0 * NR + j * L);
+    }
+    for (int j = 0; j < kNV; ++j) storeu(u + j * L, a0[j] + a1[j]);
+}
+
+// The theta-gradient lane partials of one row from its stored entries: for each entry (k, x),
+// out[k*L + l] += x * sum_j Wpanel[k][j*L + l] h[j*L + l] (h: the row's dL/dU on the panel).
+template <class T>
+inline void sparse_row_wdot(const std::int32_t* __restrict ind, const T* __restrict val, std::size_t nnz,
+                            const T* __restrict Wpanel, const T* __restrict h, T* __restrict out) {
+    using V = typename VecTraits<T>::V;
+    constexpr int L = VecTraits<T>::L, NR = kNR<T>;
+    V hv[kNV];
+    for (int j = 0; j < kNV; ++j) hv[j] = loadu<V>(h + j * L);
+    for (std::size_t q = 0; q < nnz; ++q) {
+        const std::size_t k = std::size_t(ind[q]);
+        const T* w = Wpanel + k * NR;
+        V v = loadu<V>(w) * hv[0];
+#pragma GCC unroll 4
+        for (int j = 1; j < kNV; ++j) v += loadu<V>(w + j * L) * hv[j];
+        storeu(out + k * L, loadu<V>(out + k * L) + val[q] * v);
+    }
+}
+
 // Internal (panel-padded) index of output column c: the sin part starts at panel P.
 inline std::size_t internal_col(std::size_t c, std::size_t s, std::size_t P, int NR) {
     return c < s ? c : P * NR + (c - s);
