@@ -8,6 +8,10 @@ For every shape, dtype and thread count this times, in one run, median of ``--re
   subprocess each, as the growth of the maximum resident set size)
 * ``logistic_loss_grad`` / ``softmax_loss_grad`` (the closing fit's losses on formed features) vs
   NumPy's two products, ``F = Z @ coef`` then ``Z.T @ R`` with SciPy's ``expit`` / ``log_softmax``
+* ``--sparse-rows``: ``features``, ``predict`` and one ``train_epoch`` (mini-batches of 32, the
+  RFFNet default) on ``kernels.CenteredRows`` against the same kernels on the dense X, and
+  ``features`` / ``predict`` against SciPy's CSR product ``cos(X_csr @ W + b)``, on inputs with a
+  given share of entries away from their column's value (one-hot: a9a, w8a; pixels: MNIST)
 
 BLAS threads are limited to the same count with threadpoolctl, so OpenMP and BLAS never share
 cores. Prints a table of ratios (baseline time / rffkern time; > 1 means rffkern is faster) and
@@ -16,6 +20,8 @@ writes JSON to bench/results/.
     python bench/bench_kernels.py                      # n=100k, d in {100, 10}, s=1000
     python bench/bench_kernels.py --n 20000 --reps 3   # quicker
     python bench/bench_kernels.py --skip-features --skip-gram --loss-n 1293 6400 --reps 15  # the losses
+    python bench/bench_kernels.py --sparse-rows --skip-features --skip-gram --skip-losses \
+        --threads 1 --out bench/results/bench_kernels_rows.json   # dense vs centered sparse rows
 """
 from __future__ import annotations
 
@@ -164,6 +170,12 @@ def main():
     ap.add_argument("--loss-outputs", type=int, nargs="+", default=[1, 10],
                     help="outputs (1: logistic_loss_grad, more: softmax_loss_grad)")
     ap.add_argument("--skip-losses", action="store_true")
+    ap.add_argument("--sparse-rows", action="store_true", help="the centered sparse rows table")
+    ap.add_argument("--rows-n", type=int, default=9000, help="rows of the sparse-rows table")
+    ap.add_argument("--rows-shapes", nargs="+", default=["300:0.04", "123:0.11", "784:0.19", "784:0.27",
+                                                          "100:0.3", "100:0.5"],
+                    help="d:share of stored entries, for the sparse-rows table")
+    ap.add_argument("--out", default=None, help="JSON path (default bench/results/bench_kernels.json)")
     ap.add_argument("--child", choices=["rffkern", "numpy"], help=argparse.SUPPRESS)
     ap.add_argument("--dtype", default="float64", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -183,9 +195,11 @@ def main():
         rows += run_grams(args)
     if not args.skip_losses:
         rows += run_losses(args)
+    if args.sparse_rows:
+        rows += run_sparse_rows(args, kernels)
     outdir = Path(__file__).resolve().parent / "results"
     outdir.mkdir(exist_ok=True)
-    path = outdir / "bench_kernels.json"
+    path = Path(args.out) if args.out else outdir / "bench_kernels.json"
     path.write_text(json.dumps({"isa": _core.active_isa(), "cores": os.cpu_count(), "rows": rows}, indent=1))
     print(f"\nJSON: {path}")
 
@@ -222,6 +236,54 @@ def run_features(args, kernels):
                       f" {t_rbf*1e3:8.0f}ms {t_rbf/t_feat:5.2f} | {t_pred*1e3:6.0f}ms {t_np_pred*1e3:6.0f}ms"
                       f" {t_np_pred/t_pred:5.2f}", flush=True)
             del out
+    return rows
+
+
+def run_sparse_rows(args, kernels):
+    """The centered-sparse-rows table: each kernel on the rows against itself on the dense X."""
+    import scipy.sparse as sp
+    from threadpoolctl import threadpool_limits
+
+    rows = []
+    print(f"\ncentered sparse rows, n={args.rows_n}, s={args.s}: dense time / rows time (> 1: the rows are faster)")
+    header = (f"{'d':>4} {'share':>5} {'dtype':>7} {'thr':>3} | {'epoch':>7} {'x':>5} | {'features':>8} {'x':>5}"
+              f" {'scipy x':>7} | {'predict':>7} {'x':>5} {'scipy x':>7}")
+    print(header)
+    print("-" * len(header))
+    for shape in args.rows_shapes:
+        d, share = int(shape.split(":")[0]), float(shape.split(":")[1])
+        for dt in args.dtypes:
+            dtype = np.dtype(dt).type
+            rng = np.random.default_rng(0)
+            X = np.where(rng.random((args.rows_n, d)) < share, rng.standard_normal((args.rows_n, d)), 0.0)
+            X = X.astype(dtype)
+            _, W, b, B = make_data(1, d, args.s, dtype)
+            Y = rng.standard_normal((args.rows_n, 1)).astype(dtype)
+            crows = kernels.CenteredRows.from_dense(X)
+            Xcsr = sp.csr_matrix(X)
+            c = dtype(np.sqrt(2.0 / args.s))
+            order = rng.permutation(args.rows_n)
+            for nt in args.threads:
+                def epoch(r):
+                    theta, coef = np.ones(d, dtype), np.zeros((args.s, 1), dtype)
+                    state = kernels.AdamState(coef.shape, d, dtype)
+                    return lambda: kernels.train_epoch(X, Y, order, W, b, theta, coef, state, rows=r,
+                                                       check_finite=False, n_threads=nt)
+                with threadpool_limits(nt):
+                    t_ep = [median_time(epoch(r), args.reps) for r in (None, crows)]
+                    t_f = [median_time(lambda r=r: kernels.features(X, W, b, rows=r, n_threads=nt), args.reps)
+                           for r in (None, crows)]
+                    t_p = [median_time(lambda r=r: kernels.predict(X, W, b, B, rows=r, n_threads=nt), args.reps)
+                           for r in (None, crows)]
+                    t_sf = median_time(lambda: c * np.cos(Xcsr @ W + b), args.reps)
+                    t_sp = median_time(lambda: (c * np.cos(Xcsr @ W + b)) @ B, args.reps)
+                rows.append(dict(kernel="centered_rows", n=args.rows_n, d=d, share=crows.density, s=args.s,
+                                 dtype=dt, threads=nt, epoch_dense_s=t_ep[0], epoch_rows_s=t_ep[1],
+                                 features_dense_s=t_f[0], features_rows_s=t_f[1], scipy_features_s=t_sf,
+                                 predict_dense_s=t_p[0], predict_rows_s=t_p[1], scipy_predict_s=t_sp))
+                print(f"{d:>4} {crows.density:5.3f} {dt:>7} {nt:>3} | {t_ep[1]*1e3:5.0f}ms {t_ep[0]/t_ep[1]:5.2f} |"
+                      f" {t_f[1]*1e3:6.0f}ms {t_f[0]/t_f[1]:5.2f} {t_sf/t_f[1]:7.2f} |"
+                      f" {t_p[1]*1e3:5.0f}ms {t_p[0]/t_p[1]:5.2f} {t_sp/t_p[1]:7.2f}", flush=True)
     return rows
 
 
