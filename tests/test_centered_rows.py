@@ -146,6 +146,31 @@ def test_rows_give_the_same_bits_for_any_thread_count(dtype):
         assert np.array_equal(a, b_)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64], ids=["f64", "f32", "int"])
+def test_features_and_predict_of_a_scipy_sparse_matrix_without_densifying(dtype):
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    X = sp.random(500, 60, density=0.05, format="csc", random_state=rng, dtype=np.float64)
+    X.data = np.round(X.data * 10).astype(dtype) if dtype == np.int64 else X.data.astype(dtype)
+    X = X.astype(dtype)
+    rows = kernels.CenteredRows.from_csr(X)
+    work = np.float32 if dtype == np.float32 else np.float64
+    assert rows.dtype == work and rows.shape == X.shape and np.all(rows.center == 0)
+    W, b = rng.normal(size=(60, 40)).astype(work), rng.uniform(0, 6, 40).astype(work)
+    dense = X.toarray().astype(work)
+    tol = 1e-12 if work == np.float64 else 2e-5
+    for pair in (False, True):
+        Z = kernels.features(rows, W, None if pair else b, pair=pair)
+        assert Z.dtype == work
+        np.testing.assert_allclose(Z, kernels.features(dense, W, None if pair else b, pair=pair), rtol=0, atol=tol)
+    coef = rng.normal(size=40).astype(work)
+    np.testing.assert_allclose(kernels.predict(rows, W, b, coef), kernels.predict(dense, W, b, coef),
+                               rtol=0, atol=40 * tol)
+    with pytest.raises(TypeError, match="scipy.sparse"):
+        kernels.CenteredRows.from_csr(dense)
+
+
 def test_centered_rows_only_where_sparse_enough():
     assert kernels.centered_rows(np.eye(10)).density == pytest.approx(0.1)
     assert kernels.centered_rows(np.eye(10), max_density=0.05) is None
@@ -174,9 +199,16 @@ def test_rows_that_do_not_fit_x_are_refused():
     bad.indptr[1] = bad.indptr[2] + 1  # decreasing from row 1 to row 2
     with pytest.raises(ValueError, match="indptr"):
         kernels.predict(X, W, b, np.ones(8), rows=bad)
-    bad = kernels.CenteredRows(rows.indptr, rows.indices.astype(np.int64), rows.values, rows.center, X.shape)
-    with pytest.raises(TypeError, match="int32"):
-        kernels.loss_and_grad(X, np.ones(20), W, b, np.ones(8), rows=bad)
+    with pytest.raises(ValueError, match="indptr"):
+        kernels.CenteredRows(rows.indptr[:-1], rows.indices, rows.values, rows.center, X.shape)
+    with pytest.raises(ValueError, match="NaN"):
+        kernels.CenteredRows(rows.indptr, rows.indices, np.full(rows.values.shape, np.nan), rows.center, X.shape)
+    with pytest.raises(TypeError, match="real"):
+        kernels.CenteredRows(rows.indptr, rows.indices, rows.values.astype(str), rows.center, X.shape)
+    with pytest.raises(TypeError, match="not both"):
+        kernels.features(rows, W, b, rows=rows)
+    with pytest.raises(TypeError):  # the gradient kernels take the dense X, the rows as rows=
+        kernels.loss_and_grad(rows, np.ones(20), W, b, np.ones(8))
     with pytest.raises(ValueError, match="shape"):
         kernels.CenteredRows.from_dense(X, center=np.zeros(4))
     with pytest.raises(ValueError, match="NaN"):

@@ -55,29 +55,27 @@ def test_rff_sparse_float32_stays_float32():
     np.testing.assert_allclose(Z, rff.transform(X), rtol=0, atol=2e-6)
 
 
-def test_rff_sparse_row_blocks_give_the_same_result(monkeypatch):
-    # blocks of 3 rows: 40 full blocks and a last one of 1 row (121 = 40 * 3 + 1)
-    from rffkern import feature_maps
-
+def test_rff_sparse_pair_form_matches_the_dense_input():
     X = _sparse_X(n=121)
-    rff = RandomFourierFeatures(16, random_state=1).fit(X)
-    whole = rff.transform(sp.csr_matrix(X))
-    monkeypatch.setattr(feature_maps, "_SPARSE_BLOCK_ENTRIES", 3 * 16)
-    np.testing.assert_array_equal(rff.transform(sp.csr_matrix(X)), whole)
     rff_pair = RandomFourierFeatures(16, pair=True, random_state=1).fit(X)
     np.testing.assert_allclose(rff_pair.transform(sp.csr_matrix(X)), rff_pair.transform(X), rtol=0, atol=1e-12)
 
 
-def test_rff_sparse_same_bits_whatever_the_thread_count(monkeypatch):
-    from rffkern import feature_maps
-
-    monkeypatch.setattr(feature_maps, "_SPARSE_BLOCK_ENTRIES", 7 * 32)  # 18 blocks of 7 rows (and 1)
-    X = sp.csr_matrix(_sparse_X(n=120))
+def test_rff_sparse_same_bits_whatever_the_thread_count():
+    X = sp.csr_matrix(_sparse_X(n=1200))
     for pair in (False, True):
         results = [RandomFourierFeatures(32, pair=pair, random_state=5, n_jobs=n_jobs).fit(X).transform(X)
                    for n_jobs in (1, 2, 3)]
         for Z in results[1:]:
             np.testing.assert_array_equal(Z, results[0])
+
+
+def test_rff_sparse_counts_duplicates_and_explicit_zeros_as_toarray_does():
+    X = sp.coo_matrix((np.array([1.0, 2.0, 0.0, -1.5]), (np.array([0, 0, 1, 2]), np.array([1, 1, 0, 2]))),
+                      shape=(3, 4))
+    assert not sp.csr_matrix(X).has_canonical_format or X.nnz == 4
+    rff = RandomFourierFeatures(16, random_state=2).fit(X)
+    np.testing.assert_allclose(rff.transform(X), rff.transform(X.toarray()), rtol=0, atol=1e-12)
 
 
 def test_rff_sparse_is_never_densified():
@@ -205,6 +203,7 @@ def _kernel_calls():
             X=X, Y=Y, order=np.arange(10), weights=W, offsets=b, theta=np.ones(4),
             coef=np.zeros((6, 1)), state=kernels.AdamState((6, 1), 4, np.float64))),
         "fwht": (kernels.fwht, dict(x=rng.normal(size=(3, 8)))),
+        "centered_rows": (kernels.centered_rows, dict(X=X)),
         "fastfood_features": (kernels.fastfood_features, dict(
             X=X, signs=rng.choice([-1.0, 1.0], size=(n_blocks, p)),
             permutation=np.stack([rng.permutation(p) for _ in range(n_blocks)]),
@@ -222,7 +221,7 @@ def _kernel_calls():
 
 def test_every_kernel_function_is_covered():
     array_functions = {n for n in kernels.__all__ if callable(getattr(kernels, n))} - {
-        "default_scale", "block_size", "AdamState"}
+        "default_scale", "block_size", "AdamState", "CenteredRows"}  # from_csr takes sparse input
     assert array_functions == set(_kernel_calls())
 
 

@@ -8,22 +8,35 @@
 namespace rffkern::bindings {
 namespace {
 
-// The map's arrays of one call, checked against X: X (n, d), W (d, s), b (s,), theta (d,).
+// The map's arrays of one call, checked against X: X (n, d), W (d, s), b (s,), theta (d,). X may
+// be None where the kernel takes its centered sparse rows instead (features, predict): n is then
+// the rows' (indptr has n + 1 entries).
 template <class T>
 struct MapArgs {
-    carray<T> X, W;
+    std::optional<carray<T>> X;
+    carray<T> W;
     std::optional<carray<T>> b, theta;
     FourierFeatureMap<T> map;
+    std::size_t n_ = 0;
 
     MapArgs(const py::handle& X_, const py::handle& W_, const py::handle& b_, const py::handle& theta_,
-            double scale, bool pair)
-        : X(as_carray<T>(X_, "X")), W(as_carray<T>(W_, "weights")),
+            double scale, bool pair, const py::handle& rows_ = py::none())
+        : X(as_optional_carray<T>(X_, "X")), W(as_carray<T>(W_, "weights")),
           b(as_optional_carray<T>(b_, "offsets")), theta(as_optional_carray<T>(theta_, "theta")) {
-        require_ndim(X, "X", 2);
         require_ndim(W, "weights", 2);
-        require(X.shape(1) == W.shape(0), "X has " + std::to_string(X.shape(1)) +
-                                              " features but weights has " + std::to_string(W.shape(0)) +
-                                              " rows");
+        if (X) {
+            require_ndim(*X, "X", 2);
+            require(X->shape(1) == W.shape(0), "X has " + std::to_string(X->shape(1)) +
+                                                   " features but weights has " + std::to_string(W.shape(0)) +
+                                                   " rows");
+            n_ = std::size_t(X->shape(0));
+        } else {
+            require(py::isinstance<py::tuple>(rows_) && py::len(rows_) == 4, "X is None but no rows are given");
+            const carray<std::int64_t> indptr =
+                as_carray<std::int64_t>(py::reinterpret_borrow<py::tuple>(rows_)[0], "rows indptr");
+            require(indptr.ndim() == 1 && indptr.shape(0) >= 1, "rows indptr must be 1-D with n + 1 entries");
+            n_ = std::size_t(indptr.shape(0) - 1);
+        }
         if (b) require_shape(*b, "offsets", {W.shape(1)});
         if (theta) require_shape(*theta, "theta", {W.shape(0)});
         map.d = std::size_t(W.shape(0));
@@ -34,7 +47,8 @@ struct MapArgs {
         map.scale = T(scale);
         map.pair = pair;
     }
-    std::size_t n() const { return std::size_t(X.shape(0)); }
+    std::size_t n() const { return n_; }
+    const T* xdata() const { return X ? X->data() : nullptr; }
     py::ssize_t n_out() const { return py::ssize_t(map.n_out()); }
     // the spans of the read-only map arrays, for require_disjoint
     ArgSpan x() const { return span_of(X, "X"); }
@@ -62,10 +76,10 @@ struct RowsArg {
         indices = as_carray<std::int32_t>(t[1], "rows indices");
         values = as_carray<T>(t[2], "rows values");
         center = as_optional_carray<T>(t[3], "rows center");
-        require_shape(*indptr, "rows indptr", {a.X.shape(0) + 1});
+        require_shape(*indptr, "rows indptr", {py::ssize_t(a.n()) + 1});
         require_ndim(*indices, "rows indices", 1);
         require_shape(*values, "rows values", {indices->shape(0)});
-        require(indptr->data()[a.X.shape(0)] == indices->shape(0),
+        require(indptr->data()[a.n()] == indices->shape(0),
                 "rows indptr[-1] must equal the number of stored entries");
         if (center) require_shape(*center, "rows center", {a.W.shape(0)});
         rows.indptr = indptr->data();
@@ -76,6 +90,13 @@ struct RowsArg {
     const CenteredRows<T>* get() const { return indptr ? &rows : nullptr; }
     ArgSpan span() const { return span_of(values, "rows values"); }
 };
+
+// The array whose dtype picks the core: X, or the rows' values where X is None.
+inline py::object lead_of(const py::object& X_, const py::object& rows_) {
+    if (X_.is_none() && py::isinstance<py::tuple>(rows_) && py::len(rows_) == 4)
+        return py::reinterpret_borrow<py::tuple>(rows_)[2];
+    return X_;
+}
 
 // coef (n_out, m) for the map.
 template <class T>
@@ -96,33 +117,33 @@ Loss parse_loss(const std::string& name) {
 
 void features(const py::object& X_, const py::object& W_, const py::object& b_, const py::object& th_,
               double scale, bool pair, const py::object& out_, int n_threads, const py::object& rows_) {
-    with_float_dtype(X_, "X", [&](auto tag) {
+    with_float_dtype(lead_of(X_, rows_), "X", [&](auto tag) {
         using T = decltype(tag);
-        const MapArgs<T> a(X_, W_, b_, th_, scale, pair);
+        const MapArgs<T> a(X_, W_, b_, th_, scale, pair, rows_);
         const RowsArg<T> rows(rows_, a);
         carray<T> out = as_carray<T>(out_, "out");
-        require_shape(out, "out", {a.X.shape(0), a.n_out()});
+        require_shape(out, "out", {py::ssize_t(a.n()), a.n_out()});
         require_disjoint({span_of(out, "out")}, {a.x(), a.w(), a.offsets(), a.th(), rows.span()});
         T* z = out_ptr(out, "out");
         py::gil_scoped_release release;
-        fused_cos_features(a.X.data(), a.n(), a.map, z, n_threads, rows.get());
+        fused_cos_features(a.xdata(), a.n(), a.map, z, n_threads, rows.get());
     });
 }
 
 void predict(const py::object& X_, const py::object& W_, const py::object& b_, const py::object& th_,
              double scale, bool pair, const py::object& coef_, const py::object& out_, int n_threads,
              const py::object& rows_) {
-    with_float_dtype(X_, "X", [&](auto tag) {
+    with_float_dtype(lead_of(X_, rows_), "X", [&](auto tag) {
         using T = decltype(tag);
-        const MapArgs<T> a(X_, W_, b_, th_, scale, pair);
+        const MapArgs<T> a(X_, W_, b_, th_, scale, pair, rows_);
         const RowsArg<T> rows(rows_, a);
         const carray<T> coef = coef_for(coef_, a);
         carray<T> out = as_carray<T>(out_, "out");
-        require_shape(out, "out", {a.X.shape(0), coef.shape(1)});
+        require_shape(out, "out", {py::ssize_t(a.n()), coef.shape(1)});
         require_disjoint({span_of(out, "out")}, {a.x(), a.w(), a.offsets(), a.th(), span_of(coef, "coef")});
         T* f = out_ptr(out, "out");
         py::gil_scoped_release release;
-        fused_cos_predict(a.X.data(), a.n(), a.map, coef.data(), std::size_t(coef.shape(1)), f, n_threads,
+        fused_cos_predict(a.xdata(), a.n(), a.map, coef.data(), std::size_t(coef.shape(1)), f, n_threads,
                           rows.get());
     });
 }
@@ -141,8 +162,8 @@ void gram(const py::object& X_, const py::object& W_, const py::object& b_, cons
         T* zty = nullptr;
         if (Y) {
             require_ndim(*Y, "Y", 2);
-            require(Y->shape(0) == a.X.shape(0), "Y has " + std::to_string(Y->shape(0)) +
-                                                     " rows but X has " + std::to_string(a.X.shape(0)));
+            require(Y->shape(0) == py::ssize_t(a.n()), "Y has " + std::to_string(Y->shape(0)) +
+                                                     " rows but X has " + std::to_string(py::ssize_t(a.n())));
             require(bool(ZtY), "out_zty is required when Y is given");
             require_shape(*ZtY, "out_zty", {a.n_out(), Y->shape(1)});
             m = std::size_t(Y->shape(1));
@@ -153,7 +174,7 @@ void gram(const py::object& X_, const py::object& W_, const py::object& b_, cons
         T* g = out_ptr(G, "out");
         const T* y = opt_ptr(Y);
         py::gil_scoped_release release;
-        streamed_gram(a.X.data(), a.n(), a.map, y, m, g, zty, accumulate, n_threads);
+        streamed_gram(a.xdata(), a.n(), a.map, y, m, g, zty, accumulate, n_threads);
     });
 }
 
@@ -169,7 +190,7 @@ double loss_and_grad(const py::object& X_, const py::object& Y_, const py::objec
         const carray<T> coef = coef_for(coef_, a);
         carray<T> grad_coef = as_carray<T>(grad_coef_, "out_coef");
         auto grad_theta = as_optional_carray<T>(grad_theta_, "out_theta");
-        require_shape(Y, "Y", {a.X.shape(0), coef.shape(1)});
+        require_shape(Y, "Y", {py::ssize_t(a.n()), coef.shape(1)});
         require_shape(grad_coef, "out_coef", {coef.shape(0), coef.shape(1)});
         if (grad_theta) require_shape(*grad_theta, "out_theta", {a.W.shape(0)});
         const Loss l = parse_loss(loss);
@@ -179,7 +200,7 @@ double loss_and_grad(const py::object& X_, const py::object& Y_, const py::objec
         T* gc = out_ptr(grad_coef, "out_coef");
         T* gt = grad_theta ? out_ptr(*grad_theta, "out_theta") : nullptr;
         py::gil_scoped_release release;
-        return loss_and_grad(a.X.data(), Y.data(), a.n(), a.map, coef.data(), std::size_t(coef.shape(1)),
+        return loss_and_grad(a.xdata(), Y.data(), a.n(), a.map, coef.data(), std::size_t(coef.shape(1)),
                              l, gc, gt, n_threads, rows.get());
     });
 }
@@ -205,7 +226,7 @@ py::tuple train_epoch(const py::object& X_, const py::object& Y_, const py::obje
         carray<T> m_theta = as_carray<T>(m_theta_, "m_theta"), v_theta = as_carray<T>(v_theta_, "v_theta");
         require_ndim(coef, "coef", 2);
         require(std::size_t(coef.shape(0)) == a.map.s, "coef must have as many rows as weights has columns");
-        require_shape(Y, "Y", {a.X.shape(0), coef.shape(1)});
+        require_shape(Y, "Y", {py::ssize_t(a.n()), coef.shape(1)});
         require_ndim(order, "order", 1);
         require_shape(m_coef, "m_coef", {coef.shape(0), coef.shape(1)});
         require_shape(v_coef, "v_coef", {coef.shape(0), coef.shape(1)});
@@ -224,7 +245,7 @@ py::tuple train_epoch(const py::object& X_, const py::object& Y_, const py::obje
         cfg.update_theta = update_theta;
         cfg.shared_theta_moment = shared_theta_moment;
         const Loss l = parse_loss(loss);
-        const EpochBatches<T> data{a.X.data(), Y.data(), a.n(), order.data(), std::size_t(order.shape(0)),
+        const EpochBatches<T> data{a.xdata(), Y.data(), a.n(), order.data(), std::size_t(order.shape(0)),
                                    batch_size, rows.get()};
         TrainableState<T> state;
         state.theta = out_ptr(theta, "theta");

@@ -70,12 +70,13 @@ def refuse_sparse(a, name):
     >>> refuse_sparse(sp.eye(3, format="csr"), "X")
     Traceback (most recent call last):
     ...
-    TypeError: X is a scipy.sparse csr_matrix; this function needs a dense array. Pass X.toarray() if it fits in memory; only RandomFourierFeatures takes sparse input.
+    TypeError: X is a scipy.sparse csr_matrix; this function needs a dense array. Pass X.toarray() if it fits in memory; only RandomFourierFeatures takes sparse input (and kernels.features / kernels.predict take kernels.CenteredRows.from_csr(X)).
     """
     if sp.issparse(a):
         raise TypeError(
             f"{name} is a scipy.sparse {type(a).__name__}; this function needs a dense array. "
-            f"Pass {name}.toarray() if it fits in memory; only RandomFourierFeatures takes sparse input."
+            f"Pass {name}.toarray() if it fits in memory; only RandomFourierFeatures takes sparse input "
+            "(and kernels.features / kernels.predict take kernels.CenteredRows.from_csr(X))."
         )
     return a
 

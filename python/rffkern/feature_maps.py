@@ -137,12 +137,12 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The rows to map. Dense input runs the fused compiled kernel. A scipy.sparse matrix
-            or array (CSR, CSC or any format scipy converts to CSR) is multiplied by
-            ``weights_`` with scipy's sparse product and turned into features a block of rows
-            at a time (``n_jobs`` blocks at once), never densified; the result equals that for
-            ``X.toarray()`` to rounding (1e-12 in float64), with the same bits whatever
-            ``n_jobs``. A Dask array is mapped lazily, block by block.
+            The rows to map, through the fused compiled kernel. A scipy.sparse matrix or array
+            (CSR, CSC or any format scipy converts to CSR) is read through its stored entries
+            only (:meth:`rffkern.kernels.CenteredRows.from_csr`: O(nnz s) work, never
+            densified); the result equals that for ``X.toarray()`` to rounding (1e-12 in
+            float64), with the same bits whatever ``n_jobs``. A Dask array is mapped lazily,
+            block by block.
 
         Returns
         -------
@@ -175,7 +175,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         b = None if self.pair else self.offsets_.astype(X.dtype, copy=False)
         n_threads = resolve_n_threads(self.n_jobs)
         if sp.issparse(X):
-            return _sparse_features(X, W, b, self.scale_, self.pair, n_threads)
+            X = kernels.CenteredRows.from_csr(X)  # the compiled kernel on the stored entries
         return kernels.features(X, W, b, scale=self.scale_, pair=self.pair, n_threads=n_threads)
 
     def __sklearn_tags__(self):
@@ -184,70 +184,3 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
-
-# Rows of a CSR matrix projected per block: the block's dense product (rows x frequencies) is
-# the only temporary, about this many entries (4 MiB in float64), whatever n_samples is.
-_SPARSE_BLOCK_ENTRIES = 1 << 19
-
-
-def _sparse_features(X, W, b, scale, pair, n_threads=1):
-    """``scale * cos(X @ W + b)`` (or ``scale * [cos U, sin U]``) for a CSR matrix ``X``.
-
-    Parameters
-    ----------
-    X : scipy.sparse CSR matrix or array of shape (n_samples, n_features)
-        Finite float32 or float64 input, already validated.
-    W : ndarray of shape (n_features, n_frequencies)
-        The frequencies, in X's dtype.
-    b : ndarray of shape (n_frequencies,) or None
-        The phases (None in the pair form).
-    scale : float
-        The factor ``c`` in front of the cosines.
-    pair : bool
-        Return ``[cos U, sin U]`` (2 * n_frequencies columns) instead of ``cos(U + b)``.
-    n_threads : int, default=1
-        Row blocks computed at once (NumPy's ``cos`` and scipy's product release the GIL).
-        Each block is computed the same way whatever the thread count, so the result is too.
-
-    Returns
-    -------
-    ndarray of shape (n_samples, n_frequencies) or (n_samples, 2 * n_frequencies)
-        The features in X's dtype; X is never densified. ``X @ W`` is scipy's
-        sparse-times-dense product. In the phase form it is made once, as the output itself, and
-        turned into features in place, a block of rows per task (the fastest way: no second
-        array, no extra pass). In the pair form each block of rows of ``U`` is made, then its
-        cosines and sines written out, so the only temporaries are the blocks in flight.
-    """
-    n, s = X.shape[0], W.shape[1]
-    dtype = X.dtype
-    step = max(1, _SPARSE_BLOCK_ENTRIES // s)
-    c = dtype.type(scale)
-    if pair:
-        Z = np.empty((n, 2 * s), dtype)
-
-        def block(start):
-            U = np.asarray(X[start:start + step] @ W, dtype=dtype)
-            rows = Z[start:start + step]
-            np.sin(U, out=rows[:, s:])
-            np.cos(U, out=rows[:, :s])
-            rows *= c
-    else:
-        Z = np.ascontiguousarray(X @ W, dtype=dtype)
-
-        def block(start):
-            rows = Z[start:start + step]
-            rows += b
-            np.cos(rows, out=rows)
-            rows *= c
-
-    starts = range(0, n, step)
-    if n_threads > 1 and len(starts) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(n_threads, len(starts))) as pool:
-            for _ in pool.map(block, starts):  # re-raises any block's error
-                pass
-    else:
-        for start in starts:
-            block(start)
-    return Z

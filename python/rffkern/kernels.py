@@ -38,10 +38,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
+from typing import Any
 
 from rffkern import _core
 from rffkern._validation import (
     check_array_2d,
+    float_dtype_of,
     check_matrix,
     check_out,
     check_positive_float,
@@ -127,6 +129,28 @@ class CenteredRows:
     center: NDArray[np.floating]
     shape: tuple[int, int]
 
+    def __post_init__(self):
+        # the arrays as the compiled kernels take them (a copy only where needed); the column
+        # indices and the row offsets are checked there, once per call
+        shape = tuple(int(v) for v in self.shape)
+        if len(shape) != 2 or min(shape) < 0:
+            raise ValueError(f"shape must be (n_samples, n_features), got {self.shape}")
+        values = np.ascontiguousarray(refuse_sparse(self.values, "values"))
+        if values.dtype.kind not in "biuf" or values.ndim != 1:
+            raise TypeError(f"values must be a 1-D real array, got {values.dtype} with shape {values.shape}")
+        values = values.astype(float_dtype_of(values), copy=False)
+        indptr = np.ascontiguousarray(self.indptr, dtype=np.int64)
+        indices = np.ascontiguousarray(self.indices, dtype=np.int32)
+        if indptr.shape != (shape[0] + 1,) or indices.shape != values.shape or indptr[-1] != values.size:
+            raise ValueError(f"indptr must have n_samples + 1 = {shape[0] + 1} entries ending at the "
+                             f"{values.size} stored values, one index per value")
+        center = check_vector(self.center, "center", shape[1], values.dtype)
+        if not np.isfinite(values).all():
+            raise ValueError("values contains NaN or infinity")
+        for name, v in (("indptr", indptr), ("indices", indices), ("values", values), ("center", center),
+                        ("shape", shape)):
+            object.__setattr__(self, name, v)
+
     @classmethod
     def from_dense(cls, X: ArrayLike, center: ArrayLike | None = None) -> CenteredRows:
         """The centered rows of a dense ``X``.
@@ -165,6 +189,54 @@ class CenteredRows:
         values = (X[rows_i, cols] - center[cols]).astype(X.dtype, copy=False)
         return cls(indptr, cols.astype(np.int32), np.ascontiguousarray(values), center, X.shape)
 
+    @classmethod
+    def from_csr(cls, X: Any) -> CenteredRows:
+        """The rows of a scipy.sparse matrix or array as they are stored, about a zero center.
+
+        Parameters
+        ----------
+        X : scipy.sparse matrix or array of shape (n_samples, n_features)
+            Converted to CSR if needed; its stored values are the entries (explicit zeros and
+            duplicates included: duplicates add up, as in ``X.toarray()``). float32 stays
+            float32, other dtypes become float64. X is not densified.
+
+        Returns
+        -------
+        CenteredRows
+            The entries of ``X``, the center all zeros.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import scipy.sparse as sp
+        >>> from rffkern import kernels
+        >>> rows = kernels.CenteredRows.from_csr(sp.csr_array(np.array([[0.0, 3.0], [1.0, 0.0]])))
+        >>> rows.indptr, rows.indices, rows.values, rows.center
+        (array([0, 1, 2]), array([1, 0], dtype=int32), array([3., 1.]), array([0., 0.]))
+        """
+        import scipy.sparse as sp
+
+        if not sp.issparse(X):
+            raise TypeError(f"X must be a scipy.sparse matrix or array, got {type(X).__name__}")
+        X = X.tocsr()
+        if X.shape[1] > np.iinfo(np.int32).max:
+            raise ValueError(f"X has {X.shape[1]} columns; at most 2**31 - 1 are supported")
+        dtype = float_dtype_of(X.data)
+        return cls(X.indptr, X.indices, X.data.astype(dtype, copy=False), np.zeros(X.shape[1], dtype), X.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The computation dtype: that of ``values``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import kernels
+        >>> kernels.CenteredRows.from_dense(np.eye(2, dtype=np.float32)).dtype
+        dtype('float32')
+        """
+        return self.values.dtype
+
     @property
     def density(self) -> float:
         """The share of stored entries, ``nnz / (n_samples * n_features)``.
@@ -179,9 +251,9 @@ class CenteredRows:
         n, d = self.shape
         return float(self.indices.size) / max(n * d, 1)
 
-    def _for(self, X: NDArray[np.floating]) -> tuple:
+    def _for(self, X: NDArray[np.floating] | CenteredRows) -> tuple:
         """The tuple the compiled kernels take, for the validated ``X`` it describes."""
-        if tuple(X.shape) != tuple(self.shape):
+        if X is not self and tuple(X.shape) != tuple(self.shape):
             raise ValueError(f"rows describe an X of shape {tuple(self.shape)}, but X has shape {X.shape}")
         values = self.values if self.values.dtype == X.dtype else self.values.astype(X.dtype)
         center = self.center if self.center.dtype == X.dtype else self.center.astype(X.dtype)
@@ -226,6 +298,21 @@ def _rows_arg(rows, X):
     return rows._for(X)
 
 
+def _rows_as_x(X, rows):
+    """(X, rows) of features / predict, where X may itself be a CenteredRows (then no rows=)."""
+    if isinstance(X, CenteredRows) and rows is not None:
+        raise TypeError("X is already a CenteredRows: pass the rows as X or as rows=, not both")
+    return X, rows
+
+
+def _x_and_rows(X, rows):
+    """The (X, rows) arguments of the compiled features / predict: (None, X's tuple) for rows given
+    as X."""
+    if isinstance(X, CenteredRows):
+        return None, X._for(X)
+    return X, _rows_arg(rows, X)
+
+
 def default_scale(n_components: int, pair: bool = False) -> float:
     """The default feature scale ``c``: ``sqrt(2/s)``, or ``sqrt(1/s)`` for the pair form.
 
@@ -264,7 +351,13 @@ def _cuda_backend():
 
 
 def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_rows=1):
-    X = check_array_2d(X, X_name, min_rows=min_rows, allow_empty=min_rows == 0)
+    """(X, W, b, theta, scale, pair), checked and in X's dtype; X may be a CenteredRows (features,
+    predict), whose ``shape`` and ``dtype`` then stand for the array's."""
+    if isinstance(X, CenteredRows):
+        if X.shape[0] < min_rows or X.shape[1] == 0:
+            raise ValueError(f"{X_name} has shape {X.shape}; at least {min_rows} row(s) and 1 feature required")
+    else:
+        X = check_array_2d(X, X_name, min_rows=min_rows, allow_empty=min_rows == 0)
     dtype = X.dtype
     W = np.asarray(refuse_sparse(weights, "weights"))
     if W.ndim != 2:
@@ -297,7 +390,7 @@ def _check_scale(scale: float) -> float:
     return float(scale)
 
 
-def features(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None, *,
+def features(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike | None = None, *,
              theta: ArrayLike | None = None, scale: float | None = None, pair: bool = False,
              out: NDArray[np.floating] | None = None, n_threads: int | None = None,
              rows: CenteredRows | None = None) -> NDArray[np.floating]:
@@ -305,8 +398,10 @@ def features(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None,
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Input rows. float32 stays float32; other dtypes become float64.
+    X : array-like of shape (n_samples, n_features) or CenteredRows
+        Input rows. float32 stays float32; other dtypes become float64. A :class:`CenteredRows`
+        (e.g. :meth:`CenteredRows.from_csr` of a scipy.sparse matrix) is read as the rows it
+        holds, never densified.
     weights : array-like of shape (n_features, n_components)
         The frequencies ``W`` (one column per feature).
     offsets : array-like of shape (n_components,) or None
@@ -348,15 +443,16 @@ def features(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None,
     """
     if _on_device(X, weights, offsets, theta, out):
         return _cuda_backend().features(X, weights, offsets, theta=theta, scale=scale, pair=pair, out=out)
+    X, rows = _rows_as_x(X, rows)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     shape = (X.shape[0], W.shape[1] * (2 if pair else 1))
     out = np.empty(shape, X.dtype) if out is None else check_out(out, "out", shape, X.dtype)
-    _core.features(X, W, b, th, X.dtype.type(scale), pair, out, resolve_n_threads(n_threads),
-                   _rows_arg(rows, X))
+    Xa, rows_arg = _x_and_rows(X, rows)
+    _core.features(Xa, W, b, th, X.dtype.type(scale), pair, out, resolve_n_threads(n_threads), rows_arg)
     return out
 
 
-def predict(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None, coef: ArrayLike, *,
+def predict(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike | None, coef: ArrayLike, *,
             theta: ArrayLike | None = None, scale: float | None = None, pair: bool = False,
             out: NDArray[np.floating] | None = None, n_threads: int | None = None,
             rows: CenteredRows | None = None) -> NDArray[np.floating]:
@@ -367,8 +463,10 @@ def predict(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None, coef: A
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Input rows. float32 stays float32; other dtypes become float64.
+    X : array-like of shape (n_samples, n_features) or CenteredRows
+        Input rows. float32 stays float32; other dtypes become float64. A :class:`CenteredRows`
+        (e.g. :meth:`CenteredRows.from_csr` of a scipy.sparse matrix) is read as the rows it
+        holds, never densified.
     weights : array-like of shape (n_features, n_components)
         The frequencies ``W`` (one column per feature).
     offsets : array-like of shape (n_components,) or None
@@ -409,6 +507,7 @@ def predict(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None, coef: A
     if _on_device(X, weights, offsets, coef, theta, out):
         return _cuda_backend().predict(X, weights, offsets, coef, theta=theta, scale=scale, pair=pair,
                                        out=out)
+    X, rows = _rows_as_x(X, rows)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     n_out = W.shape[1] * (2 if pair else 1)
     coef_arr = np.asarray(refuse_sparse(coef, "coef"))
@@ -423,8 +522,8 @@ def predict(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None, coef: A
         buf = check_out(out, "out", (X.shape[0],), X.dtype).reshape(shape)
     else:
         buf = check_out(out, "out", shape, X.dtype)
-    _core.predict(X, W, b, th, X.dtype.type(scale), pair, C, buf, resolve_n_threads(n_threads),
-                  _rows_arg(rows, X))
+    Xa, rows_arg = _x_and_rows(X, rows)
+    _core.predict(Xa, W, b, th, X.dtype.type(scale), pair, C, buf, resolve_n_threads(n_threads), rows_arg)
     if out is not None:
         return out
     return buf[:, 0] if ravel else buf
