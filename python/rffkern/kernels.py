@@ -286,7 +286,13 @@ def centered_rows(X: ArrayLike, max_density: float | None = None) -> CenteredRow
     True
     """
     limit = CENTERED_ROWS_MAX_DENSITY if max_density is None else float(max_density)
-    rows = CenteredRows.from_dense(X)
+    X = check_array_2d(X, "X", min_rows=1)
+    head = X[:CENTER_ROWS]
+    k = (head.shape[0] - 1) // 2
+    center = np.partition(head, k, axis=0)[k]
+    if np.count_nonzero(head != center) > 2 * limit * head.size:
+        return None  # dense from its first rows on: not worth a pass over every row
+    rows = CenteredRows.from_dense(X, center)
     return rows if rows.density <= limit else None
 
 
