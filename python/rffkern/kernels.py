@@ -177,11 +177,12 @@ class CenteredRows:
         (array([5., 0.]), array([0, 1, 1, 2]), array([1, 0], dtype=int32), array([ 1., -1.]))
         """
         X = check_array_2d(X, "X", min_rows=1)
-        if center is None:
-            head = X[:CENTER_ROWS]
-            k = (head.shape[0] - 1) // 2
-            center = np.partition(head, k, axis=0)[k]
-        center = check_vector(center, "center", X.shape[1], X.dtype)
+        center = _column_centers(X) if center is None else check_vector(center, "center", X.shape[1], X.dtype)
+        return cls._of_checked(X, center)
+
+    @classmethod
+    def _of_checked(cls, X: NDArray[np.floating], center: NDArray[np.floating]) -> CenteredRows:
+        """:meth:`from_dense` of an ``X`` already validated, with its center in X's dtype."""
         stored = X != center
         indptr = np.zeros(X.shape[0] + 1, np.int64)
         np.cumsum(stored.sum(axis=1), out=indptr[1:])
@@ -251,13 +252,15 @@ class CenteredRows:
         n, d = self.shape
         return float(self.indices.size) / max(n * d, 1)
 
-    def _for(self, X: NDArray[np.floating] | CenteredRows) -> tuple:
+    def _for(self, X: NDArray[np.floating]) -> tuple:
         """The tuple the compiled kernels take, for the validated ``X`` it describes."""
-        if X is not self and tuple(X.shape) != tuple(self.shape):
+        if tuple(X.shape) != tuple(self.shape):
             raise ValueError(f"rows describe an X of shape {tuple(self.shape)}, but X has shape {X.shape}")
-        values = self.values if self.values.dtype == X.dtype else self.values.astype(X.dtype)
-        center = self.center if self.center.dtype == X.dtype else self.center.astype(X.dtype)
-        return self.indptr, self.indices, values, center
+        return self._arrays(X.dtype)
+
+    def _arrays(self, dtype: np.dtype) -> tuple:
+        """(indptr, indices, values, center), the floats in ``dtype``."""
+        return self.indptr, self.indices, self.values.astype(dtype, copy=False), self.center.astype(dtype, copy=False)
 
 
 def centered_rows(X: ArrayLike, max_density: float | None = None) -> CenteredRows | None:
@@ -287,13 +290,19 @@ def centered_rows(X: ArrayLike, max_density: float | None = None) -> CenteredRow
     """
     limit = CENTERED_ROWS_MAX_DENSITY if max_density is None else float(max_density)
     X = check_array_2d(X, "X", min_rows=1)
+    center = _column_centers(X)
     head = X[:CENTER_ROWS]
-    k = (head.shape[0] - 1) // 2
-    center = np.partition(head, k, axis=0)[k]
     if np.count_nonzero(head != center) > 2 * limit * head.size:
         return None  # dense from its first rows on: not worth a pass over every row
-    rows = CenteredRows.from_dense(X, center)
+    rows = CenteredRows._of_checked(X, center)
     return rows if rows.density <= limit else None
+
+
+def _column_centers(X):
+    """Each column's lower median over its first ``CENTER_ROWS`` rows: a value the column takes."""
+    head = X[:CENTER_ROWS]
+    k = (head.shape[0] - 1) // 2
+    return np.partition(head, k, axis=0)[k]
 
 
 def _rows_arg(rows, X):
@@ -304,19 +313,14 @@ def _rows_arg(rows, X):
     return rows._for(X)
 
 
-def _rows_as_x(X, rows):
-    """(X, rows) of features / predict, where X may itself be a CenteredRows (then no rows=)."""
-    if isinstance(X, CenteredRows) and rows is not None:
-        raise TypeError("X is already a CenteredRows: pass the rows as X or as rows=, not both")
-    return X, rows
-
-
 def _x_and_rows(X, rows):
-    """The (X, rows) arguments of the compiled features / predict: (None, X's tuple) for rows given
-    as X."""
-    if isinstance(X, CenteredRows):
-        return None, X._for(X)
-    return X, _rows_arg(rows, X)
+    """The (X, rows) arguments of the compiled features / predict, where X may itself be a
+    CenteredRows: then (None, its arrays)."""
+    if not isinstance(X, CenteredRows):
+        return X, _rows_arg(rows, X)
+    if rows is not None:
+        raise TypeError("X is already a CenteredRows: pass the rows as X or as rows=, not both")
+    return None, X._arrays(X.dtype)
 
 
 def default_scale(n_components: int, pair: bool = False) -> float:
@@ -449,7 +453,6 @@ def features(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike
     """
     if _on_device(X, weights, offsets, theta, out):
         return _cuda_backend().features(X, weights, offsets, theta=theta, scale=scale, pair=pair, out=out)
-    X, rows = _rows_as_x(X, rows)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     shape = (X.shape[0], W.shape[1] * (2 if pair else 1))
     out = np.empty(shape, X.dtype) if out is None else check_out(out, "out", shape, X.dtype)
@@ -513,7 +516,6 @@ def predict(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike 
     if _on_device(X, weights, offsets, coef, theta, out):
         return _cuda_backend().predict(X, weights, offsets, coef, theta=theta, scale=scale, pair=pair,
                                        out=out)
-    X, rows = _rows_as_x(X, rows)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     n_out = W.shape[1] * (2 if pair else 1)
     coef_arr = np.asarray(refuse_sparse(coef, "coef"))
