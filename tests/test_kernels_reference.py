@@ -471,8 +471,8 @@ def test_logistic_loss_grad_refuses_bad_input():
 
 
 @st.composite
-def softmax_problem(draw, dtype):
-    n, s, m = draw(st.integers(1, 600)), draw(st.integers(1, 70)), draw(st.integers(2, 11))
+def softmax_problem(draw, dtype, max_rows=600, features=(1, 70)):
+    n, s, m = draw(st.integers(1, max_rows)), draw(st.integers(*features)), draw(st.integers(2, 11))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     Z = (rng.normal(size=(n, s)) * draw(st.sampled_from([0.1, 1.0, 5.0]))).astype(dtype)
     coef = rng.normal(size=(s, m)).astype(dtype)
@@ -507,6 +507,19 @@ def test_softmax_loss_grad(dtype, n_threads, data):
     Z, Y, coef, w = data.draw(softmax_problem(dtype))
     value, grad = kernels.softmax_loss_grad(Z, Y, coef, w, n_threads=n_threads)
     assert_softmax_matches(Z, Y, coef, w, value, grad, dtype, "")
+
+
+@dtypes
+@threads
+@given(data=st.data())
+@settings(max_examples=25)
+def test_softmax_loss_grad_over_several_column_panels(dtype, n_threads, data):
+    """Passes of 16 rows add their gradient terms by panels of columns (at most 24 KB of the
+    gradient and rows: 112-336 columns at 2-11 outputs, by dtype); s up to 1100 spans several panels and a
+    short last one."""
+    Z, Y, coef, w = data.draw(softmax_problem(dtype, max_rows=100, features=(200, 1100)))
+    value, grad = kernels.softmax_loss_grad(Z, Y, coef, w, n_threads=n_threads)
+    assert_softmax_matches(Z, Y, coef, w, value, grad, dtype, "panels")
 
 
 def test_softmax_loss_grad_of_two_outputs_is_the_logistic_loss_of_their_difference():

@@ -185,25 +185,19 @@ inline void block_dots(const T* z, std::size_t s, const T* c, std::size_t m, T* 
         }
 }
 
-// g_k[j] += sum_r res[r * m + k] z_r[j] for k < K, with g_k = g + k * s: one load and store of
-// g_k per R rows. With next (the first class block only), the next R rows are prefetched into L2
-// meanwhile, one line per row and step: this loop runs on L1/L2 data while the logits of the next
-// rows, which read them first, would otherwise wait on memory. Measured (one thread, AVX-512 build,
-// 1000 features, 10 outputs, three alternating runs of the old and new build, median of 31 calls,
-// /tmp/s/smx_rows.py): float32 5760 rows 0.80-0.87 -> 0.70-0.72 us per row, float64 5760 rows
-// 1.41-1.45 -> 1.27-1.30 us (rows in L3, 1024: unchanged); rffkern.fit's closing fits on
-// mnist_test10k (bench split seed 0, /tmp/s/mnist_close.py) 7.45 -> 6.61 s, the same model. The
-// logistic loss (one output) streams at memory speed already (~18 GB/s): prefetching there gained
-// nothing measurable.
+// g_k[j] += sum_r res[r * m + k] z_r[j] for j < len and k < K, with z_r = z + r * s and g_k = g +
+// k * s: one load and store of g_k per R rows. With next (the first class block only), the same
+// columns of the rows at next are prefetched into L2 meanwhile, one line per row and step.
 template <int R, int K, class T>
-inline void block_axpys(const T* res, std::size_t m, const T* z, std::size_t s, T* g, const T* next) {
+inline void block_axpys(const T* res, std::size_t m, const T* z, std::size_t s, std::size_t len, T* g,
+                        const T* next) {
     using V = typename simd::VecTraits<T>::V;
     constexpr std::size_t L = std::size_t(simd::VecTraits<T>::L);
     V rv[R][K];
     for (int r = 0; r < R; ++r)
         for (int k = 0; k < K; ++k) rv[r][k] = V{} + res[std::size_t(r) * m + std::size_t(k)];
     std::size_t j = 0;
-    for (; j + L <= s; j += L) {
+    for (; j + L <= len; j += L) {
         if (next != nullptr)
             for (int r = 0; r < R; ++r) __builtin_prefetch(next + std::size_t(r) * s + j, 0, 1);
         V zv[R];
@@ -215,7 +209,7 @@ inline void block_axpys(const T* res, std::size_t m, const T* z, std::size_t s, 
             simd::storeu(gk, v);
         }
     }
-    for (; j < s; ++j)
+    for (; j < len; ++j)
         for (int k = 0; k < K; ++k) {
             T v = g[std::size_t(k) * s + j];
             for (int r = 0; r < R; ++r) v += rv[r][k][0] * z[std::size_t(r) * s + j];
@@ -250,66 +244,110 @@ template <int R, class T>
 struct AxpysOp {
     template <int K>
     struct Op {
-        static void run(std::size_t k, const T* res, std::size_t m, const T* z, std::size_t s, T* g, const T* next) {
-            block_axpys<R, K>(res + k, m, z, s, g + k * s, k == 0 ? next : nullptr);
+        static void run(std::size_t k, const T* res, std::size_t m, const T* z, std::size_t s, std::size_t len, T* g,
+                        const T* next) {
+            block_axpys<R, K>(res + k, m, z, s, len, g + k * s, k == 0 ? next : nullptr);
         }
     };
 };
 
-// R consecutive rows: their logits, their weighted cross-entropies (returned, summed) and
-// gradient terms (added to the transposed gradient g, m x s). f and res hold R * m values.
-template <int R, class T>
-inline double softmax_rows(const T* z, std::size_t s, std::size_t m, const T* coef_t, const double* Y,
-                           const double* w, T* g, T* f, T* res, const T* next) {
-    over_class_blocks<DotsOp<R, T>::template Op>(m, z, s, coef_t, m, f);
-    double loss = 0;
-    for (int r = 0; r < R; ++r) {
-        const T* fr = f + std::size_t(r) * m;
-        const double* yr = Y + std::size_t(r) * m;
-        double top = double(fr[0]);
-        for (std::size_t k = 1; k < m; ++k) top = std::max(top, double(fr[k]));
-        double total = 0, ysum = 0, yf = 0;
-        for (std::size_t k = 0; k < m; ++k) {
-            total += std::exp(double(fr[k]) - top);
-            ysum += yr[k];
-            yf += yr[k] * double(fr[k]);
+// Q * R consecutive rows (Q groups of R): their logits, their weighted cross-entropies (added to
+// loss, each group's sum in turn) and gradient terms (added to the transposed gradient g, m x s).
+// f and res hold Q * R * m values, e m (a row's exponentials). The gradient terms go in by panels of columns (panel_cols, a
+// multiple of the vector width), each panel's groups in turn: a panel of g and of the Q * R rows stays
+// in L1 while every group adds to it, where whole rows of g (m * s values, beyond L1 at 10 classes
+// and 1000 features) would come from L2 once per group. Every g[k][j] still receives the rows'
+// terms in row order, group by group: the same sums as one group at a time. With next, the next
+// Q * R rows are prefetched into L2 meanwhile: the gradient terms run on L1 data while the logits
+// of those rows, which read them first, would otherwise wait on memory.
+template <int R, int Q, class T>
+inline void softmax_rows(const T* z, std::size_t s, std::size_t m, const T* coef_t, const double* Y,
+                         const double* w, T* g, T* f, T* res, double* e, const T* next, std::size_t panel_cols,
+                         double& loss) {
+    for (int q = 0; q < Q; ++q) {
+        const std::size_t q0 = std::size_t(q) * R;
+        over_class_blocks<DotsOp<R, T>::template Op>(m, z + q0 * s, s, coef_t, m, f + q0 * m);
+        double group_loss = 0;
+        for (std::size_t r = q0; r < q0 + R; ++r) {
+            const T* fr = f + r * m;
+            const double* yr = Y + r * m;
+            double top = double(fr[0]);
+            for (std::size_t k = 1; k < m; ++k) top = std::max(top, double(fr[k]));
+            double total = 0, ysum = 0, yf = 0;
+            for (std::size_t k = 0; k < m; ++k) {
+                e[k] = std::exp(double(fr[k]) - top);  // one exponential per logit: p_k = e_k / total
+                total += e[k];
+                ysum += yr[k];
+                yf += yr[k] * double(fr[k]);
+            }
+            group_loss += w[r] * (ysum * (top + std::log(total)) - yf);  // sum_k y_k (lse - f_k)
+            const double scale = w[r] * ysum / total;
+            for (std::size_t k = 0; k < m; ++k) res[r * m + k] = T(scale * e[k] - w[r] * yr[k]);
         }
-        const double lse = top + std::log(total);
-        loss += w[r] * (ysum * lse - yf);  // sum_k y_k (lse - f_k)
-        for (std::size_t k = 0; k < m; ++k)
-            res[std::size_t(r) * m + k] = T(w[r] * (std::exp(double(fr[k]) - lse) * ysum - yr[k]));
+        loss += group_loss;
     }
-    over_class_blocks<AxpysOp<R, T>::template Op>(m, res, m, z, s, g, next);
-    return loss;
+    for (std::size_t p0 = 0; p0 < s; p0 += panel_cols) {
+        const std::size_t len = std::min(panel_cols, s - p0);
+        for (int q = 0; q < Q; ++q) {
+            const std::size_t q0 = std::size_t(q) * R;
+            over_class_blocks<AxpysOp<R, T>::template Op>(m, res + q0 * m, m, z + q0 * s + p0, s, len, g + p0,
+                                                          next == nullptr ? next : next + q0 * s + p0);
+        }
+    }
 }
+
+// Rows per gradient pass (Q groups of R) and the L1 share of a panel's gradient and rows.
+// Measured against the previous version (one group of R rows at a time over whole rows, two
+// exponentials per logit; one thread, AVX-512 build, 1000 features, five alternating runs of the
+// two builds, medians of 41 calls, /tmp/s/smx_ab.py), us per row: float32 5760 rows x 10 outputs
+// 0.929 -> 0.736, float64 6400 x 10 1.568 -> 1.175, float64 919 x 10 1.153 -> 1.035, float32 5760 x 3
+// 0.448 -> 0.280; of that, the prefetch of the next rows alone 0.787 / 1.384 / 1.122 / 0.325.
+// rffkern.fit's closing fits on mnist_test10k (bench split seed 0, /tmp/s/mnist_close.py) 7.74 ->
+// 6.65 s of a 14.4 -> 13.3 s fit, the same test error; digits seeds 0/1 0.85/1.14 -> 0.84/1.10 s.
+// The logistic loss (one output) streams at memory speed already (~18 GB/s on 36-40k rows):
+// prefetching there gained nothing measurable.
+constexpr int kSoftmaxPassRows = 16;
+constexpr std::size_t kSoftmaxPanelBytes = 24 * 1024;
 
 template <class T>
 double softmax_loss_grad(const T* Z, std::size_t n, std::size_t s, std::size_t m, const T* coef_t,
                          const double* Y, const double* w, double* grad_t, int n_threads) {
     constexpr int R = kSoftmaxRows;
+    constexpr int Q = kSoftmaxPassRows / R;
+    constexpr std::size_t L = std::size_t(simd::VecTraits<T>::L);
     const std::size_t n_chunks = ceil_div(n, kLinearLossChunkRows);
     const std::size_t ms = m * s;
+    // columns per panel: the panel's m rows of g and Q * R rows of Z in kSoftmaxPanelBytes, a
+    // multiple of the vector width, at least four vectors
+    const std::size_t panel_cols =
+        std::max<std::size_t>(4, kSoftmaxPanelBytes / ((m + std::size_t(kSoftmaxPassRows)) * sizeof(T) * L)) * L;
     AlignedBuffer<T> partial(n_chunks * ms);  // zeroed
     AlignedBuffer<double> chunk_loss(n_chunks);
-    const std::size_t per_thread = 2 * std::size_t(R) * m;  // the logits and residuals of one row group
+    const std::size_t per_thread = 2 * std::size_t(kSoftmaxPassRows) * m;  // logits and residuals of a pass
     AlignedBuffer<T> scratch(std::size_t(n_threads) * per_thread);
+    AlignedBuffer<double> exps(std::size_t(n_threads) * m);
 #pragma omp parallel num_threads(n_threads) if (n_threads > 1 && n_chunks > 1)
     {
         T* f = scratch.data() + std::size_t(thread_id()) * per_thread;
-        T* res = f + std::size_t(R) * m;
+        T* res = f + std::size_t(kSoftmaxPassRows) * m;
+        double* e = exps.data() + std::size_t(thread_id()) * m;
 #pragma omp for schedule(static)
         for (std::size_t c = 0; c < n_chunks; ++c) {
             T* g = partial.data() + c * ms;
             double loss = 0;
             const std::size_t stop = std::min(n, (c + 1) * kLinearLossChunkRows);
-            // rows in groups of R (then one by one): a fixed grouping, the same sums for any thread count
+            // rows in passes of Q * R, then groups of R, then one by one: a fixed grouping, the same
+            // sums for any thread count
+            const T* none = nullptr;
             std::size_t i = c * kLinearLossChunkRows;
-            for (; i + R <= stop; i += R) {
-                const T* next = i + 2 * R <= n ? Z + (i + R) * s : nullptr;
-                loss += softmax_rows<R>(Z + i * s, s, m, coef_t, Y + i * m, w + i, g, f, res, next);
+            for (; i + std::size_t(kSoftmaxPassRows) <= stop; i += kSoftmaxPassRows) {
+                const T* next = i + 2 * std::size_t(kSoftmaxPassRows) <= n ? Z + (i + kSoftmaxPassRows) * s : none;
+                softmax_rows<R, Q>(Z + i * s, s, m, coef_t, Y + i * m, w + i, g, f, res, e, next, panel_cols, loss);
             }
+            for (; i + R <= stop; i += R)
+                softmax_rows<R, 1>(Z + i * s, s, m, coef_t, Y + i * m, w + i, g, f, res, e, none, s, loss);
             for (; i < stop; ++i)
-                loss += softmax_rows<1>(Z + i * s, s, m, coef_t, Y + i * m, w + i, g, f, res, static_cast<const T*>(nullptr));
+                softmax_rows<1, 1>(Z + i * s, s, m, coef_t, Y + i * m, w + i, g, f, res, e, none, s, loss);
             chunk_loss.data()[c] = loss;
         }
     }
