@@ -30,6 +30,8 @@ from typing import Sequence
 
 import numpy as np
 
+from rffkern._config import _require_tqdm, config_context
+
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
@@ -191,6 +193,8 @@ def _add_model_options(p):
     p.add_argument("--n-jobs", type=_int_option(nonzero=True), default=None, metavar="N",
                    help="threads: a count, -1 for all cores (default: OpenMP's limit, at most the cores)")
     p.add_argument("--verbose", action="store_true", help="print one line per epoch")
+    p.add_argument("--progress-bar", action="store_true",
+                   help="with --verbose: progress bars (tqdm, on stderr) instead of the lines")
 
 
 def _print_ranking(names, importances, top, support=None, out=None):
@@ -799,9 +803,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning  # restored on exit: main() may be called from Python
         try:
-            if args.command == "demo":
-                return run_demo(args)
-            return run_fit(args)
+            bars = True if args.progress_bar else None
+            if bars:
+                try:
+                    _require_tqdm()
+                except ImportError as exc:
+                    raise CLIError(str(exc)) from None
+            with config_context(progress_bar=bars):
+                if args.command == "demo":
+                    return run_demo(args)
+                return run_fit(args)
         except CLIError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_USAGE

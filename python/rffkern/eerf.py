@@ -620,6 +620,7 @@ class EERFRegressor(RegressorMixin, _EERFBase):
             self._select_and_fit(Xs, T, Y, rng, ravel=y.ndim == 1, sample_weight=w)
         finally:
             del self._target_scale
+        self._progress.close()
         return self
 
     def predict(self, X: ArrayLike) -> NDArray[Any]:
@@ -763,6 +764,7 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             self.alpha_ = float(chosen)
             self.selection_errors_ = None
             self.training_time_ = time.perf_counter() - t0
+        self._progress.close()
         return self
 
     def decision_function(self, X: ArrayLike) -> NDArray[np.floating]:

@@ -615,6 +615,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self.n_iter_ = len(hist)
         total = gamma.sum()
         self.feature_importances_ = gamma / total if total > 0 else np.zeros(d)  # (every input constant)
+        self._log.close()  # (progress bars of a path stopped early)
         return self
 
     def _closing_map(self, n_rows, rng):
