@@ -585,20 +585,24 @@ def run(datasets=None, methods=None, seeds=(0, 1, 2), max_train=None, time_limit
     return records
 
 
-def add_relative(records: list[dict]) -> None:
-    """Add ``rel_err`` (vs the better of BASELINES) and ``fit_ratio`` (vs TIMING_REFERENCE), per seed."""
+def add_relative(records: list[dict], keep: bool = False) -> None:
+    """Add ``rel_err`` (vs the better of BASELINES), ``fit_ratio`` and ``predict_ratio`` (vs
+    TIMING_REFERENCE), per seed; ``keep``: only where a record lacks them (a merged file keeps each
+    record's ratios to the reference of its own run)."""
     ok = {(r["dataset"], r["seed"], r["method"]): r for r in records if r["status"] == "ok"}
     for r in records:
         if r["status"] != "ok":
             continue
         refs = [ok[(r["dataset"], r["seed"], b)]["err"] for b in BASELINES
                 if (r["dataset"], r["seed"], b) in ok]
-        if refs:
+        if refs and not (keep and "rel_err" in r):
             best = min(refs)
             r["rel_err"] = (r["err"] / best - 1.0) if best > 0 else (0.0 if r["err"] == 0 else float("inf"))
         timing = ok.get((r["dataset"], r["seed"], TIMING_REFERENCE))
-        if timing and timing["fit_s"] > 0:
+        if timing and timing["fit_s"] > 0 and not (keep and "fit_ratio" in r):
             r["fit_ratio"] = r["fit_s"] / timing["fit_s"]
+        if timing and timing.get("predict_s", 0) > 0 and "predict_s" in r and not (keep and "predict_ratio" in r):
+            r["predict_ratio"] = r["predict_s"] / timing["predict_s"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -677,14 +681,14 @@ def print_dataset_table(name, info, records):
 def summary_rows(records: list[dict]):
     """One row per method over data sets (each data set: the mean over its seeds)."""
     header = ["method", "data sets", "within 2%", "within 10%", "mean rel", "median rel",
-              "median fit/nys", "failed/timeout"]
+              "median fit/nys", "median predict/nys", "failed/timeout"]
     rows = []
     for method in dict.fromkeys(r["method"] for r in records):
         mine = [r for r in records if r["method"] == method and r["status"] != "n/a"]
         by_ds = {}
         for r in mine:
             by_ds.setdefault(r["dataset"], []).append(r)
-        rels, ratios, failed = [], [], []
+        rels, ratios, predict_ratios, failed = [], [], [], []
         for ds, recs in by_ds.items():
             ok = [r for r in recs if r["status"] == "ok"]
             if len(ok) < len(recs):
@@ -693,12 +697,15 @@ def summary_rows(records: list[dict]):
                 rels.append(_mean(ok, "rel_err"))
             if _mean(ok, "fit_ratio") is not None:
                 ratios.append(_mean(ok, "fit_ratio"))
+            if _mean(ok, "predict_ratio") is not None:
+                predict_ratios.append(_mean(ok, "predict_ratio"))
         rels_arr = np.array(rels, dtype=float)
         rows.append([method, f"{len(rels)}/{len(by_ds)}", int(np.sum(rels_arr <= 0.02)),
                      int(np.sum(rels_arr <= 0.10)),
                      _fmt(float(np.mean(rels_arr)) if rels else None, "+.3f"),
                      _fmt(float(np.median(rels_arr)) if rels else None, "+.3f"),
                      _fmt(float(np.median(ratios)) if ratios else None, ".2f"),
+                     _fmt(float(np.median(predict_ratios)) if predict_ratios else None, ".3f"),
                      ("all" if failed and len(failed) == len(by_ds) else ", ".join(failed)) or "-"])
     return header, rows
 
@@ -759,6 +766,7 @@ def report(path: Path, markdown: bool = False) -> list[dict]:
     """Print the per-data-set and summary tables of a JSON written by :func:`main`."""
     saved = json.loads(Path(path).read_text())
     records = saved["records"]
+    add_relative(records, keep=True)  # (files written before predict_ratio was recorded)
     for name in dict.fromkeys(r["dataset"] for r in records):
         print_dataset_table(name, saved["datasets"][name], [r for r in records if r["dataset"] == name])
     print_summary(records, markdown=markdown)

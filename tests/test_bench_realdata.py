@@ -1,4 +1,5 @@
-"""The real-data bench refuses to run an installed rffkern other than the checkout's."""
+"""The real-data bench: it refuses to run an installed rffkern other than the checkout's, and its
+summary's ratios."""
 import importlib.util
 from pathlib import Path
 
@@ -44,3 +45,23 @@ def test_bench_refuses_a_stale_rffkern(bench, monkeypatch, tmp_path, capsys):
     assert exc.value.code == 2
     assert "__init__.py differ" in capsys.readouterr().err
     assert not (tmp_path / "out.json").exists()
+
+
+def test_summary_ratios_are_medians_over_data_sets_of_seed_means(bench):
+    def rec(ds, seed, method, err, fit_s, predict_s):
+        return dict(dataset=ds, seed=seed, method=method, status="ok", err=err, fit_s=fit_s, predict_s=predict_s)
+
+    records = []
+    for ds, scale in (("a", 1.0), ("b", 2.0), ("c", 4.0)):
+        for seed in (0, 1):
+            records += [rec(ds, seed, "nystroem", 0.2, 2.0 * scale, 0.1 * scale),
+                        rec(ds, seed, "rbf_sampler", 0.25, 1.0, 0.05),
+                        rec(ds, seed, "fit", 0.2 * (1 + 0.01 * (seed + 1)), 0.5 * scale * (seed + 1),
+                            0.01 * scale * (seed + 1))]
+    bench.add_relative(records)
+    fit = [r for r in records if r["method"] == "fit"]
+    assert [r["predict_ratio"] for r in fit] == pytest.approx([0.1, 0.2] * 3)
+    header, rows = bench.summary_rows(records)
+    row = dict(zip(header, next(r for r in rows if r[0] == "fit")))
+    assert row["median fit/nys"] == "0.38" and row["median predict/nys"] == "0.150"  # (0.25 + 0.5) / 2, (0.1 + 0.2) / 2
+    assert row["mean rel"] == "+0.015" and row["within 2%"] == 3
