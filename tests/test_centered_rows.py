@@ -82,6 +82,28 @@ def test_features_and_predict_on_rows(dtype, n_threads, data):
 @pytest.mark.parametrize("n_threads", [1, 2], ids=["1thread", "2threads"])
 @settings(max_examples=40)
 @given(data=st.data())
+def test_gram_on_rows(dtype, n_threads, data):
+    """max_n 600 spans several 256-row blocks of the Gram's rank updates."""
+    X, rows, W, b, th, pair = data.draw(centered_problem(dtype, max_n=600))
+    M = feature_magnitude(X, W, b, th, pair)
+    Y = data.draw(float_arrays(dtype, (X.shape[0], 2), -3.0, 3.0)) if data.draw(st.booleans()) else None
+    as_x = data.draw(st.booleans())  # the rows passed as X, or beside it
+    res = kernels.gram(rows if as_x else X, W, b, Y, theta=th, pair=pair, n_threads=n_threads,
+                       rows=None if as_x else rows)
+    expected = reference.gram(f64(X), f64(W), f64(b), f64(Y), theta=f64(th), pair=pair)
+    G, ZtY = res if Y is not None else (res, None)
+    eG, eZtY = expected if Y is not None else (expected, None)
+    assert G.dtype == dtype
+    assert_within(G, eG, M.T @ M, dtype, "gram on rows")
+    assert np.array_equal(G, G.T)
+    if Y is not None:
+        assert_within(ZtY, eZtY, M.T @ np.abs(f64(Y)), dtype, "gram ZtY on rows")
+
+
+@dtypes
+@pytest.mark.parametrize("n_threads", [1, 2], ids=["1thread", "2threads"])
+@settings(max_examples=40)
+@given(data=st.data())
 def test_loss_and_grad_on_rows(dtype, n_threads, data):
     X, rows, W, b, th, pair = data.draw(centered_problem(dtype, max_n=600))
     loss = data.draw(st.sampled_from(kernels.LOSSES))
@@ -136,11 +158,12 @@ def test_rows_give_the_same_bits_for_any_thread_count(dtype):
     def run(n_threads):
         Z = kernels.features(X, W, b, theta=th, rows=rows, n_threads=n_threads)
         F = kernels.predict(X, W, b, coef, theta=th, rows=rows, n_threads=n_threads)
+        G, ZtY = kernels.gram(X, W, b, Y, theta=th, rows=rows, n_threads=n_threads)
         _, gc, gt = kernels.loss_and_grad(X, Y, W, b, coef, theta=th, rows=rows, n_threads=n_threads)
         t, c = th.copy(), coef.copy()
         kernels.train_epoch(X, Y, np.arange(n), W, b, t, c, kernels.AdamState(c.shape, d, dtype),
                             batch_size=300, l1_theta=0.01, rows=rows, n_threads=n_threads)
-        return Z, F, gc, gt, t, c
+        return Z, F, G, ZtY, gc, gt, t, c
 
     for a, b_ in zip(run(1), run(2)):
         assert np.array_equal(a, b_)
@@ -195,6 +218,10 @@ def test_rows_that_do_not_fit_x_are_refused():
     bad.indices[0] = 5
     with pytest.raises(ValueError, match="outside"):
         kernels.features(X, W, b, rows=bad)
+    with pytest.raises(ValueError, match="outside"):
+        kernels.gram(X, W, b, rows=bad)
+    with pytest.raises(ValueError, match="shape"):
+        kernels.gram(X[:10], W, b, rows=rows)
     bad = kernels.CenteredRows(rows.indptr.copy(), rows.indices, rows.values, rows.center, X.shape)
     bad.indptr[1] = bad.indptr[2] + 1  # decreasing from row 1 to row 2
     with pytest.raises(ValueError, match="indptr"):

@@ -9,7 +9,7 @@ namespace rffkern::bindings {
 namespace {
 
 // The map's arrays of one call, checked against X: X (n, d), W (d, s), b (s,), theta (d,). X may
-// be None where the kernel takes its centered sparse rows instead (features, predict): n is then
+// be None where the kernel takes its centered sparse rows instead (features, predict, gram): n is then
 // the rows' (indptr has n + 1 entries).
 template <class T>
 struct MapArgs {
@@ -150,10 +150,11 @@ void predict(const py::object& X_, const py::object& W_, const py::object& b_, c
 
 void gram(const py::object& X_, const py::object& W_, const py::object& b_, const py::object& th_,
           double scale, bool pair, const py::object& Y_, const py::object& G_, const py::object& ZtY_,
-          bool accumulate, int n_threads) {
-    with_float_dtype(X_, "X", [&](auto tag) {
+          bool accumulate, int n_threads, const py::object& rows_) {
+    with_float_dtype(lead_of(X_, rows_), "X", [&](auto tag) {
         using T = decltype(tag);
-        const MapArgs<T> a(X_, W_, b_, th_, scale, pair);
+        const MapArgs<T> a(X_, W_, b_, th_, scale, pair, rows_);
+        const RowsArg<T> rows(rows_, a);
         const auto Y = as_optional_carray<T>(Y_, "Y");
         carray<T> G = as_carray<T>(G_, "out");
         auto ZtY = as_optional_carray<T>(ZtY_, "out_zty");
@@ -170,11 +171,11 @@ void gram(const py::object& X_, const py::object& W_, const py::object& b_, cons
             zty = out_ptr(*ZtY, "out_zty");
         }
         require_disjoint({span_of(G, "out"), span_of(ZtY, "out_zty")},
-                         {a.x(), a.w(), a.offsets(), a.th(), span_of(Y, "Y")});
+                         {a.x(), a.w(), a.offsets(), a.th(), span_of(Y, "Y"), rows.span()});
         T* g = out_ptr(G, "out");
         const T* y = opt_ptr(Y);
         py::gil_scoped_release release;
-        streamed_gram(a.xdata(), a.n(), a.map, y, m, g, zty, accumulate, n_threads);
+        streamed_gram(a.xdata(), a.n(), a.map, y, m, g, zty, accumulate, n_threads, rows.get());
     });
 }
 
@@ -275,7 +276,7 @@ void register_cos_kernels(py::module_& m) {
           py::arg("rows") = py::none());
     m.def("gram", &gram, py::arg("X"), py::arg("weights"), py::arg("offsets"), py::arg("theta"),
           py::arg("scale"), py::arg("pair"), py::arg("Y"), py::arg("out"), py::arg("out_zty"),
-          py::arg("accumulate"), py::arg("n_threads"));
+          py::arg("accumulate"), py::arg("n_threads"), py::arg("rows") = py::none());
     m.def("loss_and_grad", &loss_and_grad, py::arg("X"), py::arg("Y"), py::arg("weights"),
           py::arg("offsets"), py::arg("theta"), py::arg("scale"), py::arg("pair"), py::arg("coef"),
           py::arg("loss"), py::arg("out_coef"), py::arg("out_theta"), py::arg("n_threads"),

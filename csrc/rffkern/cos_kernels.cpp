@@ -54,10 +54,11 @@ void fused_cos_predict(const T* X, std::size_t n, const FourierFeatureMap<T>& ma
 
 template <class T>
 void streamed_gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y,
-                   std::size_t m, T* G, T* ZtY, bool accumulate, int n_threads) {
+                   std::size_t m, T* G, T* ZtY, bool accumulate, int n_threads, const CenteredRows<T>* rows) {
     n_threads = checked_threads(n_threads);
     check_map(map);
-    active_cos_kernels<T>().gram(X, n, map, Y, m, G, ZtY, accumulate, n_threads);
+    check_rows(rows, n, map.d);
+    active_cos_kernels<T>().gram(X, n, map, Y, m, G, ZtY, accumulate, n_threads, rows);
 }
 
 template <class T>
@@ -96,7 +97,7 @@ T train_epoch(const EpochBatches<T>& data, const FourierFeatureMap<T>& map, Loss
     template void fused_cos_predict<T>(const T*, std::size_t, const FourierFeatureMap<T>&, const T*, \
                                        std::size_t, T*, int, const CenteredRows<T>*);              \
     template void streamed_gram<T>(const T*, std::size_t, const FourierFeatureMap<T>&, const T*,     \
-                                   std::size_t, T*, T*, bool, int);                                \
+                                   std::size_t, T*, T*, bool, int, const CenteredRows<T>*);        \
     template T loss_and_grad<T>(const T*, const T*, std::size_t, const FourierFeatureMap<T>&,       \
                                 const T*, std::size_t, Loss, T*, T*, int, const CenteredRows<T>*); \
     template T train_epoch<T>(const EpochBatches<T>&, const FourierFeatureMap<T>&, Loss,            \

@@ -56,7 +56,8 @@ void fused_cos_predict(const T* X, std::size_t n, const FourierFeatureMap<T>& ma
 // With accumulate = true the results are added to G and ZtY (streaming over chunks).
 template <class T>
 void streamed_gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y,
-                   std::size_t m, T* G, T* ZtY, bool accumulate, int n_threads);
+                   std::size_t m, T* G, T* ZtY, bool accumulate, int n_threads,
+                   const CenteredRows<T>* rows = nullptr);
 
 // Loss L = (1/n) sum_i l(y_i, f_i) with f = Z coef, and its gradients dL/dcoef (n_out x m) and
 // dL/dtheta (d; skipped when grad_theta is nullptr). Losses, per sample:

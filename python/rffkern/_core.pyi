@@ -53,6 +53,7 @@ def gram(
     out_zty: Optional[_Float],
     accumulate: bool,
     n_threads: int,
+    rows: _Rows = ...,
 ) -> None: ...
 def loss_and_grad(
     X: _Float,

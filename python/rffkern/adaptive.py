@@ -323,8 +323,13 @@ class _AdaptiveRFFBase(BaseEstimator):
             Xv, Yv = np.ascontiguousarray(Xs[va]), Y[va]
             grid = finals if finals is not None else lambdas
             check_every = max(1, self.n_iter // 10)
+        # the chain's rows as the kernels' centered sparse rows where few entries differ from their
+        # column's usual value (one-hot columns, blank pixels): every Gram pass of the chain reads
+        # them instead of the dense rows (kernels.gram takes either; the same values up to rounding)
+        Xk = kernels.centered_rows(Xc)
+        Xk = Xc if Xk is None else Xk
         if lambdas.size > 1:
-            lam, _ = gcv_lambda(Xc, Yc, W, lambdas, n_threads)
+            lam, _ = gcv_lambda(Xk, Yc, W, lambdas, n_threads)
         else:
             lam = float(lambdas[0])
         best = None
@@ -342,10 +347,10 @@ class _AdaptiveRFFBase(BaseEstimator):
             self.init_scale_ = self.init_scales_[int(np.argmin(self.init_scale_errors_))]
             W = W_unit * self.init_scale_
         if self.early_stopping:
-            errs = holdout_errors(Xc, Yc, Xv, Yv, W, grid, n_threads)
+            errs = holdout_errors(Xk, Yc, Xv, Yv, W, grid, n_threads)
             val_errors.append(float(errs.min()))
             best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), 0)
-        amp = amplitudes(least_squares(Xc, Yc, W, lam, n_threads), K)
+        amp = amplitudes(least_squares(Xk, Yc, W, lam, n_threads), K)
         t0 = int(np.ceil(self.burn_in * self.n_iter))
         running = RunningCovariance(W)
         chol = np.eye(d)
@@ -355,7 +360,7 @@ class _AdaptiveRFFBase(BaseEstimator):
         for it in range(self.n_iter):
             zeta = rng.standard_normal((K, d)) @ chol.T
             u = rng.random(K)
-            W, amp, _, acc, mse = metropolis_step(Xc, Yc, W, amp, zeta, u, delta=self.step_, gamma=self.gamma_,
+            W, amp, _, acc, mse = metropolis_step(Xk, Yc, W, amp, zeta, u, delta=self.step_, gamma=self.gamma_,
                                                     lam=lam, omega_max=self.omega_max, n_threads=n_threads)
             hist_acc.append(float(acc.mean()))
             hist_mse.append(mse)
@@ -368,12 +373,12 @@ class _AdaptiveRFFBase(BaseEstimator):
                 if ess < self.resample_threshold * K:
                     p = amp / amp.sum()
                     W = W[:, np.sort(rng.choice(K, K, p=p))]
-                    amp = amplitudes(least_squares(Xc, Yc, W, lam, n_threads), K)
+                    amp = amplitudes(least_squares(Xk, Yc, W, lam, n_threads), K)
                     resamples += 1
             if self.keep_frequency_history and (it + 1) % self.keep_frequency_history == 0:
                 snapshots.append(W.copy())
             if self.early_stopping and ((it + 1) % check_every == 0 or it + 1 == self.n_iter):
-                errs = holdout_errors(Xc, Yc, Xv, Yv, W, grid, n_threads)
+                errs = holdout_errors(Xk, Yc, Xv, Yv, W, grid, n_threads)
                 val_errors.append(float(errs.min()))
                 if val_errors[-1] < best[0]:  # type: ignore[index]  # set before the loop
                     best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), it + 1)

@@ -26,7 +26,7 @@ the same bits whatever the thread count.
 
 Inputs that mostly take one value per column (one-hot and bag-of-words columns, pixels: a9a, w8a,
 MNIST) can be passed as well as :class:`CenteredRows` (``rows=``): ``features``, ``predict``,
-``loss_and_grad`` and ``train_epoch`` then compute ``U`` from the stored entries only, in
+``gram``, ``loss_and_grad`` and ``train_epoch`` then compute ``U`` from the stored entries only, in
 O(nnz s + d s) per block of rows instead of O(n d s), with the same result up to rounding.
 
 Pure-NumPy equivalents of every function, written for clarity, are the test oracle (``tests/reference.py``); the package never imports them.
@@ -314,7 +314,7 @@ def _rows_arg(rows, X):
 
 
 def _x_and_rows(X, rows):
-    """The (X, rows) arguments of the compiled features / predict, where X may itself be a
+    """The (X, rows) arguments of the compiled features / predict / gram, where X may itself be a
     CenteredRows: then (None, its arrays)."""
     if not isinstance(X, CenteredRows):
         return X, _rows_arg(rows, X)
@@ -362,7 +362,7 @@ def _cuda_backend():
 
 def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_rows=1):
     """(X, W, b, theta, scale, pair), checked and in X's dtype; X may be a CenteredRows (features,
-    predict), whose ``shape`` and ``dtype`` then stand for the array's."""
+    predict, gram), whose ``shape`` and ``dtype`` then stand for the array's."""
     if isinstance(X, CenteredRows):
         if X.shape[0] < min_rows or X.shape[1] == 0:
             raise ValueError(f"{X_name} has shape {X.shape}; at least {min_rows} row(s) and 1 feature required")
@@ -537,10 +537,11 @@ def predict(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike 
     return buf[:, 0] if ravel else buf
 
 
-def gram(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None, Y: ArrayLike | None = None, *,
-         theta: ArrayLike | None = None, scale: float | None = None, pair: bool = False,
-         out: NDArray[np.floating] | None = None, out_zty: NDArray[np.floating] | None = None,
-         accumulate: bool = False, n_threads: int | None = None,
+def gram(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike | None = None,
+         Y: ArrayLike | None = None, *, theta: ArrayLike | None = None, scale: float | None = None,
+         pair: bool = False, out: NDArray[np.floating] | None = None,
+         out_zty: NDArray[np.floating] | None = None, accumulate: bool = False, n_threads: int | None = None,
+         rows: CenteredRows | None = None,
          ) -> NDArray[np.floating] | tuple[NDArray[np.floating], NDArray[np.floating]]:
     """``Z.T @ Z`` and, if ``Y`` is given, ``Z.T @ Y``, streamed over row blocks of X.
 
@@ -550,8 +551,9 @@ def gram(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None, Y: 
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Input rows. float32 stays float32; other dtypes become float64.
+    X : array-like of shape (n_samples, n_features) or CenteredRows
+        Input rows. float32 stays float32; other dtypes become float64. A :class:`CenteredRows`
+        is read as the rows it holds, never densified (as in :func:`features`).
     weights : array-like of shape (n_features, n_components)
         The frequencies ``W`` (one column per feature).
     offsets : array-like of shape (n_components,) or None
@@ -574,6 +576,9 @@ def gram(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None, Y: 
     n_threads : int, default=None
         Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
         limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+    rows : CenteredRows, default=None
+        ``X``'s centered sparse rows (:func:`centered_rows`): each row's ``U`` is formed from its
+        stored entries, the same result up to rounding; the rank updates of ``G`` cost as before.
 
     Returns
     -------
@@ -603,11 +608,12 @@ def gram(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None, Y: 
     if accumulate and out is None:
         raise ValueError("accumulate=True needs out= (the running Gram matrix)")
     G = np.empty((n_out, n_out), dtype) if out is None else check_out(out, "out", (n_out, n_out), dtype)
+    Xa, rows_arg = _x_and_rows(X, rows)
     if Y is None:
         if out_zty is not None:
             raise ValueError("out_zty is Z.T @ Y's buffer: it needs Y (got Y=None)")
-        _core.gram(X, W, b, th, dtype.type(scale), pair, None, G, None, bool(accumulate),
-                   resolve_n_threads(n_threads))
+        _core.gram(Xa, W, b, th, dtype.type(scale), pair, None, G, None, bool(accumulate),
+                   resolve_n_threads(n_threads), rows_arg)
         return G
     Y_arr = np.asarray(refuse_sparse(Y, "Y"))
     ravel = Y_arr.ndim == 1
@@ -625,8 +631,8 @@ def gram(X: ArrayLike, weights: ArrayLike, offsets: ArrayLike | None = None, Y: 
         ZtY = check_out(out_zty, "out_zty", (n_out,), dtype).reshape(zshape)
     else:
         ZtY = check_out(out_zty, "out_zty", zshape, dtype)
-    _core.gram(X, W, b, th, dtype.type(scale), pair, Yc, G, ZtY, bool(accumulate),
-               resolve_n_threads(n_threads))
+    _core.gram(Xa, W, b, th, dtype.type(scale), pair, Yc, G, ZtY, bool(accumulate),
+               resolve_n_threads(n_threads), rows_arg)
     if out_zty is not None:
         return G, out_zty
     return G, (ZtY[:, 0] if ravel else ZtY)

@@ -172,9 +172,12 @@ void predict(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T
 // Rows per gram tile: fixed (results must not depend on the thread count).
 constexpr std::size_t kGramRows = 256;
 
+// With centered sparse rows the tile's rows of U come from their stored entries (sparse_row_u, from
+// the offsets with the center folded in) instead of the packed block's micro-kernel; the rank-MC
+// updates are the same.
 template <class T>
 void gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y, std::size_t m,
-          T* G, T* ZtY, bool accumulate, int n_threads) {
+          T* G, T* ZtY, bool accumulate, int n_threads, const CenteredRows<T>* rows) {
     constexpr int NR = kNR<T>, L = VecTraits<T>::L;
     const std::size_t d = map.d, s = map.s, nout = map.n_out();
     if (!accumulate) {
@@ -187,7 +190,11 @@ void gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y
     const std::size_t MC = kGramRows, nmp = MC / kMR;
     AlignedBuffer<T> Wp(P * d * NR), bp(P * NR);
     pack_weights(map, Wp.data(), bp.data());
-    AlignedBuffer<T> Gi(S * S), Yi(want_y ? S * m : 1), Ap(nmp * d * kMR + 1), tile(Ptot * MC * NR);
+    if (rows)  // bp becomes the offsets with the center folded in
+        for (std::size_t p = 0; p < P; ++p)
+            centered_offsets(rows->center, map.theta, d, Wp.data() + p * d * NR, bp.data() + p * NR,
+                             bp.data() + p * NR);
+    AlignedBuffer<T> Gi(S * S), Yi(want_y ? S * m : 1), Ap(rows ? 1 : nmp * d * kMR + 1), tile(Ptot * MC * NR);
     const std::size_t tmp_stride = round_up(kMR * NR + 2 * NR + kNV * L * (m + 1), 16);
     AlignedBuffer<T> tmp(tmp_stride * n_threads);
     const std::size_t nblocks = ceil_div(n, MC);
@@ -198,12 +205,14 @@ void gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y
         T* cbuf = tmp.data() + thread_id() * tmp_stride;
         for (std::size_t blk = 0; blk < nblocks; ++blk) {
             const std::size_t r0 = blk * MC, mc = std::min(MC, n - r0);
+            if (!rows) {  // (the same branch on every thread)
 #if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp for schedule(static)
 #endif
-            for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(nmp); ++i)
-                pack_micro_panel(X, d, map.theta, nullptr, r0, mc, std::size_t(i),
-                                 Ap.data() + i * d * kMR);
+                for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(nmp); ++i)
+                    pack_micro_panel(X, d, map.theta, nullptr, r0, mc, std::size_t(i),
+                                     Ap.data() + i * d * kMR);
+            }
             // Z tile, panel-major: tile[q][row][NR], zero in padded rows and columns.
 #if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp for schedule(static)
@@ -221,8 +230,17 @@ void gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y
                         if (zsi) std::fill(zsi, zsi + kMR * NR, T(0));
                         continue;
                     }
-                    micro_kernel(d, Ap.data() + i * d * kMR, kMR, Wp.data() + p * d * NR, NR,
-                                 bp.data() + p * NR, cbuf);
+                    if (rows) {
+                        for (int r = 0; r < kMR && i * kMR + std::size_t(r) < mc; ++r) {
+                            std::size_t q0, q1;
+                            sparse_row_range(*rows, nullptr, r0 + i * kMR + std::size_t(r), q0, q1);
+                            sparse_row_u(rows->indices + q0, rows->values + q0, q1 - q0, map.theta,
+                                         Wp.data() + p * d * NR, bp.data() + p * NR, cbuf + r * NR);
+                        }
+                    } else {
+                        micro_kernel(d, Ap.data() + i * d * kMR, kMR, Wp.data() + p * d * NR, NR,
+                                     bp.data() + p * NR, cbuf);
+                    }
                     for (int r = 0; r < kMR; ++r) {
                         T* zr = zci + r * NR;
                         T* sr = zsi ? zsi + r * NR : nullptr;

@@ -17,7 +17,7 @@ struct CosKernelTable {
     void (*predict)(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* coef,
                     std::size_t m, T* F, int n_threads, const CenteredRows<T>* rows);
     void (*gram)(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y, std::size_t m,
-                 T* G, T* ZtY, bool accumulate, int n_threads);
+                 T* G, T* ZtY, bool accumulate, int n_threads, const CenteredRows<T>* rows);
     T (*loss_and_grad)(const T* X, const T* Y, std::size_t n, const FourierFeatureMap<T>& map,
                        const T* coef, std::size_t m, Loss loss, T* grad_coef, T* grad_theta,
                        int n_threads, const CenteredRows<T>* rows);
