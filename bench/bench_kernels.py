@@ -247,7 +247,7 @@ def run_sparse_rows(args, kernels):
     rows = []
     print(f"\ncentered sparse rows, n={args.rows_n}, s={args.s}: dense time / rows time (> 1: the rows are faster)")
     header = (f"{'d':>4} {'share':>5} {'dtype':>7} {'thr':>3} | {'epoch':>7} {'x':>5} | {'features':>8} {'x':>5}"
-              f" {'scipy x':>7} | {'predict':>7} {'x':>5} {'scipy x':>7}")
+              f" {'scipy x':>7} | {'predict':>7} {'x':>5} {'scipy x':>7} | {'gram':>7} {'x':>5}")
     print(header)
     print("-" * len(header))
     for shape in args.rows_shapes:
@@ -275,15 +275,19 @@ def run_sparse_rows(args, kernels):
                            for r in (None, crows)]
                     t_p = [median_time(lambda r=r: kernels.predict(X, W, b, B, rows=r, n_threads=nt), args.reps)
                            for r in (None, crows)]
+                    t_g = [median_time(lambda r=r: kernels.gram(X, W, b, Y, rows=r, n_threads=nt), args.reps)
+                           for r in (None, crows)]
                     t_sf = median_time(lambda: c * np.cos(Xcsr @ W + b), args.reps)
                     t_sp = median_time(lambda: (c * np.cos(Xcsr @ W + b)) @ B, args.reps)
                 rows.append(dict(kernel="centered_rows", n=args.rows_n, d=d, share=crows.density, s=args.s,
                                  dtype=dt, threads=nt, epoch_dense_s=t_ep[0], epoch_rows_s=t_ep[1],
                                  features_dense_s=t_f[0], features_rows_s=t_f[1], scipy_features_s=t_sf,
-                                 predict_dense_s=t_p[0], predict_rows_s=t_p[1], scipy_predict_s=t_sp))
+                                 predict_dense_s=t_p[0], predict_rows_s=t_p[1], scipy_predict_s=t_sp,
+                                 gram_dense_s=t_g[0], gram_rows_s=t_g[1]))
                 print(f"{d:>4} {crows.density:5.3f} {dt:>7} {nt:>3} | {t_ep[1]*1e3:5.0f}ms {t_ep[0]/t_ep[1]:5.2f} |"
                       f" {t_f[1]*1e3:6.0f}ms {t_f[0]/t_f[1]:5.2f} {t_sf/t_f[1]:7.2f} |"
-                      f" {t_p[1]*1e3:5.0f}ms {t_p[0]/t_p[1]:5.2f} {t_sp/t_p[1]:7.2f}", flush=True)
+                      f" {t_p[1]*1e3:5.0f}ms {t_p[0]/t_p[1]:5.2f} {t_sp/t_p[1]:7.2f} |"
+                      f" {t_g[1]*1e3:5.0f}ms {t_g[0]/t_g[1]:5.2f}", flush=True)
     return rows
 
 
