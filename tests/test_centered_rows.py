@@ -259,3 +259,34 @@ def test_rffnet_trains_the_same_model_on_rows(monkeypatch):
     assert on_rows.n_iter_ == dense.n_iter_
     np.testing.assert_allclose(on_rows.relevances_, dense.relevances_, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(on_rows.decision_function(X), dense.decision_function(X), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["RFFRidge", "EERFRegressor", "AdaptiveRFFRegressor"])
+def test_closed_form_estimators_fit_the_same_model_on_rows(monkeypatch, name):
+    """The ridge family's feature map and the adaptive chain pass the centered rows of one-hot-like
+    inputs to ``gram`` / ``features`` / ``predict`` (counted below); the model is the one fitted
+    with the rows switched off, to rounding."""
+    import rffkern
+
+    rng = np.random.default_rng(0)
+    X = (rng.random((400, 30)) < 0.08).astype(np.float64)
+    y = X[:, 0] + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=400)
+    params = dict(n_components=40, random_state=0)
+    if name == "AdaptiveRFFRegressor":
+        params.update(n_components=16, n_iter=8)
+    made = []
+    real = kernels.centered_rows
+
+    def counting(X_, max_density=None):
+        rows = real(X_, max_density)
+        made.append(rows is not None)
+        return rows
+
+    monkeypatch.setattr(kernels, "centered_rows", counting)
+    on_rows = getattr(rffkern, name)(**params).fit(X, y)
+    assert any(made)
+    monkeypatch.setattr(kernels, "CENTERED_ROWS_MAX_DENSITY", -1.0)
+    made.clear()
+    dense = getattr(rffkern, name)(**params).fit(X, y)
+    assert not any(made)
+    np.testing.assert_allclose(on_rows.predict(X), dense.predict(X), rtol=1e-7, atol=1e-9)
