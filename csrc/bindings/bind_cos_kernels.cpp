@@ -140,7 +140,8 @@ void predict(const py::object& X_, const py::object& W_, const py::object& b_, c
         const carray<T> coef = coef_for(coef_, a);
         carray<T> out = as_carray<T>(out_, "out");
         require_shape(out, "out", {py::ssize_t(a.n()), coef.shape(1)});
-        require_disjoint({span_of(out, "out")}, {a.x(), a.w(), a.offsets(), a.th(), span_of(coef, "coef")});
+        require_disjoint({span_of(out, "out")},
+                         {a.x(), a.w(), a.offsets(), a.th(), span_of(coef, "coef"), rows.span()});
         T* f = out_ptr(out, "out");
         py::gil_scoped_release release;
         fused_cos_predict(a.xdata(), a.n(), a.map, coef.data(), std::size_t(coef.shape(1)), f, n_threads,

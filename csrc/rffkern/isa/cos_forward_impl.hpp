@@ -25,6 +25,35 @@ std::size_t feature_block_rows(std::size_t n, std::size_t d, int n_threads) {
     return round_up(mc, kMR);
 }
 
+// The packed weight panels and offsets of the map (pack_weights); with centered sparse rows the
+// offsets get the center folded in (centered_offsets), once per call.
+template <class T>
+void pack_map_panels(const FourierFeatureMap<T>& map, const CenteredRows<T>* rows, T* Wp, T* bp) {
+    constexpr int NR = kNR<T>;
+    pack_weights(map, Wp, bp);
+    if (rows)
+        for (std::size_t p = 0; p < ceil_div(map.s, std::size_t(NR)); ++p)
+            centered_offsets(rows->center, map.theta, map.d, Wp + p * map.d * NR, bp + p * NR, bp + p * NR);
+}
+
+// The kMR x kNR tile of U for micro-panel i of the block of mc rows from r0, from the rows' stored
+// entries (sparse_row_u); padding rows (past mc) get the offsets: finite, never stored.
+template <class T>
+void rows_u_tile(const CenteredRows<T>& rows, const T* theta, std::size_t r0, std::size_t mc, std::size_t i,
+                 const T* wpanel, const T* bpanel, T* cbuf) {
+    constexpr int NR = kNR<T>;
+    for (int r = 0; r < kMR; ++r) {
+        const std::size_t row = i * kMR + std::size_t(r);
+        if (row >= mc) {
+            std::memcpy(cbuf + r * NR, bpanel, NR * sizeof(T));
+            continue;
+        }
+        std::size_t q0, q1;
+        sparse_row_range(rows, nullptr, r0 + row, q0, q1);
+        sparse_row_u(rows.indices + q0, rows.values + q0, q1 - q0, theta, wpanel, bpanel, cbuf + r * NR);
+    }
+}
+
 // The row-block loop of features and predict: blocks of MC rows are shared out statically; each
 // thread packs its block of X o theta, then computes every kMR x kNR tile of U (W panel p, micro-
 // panel i) into a per-thread buffer and hands it to the kernel's epilogue:
@@ -32,8 +61,8 @@ std::size_t feature_block_rows(std::size_t n, std::size_t d, int n_threads) {
 //   tile(r0, mc, p, i, u_tile, extra)   u_tile: kMR x kNR values, row-major
 //   end_block(r0, mc, extra)            after them
 // `extra` is the thread's own scratch: two rows of kNR values, then MC * extra_per_row values.
-// With centered sparse rows the tile's rows come from their stored entries instead (sparse_row_u,
-// from the offsets with the center folded in, once per call); no block is packed.
+// With centered sparse rows the tile's rows come from their stored entries instead (rows_u_tile);
+// no block is packed.
 template <class T, class BeginBlock, class Tile, class EndBlock>
 void for_each_u_tile(const T* X, std::size_t n, const FourierFeatureMap<T>& map, int n_threads,
                      const CenteredRows<T>* rows, std::size_t extra_per_row, BeginBlock begin_block,
@@ -42,11 +71,7 @@ void for_each_u_tile(const T* X, std::size_t n, const FourierFeatureMap<T>& map,
     const std::size_t d = map.d, s = map.s;
     const std::size_t P = ceil_div(s, NR);
     AlignedBuffer<T> Wp(P * d * NR), bp(P * NR);
-    pack_weights(map, Wp.data(), bp.data());
-    if (rows)  // bp becomes the offsets with the center folded in
-        for (std::size_t p = 0; p < P; ++p)
-            centered_offsets(rows->center, map.theta, d, Wp.data() + p * d * NR, bp.data() + p * NR,
-                             bp.data() + p * NR);
+    pack_map_panels(map, rows, Wp.data(), bp.data());
     const std::size_t MC = feature_block_rows<T>(n, d, n_threads);
     const std::size_t nblocks = ceil_div(n, MC);
     const std::size_t ap_stride = rows ? 16 : round_up(MC * d + 1, 16);
@@ -73,21 +98,10 @@ void for_each_u_tile(const T* X, std::size_t n, const FourierFeatureMap<T>& map,
                 const T* wpanel = Wp.data() + p * d * NR;
                 const T* bpanel = bp.data() + p * NR;
                 for (std::size_t i = 0; i < nmp; ++i) {
-                    if (rows) {
-                        for (int r = 0; r < kMR; ++r) {
-                            const std::size_t row = i * kMR + std::size_t(r);
-                            if (row >= mc) {  // padding: the offsets (finite, never stored)
-                                std::memcpy(cbuf + r * NR, bpanel, NR * sizeof(T));
-                                continue;
-                            }
-                            std::size_t q0, q1;
-                            sparse_row_range(*rows, nullptr, r0 + row, q0, q1);
-                            sparse_row_u(rows->indices + q0, rows->values + q0, q1 - q0, map.theta, wpanel,
-                                         bpanel, cbuf + r * NR);
-                        }
-                    } else {
+                    if (rows)
+                        rows_u_tile(*rows, map.theta, r0, mc, i, wpanel, bpanel, cbuf);
+                    else
                         micro_kernel(d, ap + i * d * kMR, kMR, wpanel, NR, bpanel, cbuf);
-                    }
                     tile(r0, mc, p, i, static_cast<const T*>(cbuf), extra);
                 }
             }
@@ -172,9 +186,8 @@ void predict(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T
 // Rows per gram tile: fixed (results must not depend on the thread count).
 constexpr std::size_t kGramRows = 256;
 
-// With centered sparse rows the tile's rows of U come from their stored entries (sparse_row_u, from
-// the offsets with the center folded in) instead of the packed block's micro-kernel; the rank-MC
-// updates are the same.
+// With centered sparse rows the tile's rows of U come from their stored entries (rows_u_tile)
+// instead of the packed block's micro-kernel; the rank-MC updates are the same.
 template <class T>
 void gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y, std::size_t m,
           T* G, T* ZtY, bool accumulate, int n_threads, const CenteredRows<T>* rows) {
@@ -189,11 +202,7 @@ void gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y
     const std::size_t P = ceil_div(s, NR), Ptot = map.pair ? 2 * P : P, S = Ptot * NR;
     const std::size_t MC = kGramRows, nmp = MC / kMR;
     AlignedBuffer<T> Wp(P * d * NR), bp(P * NR);
-    pack_weights(map, Wp.data(), bp.data());
-    if (rows)  // bp becomes the offsets with the center folded in
-        for (std::size_t p = 0; p < P; ++p)
-            centered_offsets(rows->center, map.theta, d, Wp.data() + p * d * NR, bp.data() + p * NR,
-                             bp.data() + p * NR);
+    pack_map_panels(map, rows, Wp.data(), bp.data());
     AlignedBuffer<T> Gi(S * S), Yi(want_y ? S * m : 1), Ap(rows ? 1 : nmp * d * kMR + 1), tile(Ptot * MC * NR);
     const std::size_t tmp_stride = round_up(kMR * NR + 2 * NR + kNV * L * (m + 1), 16);
     AlignedBuffer<T> tmp(tmp_stride * n_threads);
@@ -230,17 +239,11 @@ void gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, const T* Y
                         if (zsi) std::fill(zsi, zsi + kMR * NR, T(0));
                         continue;
                     }
-                    if (rows) {
-                        for (int r = 0; r < kMR && i * kMR + std::size_t(r) < mc; ++r) {
-                            std::size_t q0, q1;
-                            sparse_row_range(*rows, nullptr, r0 + i * kMR + std::size_t(r), q0, q1);
-                            sparse_row_u(rows->indices + q0, rows->values + q0, q1 - q0, map.theta,
-                                         Wp.data() + p * d * NR, bp.data() + p * NR, cbuf + r * NR);
-                        }
-                    } else {
+                    if (rows)
+                        rows_u_tile(*rows, map.theta, r0, mc, i, Wp.data() + p * d * NR, bp.data() + p * NR, cbuf);
+                    else
                         micro_kernel(d, Ap.data() + i * d * kMR, kMR, Wp.data() + p * d * NR, NR,
                                      bp.data() + p * NR, cbuf);
-                    }
                     for (int r = 0; r < kMR; ++r) {
                         T* zr = zci + r * NR;
                         T* sr = zsi ? zsi + r * NR : nullptr;
