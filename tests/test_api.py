@@ -376,3 +376,22 @@ def test_dask_arrays_are_refused_with_the_way_forward():
         rffkern.fit(da.from_array(X, chunks=30), y)
     with pytest.raises(TypeError, match="Dask array as y"):
         rffkern.fit(X, da.from_array(y, chunks=30))
+
+
+@pytest.mark.parametrize("n", [4, 5, 7])
+def test_the_smallest_data_sets_fit_without_warnings(n):
+    """With 4 or 5 rows one row is held out, whose R^2 is undefined: the comparison finds no lead
+    (the ridge is kept) and scikit-learn's UndefinedMetricWarning stays inside rffkern.fit."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = rffkern.fit(X, y, random_state=0)
+    report = model.selection_report_
+    assert np.isfinite(model.predict(X)).all()
+    if n - int(np.ceil(0.2 * n)) == n - 1:  # one held-out row
+        assert np.isnan(report["validation_scores"]["width_search"])
+        assert report["chosen"] == "ridge"

@@ -217,6 +217,19 @@ def _pooled_start(ridge: Any) -> np.ndarray | None:
     return ridge._own_deviation_ratio() / widths[int(np.argmin(errors))]
 
 
+def _held_out_score(model: Any, X: np.ndarray, y: np.ndarray) -> float:
+    """``model.score`` on the held-out rows; NaN, without scikit-learn's warning, where it is
+    undefined (R^2 of a single held-out row, from 4 or 5 samples): the models are then compared by
+    :func:`_lead`, which finds no clear lead on one row either."""
+    import warnings
+
+    from sklearn.exceptions import UndefinedMetricWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return float(model.score(X, y))
+
+
 def _validation_losses(model: Any, X: np.ndarray, y: np.ndarray, classify: bool) -> np.ndarray:
     """Each held-out row's loss, whose mean orders models as their ``score`` does: 0/1 for a wrong
     class; for regression the squared error over the variance of y, averaged over the outputs (the
@@ -447,7 +460,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         model._skip_importances = True  # computed by partial_fit below if the ridge is returned
         model.fit(X[idx_tr], y[idx_tr])
         times["ridge"] = time.perf_counter() - tic
-        scores["ridge"] = float(model.score(X[idx_val], y[idx_val]))
+        scores["ridge"] = _held_out_score(model, X[idx_val], y[idx_val])
         return model
 
     ridge = None
@@ -460,7 +473,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     probe._skip_importances = True  # (their derivative norms cost ~1 s each on mnist)
     try:
         probe.fit(X[search_idx], y[search_idx])
-        scores["width_search"] = float(probe.score(X[idx_val], y[idx_val]))
+        scores["width_search"] = _held_out_score(probe, X[idx_val], y[idx_val])
     except ValueError:  # e.g. a class absent from the subset: search on every training row
         probe = None
     times["width_search"] = time.perf_counter() - tic
@@ -508,7 +521,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
 
     def train(net: Any) -> tuple[float, Any]:
         net.fit(X[idx_net], y[idx_net])
-        return float(net.score(X[idx_val], y[idx_val])), net
+        return _held_out_score(net, X[idx_val], y[idx_val]), net
 
     threads = resolve_n_threads(n_jobs)
     if len(runs) > 1 and threads >= len(runs):
