@@ -218,16 +218,16 @@ def _pooled_start(ridge: Any) -> np.ndarray | None:
 
 
 def _held_out_score(model: Any, X: np.ndarray, y: np.ndarray) -> float:
-    """``model.score`` on the held-out rows; NaN, without scikit-learn's warning, where it is
-    undefined (R^2 of a single held-out row, from 4 or 5 samples): the models are then compared by
+    """``model.score`` on the held-out rows; NaN where it is undefined, R^2 of a single held-out
+    row (from 4 or 5 samples), which scikit-learn would compute with an ``UndefinedMetricWarning``
+    (not silenced with ``warnings.catch_warnings``: the RFFNet variants score in threads, and its
+    save-and-restore of the global filters is not thread-safe). The models are then compared by
     :func:`_lead`, which finds no clear lead on one row either."""
-    import warnings
+    from sklearn.base import is_regressor
 
-    from sklearn.exceptions import UndefinedMetricWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        return float(model.score(X, y))
+    if len(y) < 2 and is_regressor(model):
+        return float("nan")
+    return float(model.score(X, y))
 
 
 def _validation_losses(model: Any, X: np.ndarray, y: np.ndarray, classify: bool) -> np.ndarray:
