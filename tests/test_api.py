@@ -208,13 +208,20 @@ def test_rows_to_add_respects_the_closing_cap(monkeypatch):
     y = np.repeat([0, 1], 1000)
     idx_tr, idx_val = np.arange(1600), np.arange(1600, 2000)
     idx_net = np.arange(0, 1600, 16)  # 100 rows
-    Xa, ya = _api._rows_to_add(X, y, idx_tr, idx_net, idx_val, np.random.default_rng(0))
+    Xa, ya, wa = _api._rows_to_add(X, y, None, idx_tr, idx_net, idx_val, np.random.default_rng(0))
     assert 0 < Xa.shape[0] <= 500 - 100 + 40  # about the room left (each class at least 20 rows)
     assert set(Xa[:, 0].astype(int)) >= set(idx_val)  # every held-out row joins
     assert not set(Xa[:, 0].astype(int)) & set(idx_net)  # no trained row twice
     monkeypatch.setattr(rn, "CLOSING_MAX_ROWS", 50_000)
-    Xa, _ = _api._rows_to_add(X, y, idx_tr, idx_net, idx_val, np.random.default_rng(0))
-    assert sorted(Xa[:, 0].astype(int)) == sorted(set(range(2000)) - set(idx_net))
+    Xa, _, wa = _api._rows_to_add(X, y, None, idx_tr, idx_net, idx_val, np.random.default_rng(0))
+    assert sorted(Xa[:, 0].astype(int)) == sorted(set(range(2000)) - set(idx_net)) and wa is None
+    Xa, ya, wa = _api._rows_to_add(X, y, X[:, 0] + 1.0, idx_tr, idx_net, idx_val, np.random.default_rng(0))
+    np.testing.assert_array_equal(wa, Xa[:, 0] + 1.0)  # each row with its own weight
+    w = np.full(2000, 4.0)
+    w[idx_val] = 2.0
+    _, _, wa = _api._rows_to_add(X, y, w, idx_tr, idx_net, idx_val, np.random.default_rng(0))
+    # RFFNet trained on rows that weigh alike (4 each), as unweighted: the added rows' weights relative to 4
+    assert set(wa) == {1.0, 0.5}
 
 
 def test_rffnet_starts_from_the_searched_width_of_least_loo_error():

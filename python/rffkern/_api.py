@@ -217,7 +217,7 @@ def _pooled_start(ridge: Any) -> np.ndarray | None:
     return ridge._own_deviation_ratio() / widths[int(np.argmin(errors))]
 
 
-def _held_out_score(model: Any, X: np.ndarray, y: np.ndarray) -> float:
+def _held_out_score(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> float:
     """``model.score`` on the held-out rows; NaN where it is undefined, R^2 of a single held-out
     row (from 4 or 5 samples), which scikit-learn would compute with an ``UndefinedMetricWarning``
     (not silenced with ``warnings.catch_warnings``: the RFFNet variants score in threads, and its
@@ -227,27 +227,45 @@ def _held_out_score(model: Any, X: np.ndarray, y: np.ndarray) -> float:
 
     if len(y) < 2 and is_regressor(model):
         return float("nan")
-    return float(model.score(X, y))
+    return float(model.score(X, y, sample_weight=sample_weight))
 
 
-def _validation_losses(model: Any, X: np.ndarray, y: np.ndarray, classify: bool) -> np.ndarray:
-    """Each held-out row's loss, whose mean orders models as their ``score`` does: 0/1 for a wrong
-    class; for regression the squared error over the variance of y, averaged over the outputs (the
-    rows' share of 1 - R^2)."""
+def _validation_losses(model: Any, X: np.ndarray, y: np.ndarray, classify: bool,
+                       sample_weight: np.ndarray | None = None) -> np.ndarray:
+    """Each held-out row's loss, whose (``sample_weight``-weighted) mean orders models as their
+    ``score`` does: 0/1 for a wrong class; for regression the squared error over the (weighted)
+    variance of y, averaged over the outputs (the rows' share of 1 - R^2)."""
     pred = model.predict(X)
     if classify:
         return (pred != y).astype(np.float64)
     err = (np.asarray(pred, np.float64) - y).reshape(y.shape[0], -1)
-    spread = np.var(np.asarray(y, np.float64).reshape(y.shape[0], -1), axis=0)
+    Y = np.asarray(y, np.float64).reshape(y.shape[0], -1)
+    mean = np.average(Y, axis=0, weights=sample_weight)
+    spread = np.average((Y - mean) ** 2, axis=0, weights=sample_weight)
     return np.mean(err * err / np.where(spread > 0, spread, 1.0), axis=1)
 
 
-def _lead(losses: np.ndarray, others: np.ndarray) -> tuple[float, float]:
+def _lead(losses: np.ndarray, others: np.ndarray, sample_weight: np.ndarray | None = None) -> tuple[float, float]:
     """``(mean, standard error)`` of the per-row loss differences ``others - losses``: how much the
-    first model's held-out loss is lower, and how sure that is (NaN for one row: no lead is clear)."""
+    first model's held-out loss is lower, and how sure that is (NaN for one row: no lead is clear).
+
+    With ``sample_weight`` the mean is weighted and its standard error that of a weighted mean of
+    independent rows, ``sqrt(sum_i w_i^2 (d_i - mean)^2) / sum_i w_i`` times ``sqrt(k / (k - 1))``
+    for the effective row count ``k = (sum w)^2 / sum w^2``: the unweighted one for equal weights,
+    and the same for weights multiplied by any constant (unlike the ridge's weights counted as
+    repetitions, :func:`rffkern.ridge.paired_standard_error`, whose row count is their sum)."""
     from rffkern.ridge import paired_standard_error
 
-    return float(np.mean(others - losses)), paired_standard_error(others, losses)
+    if sample_weight is None:
+        return float(np.mean(others - losses)), paired_standard_error(others, losses)
+    d = np.asarray(others, np.float64) - np.asarray(losses, np.float64)
+    w = np.asarray(sample_weight, np.float64)
+    total = float(w.sum())
+    mean = float(w @ d) / total
+    k = total**2 / float(w @ w)
+    if not k > 1:
+        return mean, float("nan")
+    return mean, float(np.sqrt(float((w * w) @ (d - mean) ** 2) * k / (k - 1)) / total)
 
 
 def _numeric_inputs(X: ArrayLike) -> np.ndarray:
@@ -275,11 +293,13 @@ def _is_number(value: Any) -> bool:
     return True
 
 
-def _rows_to_add(X: np.ndarray, y: np.ndarray, idx_tr: np.ndarray, idx_net: np.ndarray, idx_val: np.ndarray,
-                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _rows_to_add(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, idx_tr: np.ndarray, idx_net: np.ndarray,
+                 idx_val: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The rows that join the returned RFFNet's closing fit: the held-out rows and the training rows
     it did not train on (a class-stratified random subset of those when the closing fit would
-    exceed ``rffnet.CLOSING_MAX_ROWS`` rows)."""
+    exceed ``rffnet.CLOSING_MAX_ROWS`` rows), with their weights in the units of RFFNet's closing fit (None
+    without): as given, or relative to the one weight of the rows RFFNet trained on where they all have it
+    (RFFNet then trains unweighted, each of them weighing 1)."""
     rest = np.setdiff1d(idx_tr, idx_net, assume_unique=True)
     if rest.size:
         from rffkern.rffnet import CLOSING_MAX_ROWS, _stratified_subset
@@ -287,12 +307,16 @@ def _rows_to_add(X: np.ndarray, y: np.ndarray, idx_tr: np.ndarray, idx_net: np.n
         if rest.size > room:
             rest = rest[_stratified_subset(y[rest], max(room, 0), rng)]
     rows = np.concatenate([rest, idx_val])
-    return X[rows], y[rows]
+    if w is None:
+        return X[rows], y[rows], None
+    w_net = w[idx_net]
+    # RFFNet trains without weights where its rows weigh alike (w_net[0] each): its closing fit's rows then weigh 1
+    return X[rows], y[rows], w[rows] / w_net[0] if np.all(w_net == w_net[0]) else w[rows]
 
 
-def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: RandomStateLike = None,
-        n_jobs: int | None = None, verbose: int = 0, validation_fraction: float = 0.2,
-        **params: Any) -> RFFRidge | RFFRidgeClassifier | RFFNetRegressor | RFFNetClassifier:
+def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, task: str | None = None,
+        random_state: RandomStateLike = None, n_jobs: int | None = None, verbose: int = 0,
+        validation_fraction: float = 0.2, **params: Any) -> RFFRidge | RFFRidgeClassifier | RFFNetRegressor | RFFNetClassifier:
     """Fit the model a careful practitioner would end with, from raw X and y, in one call.
 
     1. The task comes from ``y`` (:func:`explain_task`) unless ``task`` is given. A random
@@ -357,6 +381,15 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         ``TypeError``: fit one of the estimators on it, whose fit runs on the chunks).
     y : array-like of shape (n_samples,) or (n_samples, n_outputs)
         Targets: class labels or real values (see ``task``).
+    sample_weight : array-like of shape (n_samples,) or float, default=None
+        Non-negative weights, for every stage: the width search, RFFNet's training (rows drawn in
+        proportion to them), the ridge, the closing fits, and the comparisons on the held-out rows
+        (weighted mean losses and scores; the standard error of a weighted mean, unchanged when
+        every weight is multiplied by one constant). Rows of weight 0 are left out before the split
+        (they take no part in any stage, and a class only they hold is not among ``classes_``); X
+        and y must still be valid on them. The others are divided by their mean, so that
+        multiplying every weight by one constant changes nothing, and equal weights fit the model
+        of no weights. None: every row weighs 1.
     task : {"regression", "classification"} or None, default=None
         Force the task; None decides with :func:`task_of_target`: text, booleans and integers
         with at most 20 distinct values are class labels, every other numeric target is regressed.
@@ -409,6 +442,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     from sklearn.model_selection import train_test_split
     from threadpoolctl import threadpool_limits
 
+    from sklearn.utils import check_X_y
+
+    from rffkern._data import check_sample_weight
     from rffkern._progress import ProgressLog
     from rffkern._validation import as_generator, resolve_n_threads
     from rffkern.ridge import RFFRidge, RFFRidgeClassifier
@@ -421,6 +457,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         raise ValueError(f"task must be 'regression', 'classification' or None, got {task!r}")
     if not 0 < validation_fraction < 1:
         raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction!r}")
+    classify = task == "classification"
+    net_cls = RFFNetClassifier if classify else RFFNetRegressor
+    net_cls(**params)._validate_params()  # a misspelt or invalid RFFNet parameter fails now, not after the search
     rng = as_generator(random_state)
     seeds = [int(v) for v in rng.integers(2**31 - 1, size=5)]  # (the first four as drawn before the fifth)
     X = _numeric_inputs(X)
@@ -429,11 +468,21 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
+    w = check_sample_weight(sample_weight, X.shape[0])
+    n_dropped = 0 if w is None else int(np.count_nonzero(w == 0))
+    if n_dropped:
+        # rows of weight 0 take no part: they are validated as the others (finite numbers), then dropped
+        check_X_y(X, y, dtype="numeric", ensure_all_finite=True, multi_output=True,
+                  y_numeric=not classify)
+        X, y, w = X[w > 0], y[w > 0], w[w > 0]
+    if w is not None:
+        # in units of their mean (the ridge counts weights as repetitions: multiplying them all by one
+        # constant then changes nothing), and equal weights are none
+        w = None if np.all(w == w[0]) else w / np.mean(w)
     n_fit = X.shape[0] - int(np.ceil(validation_fraction * X.shape[0]))
     if n_fit < 3:
         raise ValueError(f"X is too small for rffkern.fit: {X.shape[0]} samples leave {n_fit} to fit after "
                          f"holding out validation_fraction={validation_fraction}; at least 3 are needed")
-    classify = task == "classification"
     stratify = None
     if classify:
         _, counts = np.unique(y, return_counts=True)
@@ -444,7 +493,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
                                        random_state=seeds[0], stratify=stratify)
     log = ProgressLog("rffkern.fit", verbose)
     inner_verbose = max(int(verbose or 0) - 1, 0)
-    log.step("stage", 1, 5, f"task {task} ({reason}); {len(idx_tr)} rows to fit, {len(idx_val)} to compare")
+    weighted = (f", {n_dropped} rows of weight 0 left out" if n_dropped else "") + (", weighted" if w is not None else "")
+    log.step("stage", 1, 5, f"task {task} ({reason}); {len(idx_tr)} rows to fit, {len(idx_val)} to compare{weighted}")
 
     ridge_cls = RFFRidgeClassifier if classify else RFFRidge
     # more features than twice the rows buy little (the Gram's rank is at most the row count) and
@@ -458,11 +508,15 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         model = ridge_cls(n_full, length_scale=width, standardize=geometry, random_state=seeds[1], n_jobs=n_jobs,
                           verbose=inner_verbose)
         model._skip_importances = True  # computed by partial_fit below if the ridge is returned
-        model.fit(X[idx_tr], y[idx_tr])
+        model.fit(X[idx_tr], y[idx_tr], sample_weight=weights(idx_tr))
         times["ridge"] = time.perf_counter() - tic
-        scores["ridge"] = _held_out_score(model, X[idx_val], y[idx_val])
+        scores["ridge"] = _held_out_score(model, X[idx_val], y[idx_val], w_val)
         return model
 
+    def weights(idx: np.ndarray) -> np.ndarray | None:
+        return None if w is None else w[idx]
+
+    w_val = weights(idx_val)
     ridge = None
     tic = time.perf_counter()
     search_idx = idx_tr
@@ -472,8 +526,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     probe: Any = ridge_cls(n_probe, random_state=seeds[1], n_jobs=n_jobs, verbose=inner_verbose)
     probe._skip_importances = True  # (their derivative norms cost ~1 s each on mnist)
     try:
-        probe.fit(X[search_idx], y[search_idx])
-        scores["width_search"] = _held_out_score(probe, X[idx_val], y[idx_val])
+        probe.fit(X[search_idx], y[search_idx], sample_weight=weights(search_idx))
+        scores["width_search"] = _held_out_score(probe, X[idx_val], y[idx_val], w_val)
     except ValueError:  # e.g. a class absent from the subset: search on every training row
         probe = None
     times["width_search"] = time.perf_counter() - tic
@@ -492,7 +546,6 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
                  f"{geometry!r}, length_scale {width:.4g}, validation score {scores['width_search']:.4f} "
                  f"({times['width_search']:.2f} s)")
 
-    net_cls = RFFNetClassifier if classify else RFFNetRegressor
     dense_init = _pooled_start(probe if probe is not None else ridge)
     idx_net = idx_tr  # the rows RFFNet trains on; the others join its closing fit if it wins
     rows_rng = np.random.default_rng(seeds[4])  # draws that subset, then any subset of the others
@@ -520,8 +573,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         runs[name]._max_lr_decays = FIT_LR_DECAYS
 
     def train(net: Any) -> tuple[float, Any]:
-        net.fit(X[idx_net], y[idx_net])
-        return _held_out_score(net, X[idx_val], y[idx_val]), net
+        net.fit(X[idx_net], y[idx_net], sample_weight=weights(idx_net))
+        return _held_out_score(net, X[idx_val], y[idx_val], w_val), net
 
     threads = resolve_n_threads(n_jobs)
     if len(runs) > 1 and threads >= len(runs):
@@ -549,9 +602,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     # RFFNet is kept only where it beats the ridge by more than LEAD_STANDARD_ERRORS standard
     # errors of the per-row differences on the held-out rows
     X_val, y_val = X[idx_val], y[idx_val]
-    net_losses = _validation_losses(net, X_val, y_val, classify)
+    net_losses = _validation_losses(net, X_val, y_val, classify, w_val)
     if ridge is None:
-        lead = _lead(net_losses, _validation_losses(probe, X_val, y_val, classify))
+        lead = _lead(net_losses, _validation_losses(probe, X_val, y_val, classify, w_val), w_val)
         if lead[0] > LEAD_STANDARD_ERRORS * lead[1]:
             log.step("stage", 4, 5, f"ridge on every training row: not needed, RFFNet beat the width search's "
                      f"ridge by more than one standard error ({s_net:.4f} against {scores['width_search']:.4f})")
@@ -563,9 +616,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
     else:
         log.step("stage", 4, 5, f"ridge: fitted in stage 2, validation score {scores['ridge']:.4f}")
     if ridge is not None:
-        lead = _lead(net_losses, _validation_losses(ridge, X_val, y_val, classify))
+        lead = _lead(net_losses, _validation_losses(ridge, X_val, y_val, classify, w_val), w_val)
 
-    report = dict(task=task, reason=reason, standardize=geometry, width=width, rffnet_init_width=net_width,
+    report = dict(task=task, reason=reason, weighted=w is not None, zero_weight_rows=n_dropped, standardize=geometry, width=width, rffnet_init_width=net_width,
                   rffnet_dense_start="per-input" if dense_init is None else "pooled", rffnet_rows=len(idx_net),
                   validation_scores=scores,
                   rffnet_variant=net_name, rffnet_variant_scores={k: v[0] for k, v in nets.items()},
@@ -585,7 +638,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
             # fit (same relevances, map and penalty)
             tic = time.perf_counter()
             net._closing_stats = closing_stats
-            net._closing_fit_add_rows(*_rows_to_add(X, y, idx_tr, idx_net, idx_val, rows_rng))
+            net._closing_fit_add_rows(*_rows_to_add(X, y, w, idx_tr, idx_net, idx_val, rows_rng))
             times["rffnet_refit"] = time.perf_counter() - tic
     else:
         tic = time.perf_counter()
@@ -593,15 +646,15 @@ def fit(X: ArrayLike, y: ArrayLike, *, task: str | None = None, random_state: Ra
         if classify and not np.isin(y[idx_val], ridge.classes_).all():
             # a class seen only in the held-out rows: refit on every row
             model = ridge_cls(n_full, length_scale=ridge.length_scale_, alpha=ridge.alpha_,
-                              standardize=ridge.standardize_, random_state=seeds[1], n_jobs=n_jobs).fit(X, y)
+                              standardize=ridge.standardize_, random_state=seeds[1], n_jobs=n_jobs).fit(X, y, sample_weight=w)
         else:
             # the held-out rows join the Gram: the model of all rows at the chosen width and penalty
             model.set_params(alpha=ridge.alpha_, length_scale=ridge.length_scale_, verbose=0)
-            model.partial_fit(X[idx_val], y[idx_val])
+            model.partial_fit(X[idx_val], y[idx_val], sample_weight=w_val)
             # the importances over every row (at most 2000 drawn), not the held-out ones alone
             model._skip_importances = False
             model._store_derivative_norms(model._standardized(np.asarray(X, dtype=model.coef_.dtype)),
-                                          np.random.default_rng(0))
+                                          np.random.default_rng(0), w)
         times["ridge_refit"] = time.perf_counter() - tic
         report["chosen"] = "ridge"
     over = "the width search's ridge" if ridge is None else "the ridge"

@@ -786,11 +786,13 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         assert trained is not None, "only after _closing_map"
         return trained[3]
 
-    def _closing_fit_add_rows(self, X, y):
-        """Add rows to the closing ridge at its chosen penalty and solve again: the model of the
-        training rows and these. For :func:`rffkern.fit`, whose held-out rows join the returned
-        model this way (one Gram pass over them and one solve; the relevances, the map and the
-        penalty stay). Needs ``_keep_closing_stats`` set before ``fit``; returns self."""
+    def _closing_fit_add_rows(self, X, y, sample_weight=None):
+        """Add rows (with their ``sample_weight``, in the units of ``fit``'s, where those were not
+        all equal, else relative to that one value) to the closing ridge at its chosen
+        penalty and solve again: the model of the training rows and these. For
+        :func:`rffkern.fit`, whose held-out rows join the returned model this way (one Gram pass
+        over them and one solve; the relevances, the map and the penalty stay). Needs
+        ``_keep_closing_stats`` set before ``fit``; returns self."""
         from rffkern._ridge_solvers import FourierFeatureMap, solve_ridge
 
         stats = self.__dict__.pop("_closing_stats", None)
@@ -803,7 +805,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Yr = (Y - self._trained_intercept()) / self.y_scale_
         fmap = FourierFeatureMap(self.weights_.astype(np.float64), self.offsets_.astype(np.float64),
                                  float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
-        stats.add(fmap, Xr, Yr)
+        # (weights as given: a constant one is not dropped here, the rows already added are weighted)
+        stats.add(fmap, Xr, Yr, None if sample_weight is None else check_sample_weight(sample_weight, X.shape[0]))
         self._set_closing_solution(*solve_ridge(stats, self.refit_alpha_, self.fit_intercept))
         return self
 
@@ -1143,20 +1146,21 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         coef, _ = fit_output_layer(Z, Y, kind, alpha, w, coef, whitening=whitening, n_threads=self.n_jobs)
         self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
         self.refit_alpha_ = float(alpha)
-        if getattr(self, "_keep_closing_stats", False) and w is None and not capped:  # for _closing_fit_add_rows
-            self._closing_stats = (Z, Y, whitening, coef)
+        if getattr(self, "_keep_closing_stats", False) and not capped:  # for _closing_fit_add_rows
+            self._closing_stats = (Z, Y, w, whitening, coef)
 
-    def _closing_fit_add_rows(self, X, y):
-        """Fit the closing logistic / softmax regression again on the training rows and these, at
-        its chosen penalty, from its solution (the relevances and the map stay). For
-        :func:`rffkern.fit`, whose held-out rows join the returned model this way. Needs
-        ``_keep_closing_stats`` set before an unweighted ``fit``; returns self."""
+    def _closing_fit_add_rows(self, X, y, sample_weight=None):
+        """Fit the closing logistic / softmax regression again on the training rows and these (with
+        their ``sample_weight``, in the units of ``fit``'s, where those were not all equal, else
+        relative to that one value), at its chosen penalty, from its solution (the
+        relevances and the map stay). For :func:`rffkern.fit`, whose held-out rows join the
+        returned model this way. Needs ``_keep_closing_stats`` set before ``fit``; returns self."""
         from rffkern._output_refit import fit_output_layer
 
         kept = self.__dict__.pop("_closing_stats", None)
         if kept is None:
-            raise RuntimeError("no closing-fit rows kept (set _keep_closing_stats before an unweighted fit)")
-        Z, Y, whitening, coef = kept
+            raise RuntimeError("no closing-fit rows kept (set _keep_closing_stats before fit)")
+        Z, Y, w, whitening, coef = kept
         X = validate_data(self, X, dtype=_INPUT_DTYPES, ensure_all_finite=True, reset=False,
                           order="C")
         _, Y_new, _ = self._encode_targets(y, first_call=False)
@@ -1168,7 +1172,11 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         self._trained_features(self._standardized(X), out=Z_all[Z_all.shape[0] - X.shape[0]:])
         Z = Z_all
         Y = np.concatenate([Y, np.asarray(Y_new, dtype=np.float64)])
-        coef, _ = fit_output_layer(Z, Y, self._loss, self.refit_alpha_, None, coef, whitening=whitening,
+        w_new = None if sample_weight is None else check_sample_weight(sample_weight, X.shape[0])
+        if w is not None or w_new is not None:  # (unweighted rows weigh 1 beside weighted ones)
+            w = np.concatenate([np.ones(Z.shape[0] - X.shape[0]) if w is None else w,
+                                np.ones(X.shape[0]) if w_new is None else w_new])
+        coef, _ = fit_output_layer(Z, Y, self._loss, self.refit_alpha_, w, coef, whitening=whitening,
                                    n_threads=self.n_jobs)
         self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
         return self
