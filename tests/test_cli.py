@@ -95,6 +95,49 @@ def test_fit_auto_is_rffkern_fit_and_passes_only_the_options_given(tmp_path, cap
         np.testing.assert_array_equal(saved.predict(X), direct.predict(X))
 
 
+@pytest.mark.parametrize("model", ["auto", "rffnet"])
+def test_fit_with_a_weight_column(tmp_path, capsys, model):
+    """``--weight COLUMN``: the column weighs the rows of the fit and of the metrics and is no
+    feature. Rows corrupted with weight 0: the weighted held-out metrics are those of a clean fit."""
+    rng = np.random.default_rng(0)
+    X, y, _ = make_jse3(600, random_state=4)
+    bad = rng.random(600) < 0.3
+    y_bad = y + np.where(bad, 30.0 * rng.standard_normal(600), 0.0)
+    rows = np.column_stack([X[:, :3], np.where(bad, 0.0, 1.0), y_bad]).round(6).tolist()
+    path = _write_csv(tmp_path / "w.csv", ["a", "b", "c", "w", "target"], rows)
+    out = {}
+    for extra in ([], ["--weight", "w"]):
+        assert main(["fit", path, "--target", "target", "--model", model, "--max-iter", "30", "--n-jobs", "1",
+                     *extra]) == 0
+        out[bool(extra)] = capsys.readouterr().out
+    text = out[True]
+    assert "3 features, target 'target', rows weighted by 'w' -> regression" in text
+    assert "test samples, weighted):" in text
+    ranking = text.split("relevance ranking")[1]
+    assert "'w'" not in ranking and " w " not in ranking  # the weights are no feature
+    r2 = {k: float(v.split("r2")[1].split()[0]) for k, v in out.items()}
+    assert r2[True] > 0.8 > r2[False]
+    assert main(["fit", path, "--target", "target", "--weight", "w", "--cv", "2", *FAST]) == 0
+    assert "2-fold cross-validation (weighted metrics):" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content, weight, message", [
+    ("a,b,w,y\n1,2,1,3\n4,5,1,6\n", "v", "--weight column 'v' not found in"),
+    ("a,b,w,y\n1,2,1,3\n4,5,1,6\n", "y", "--weight 'y' is the target column"),
+    ("a,b,w,y\n1,2,1,3\n4,5,-2,6\n", "w", "holds a negative weight (-2 on data row 2)"),
+    ("a,b,w,y\n1,2,0,3\n4,5,0,6\n", "w", "is 0 on every row"),
+    ("w,y\n1,3\n1,6\n", "w", "no feature columns besides the target 'y' and the weights 'w'"),
+    ("a,w,y\n1,nan,3\n4,1,6\n", "w", "feature column(s) 'w' of"),
+])
+def test_weight_column_errors(tmp_path, capsys, content, weight, message):
+    path = tmp_path / "data.csv"
+    path.write_text(content)
+    assert main(["fit", str(path), "--target", "y", "--weight", weight]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err
+    assert captured.err.count("\n") == 1 and captured.out == ""
+
+
 def test_fit_names_the_columns_it_ignores(tmp_path, capsys):
     """A column that holds one value on every row carries nothing; the command says so, and the
     model gives it importance 0."""

@@ -468,6 +468,27 @@ def read_csv(path, target):
     return X, y, names
 
 
+def _weight_column(X, names, column, target, path):
+    """``(X without the column, its values as weights, the other names)``: a ``CLIError`` where the
+    column is missing, is the target, or holds a negative weight (NaN and infinity were refused
+    with the other feature columns), or where every weight is 0."""
+    if column == target:
+        raise CLIError(f"--weight {column!r} is the target column; name a column of row weights")
+    if column not in names:
+        raise CLIError(f"--weight column {column!r} not found in {path}; columns are: {', '.join(names[:30])}")
+    j = names.index(column)
+    w = X[:, j].copy()
+    if (w < 0).any():
+        i = int(np.flatnonzero(w < 0)[0])
+        raise CLIError(f"--weight column {column!r} holds a negative weight ({w[i]:g} on data row {i + 1}); "
+                       "weights must be >= 0")
+    if not w.sum() > 0:
+        raise CLIError(f"--weight column {column!r} is 0 on every row")
+    if X.shape[1] == 1:
+        raise CLIError(f"{path} has no feature columns besides the target {target!r} and the weights {column!r}")
+    return np.ascontiguousarray(np.delete(X, j, axis=1)), w, names[:j] + names[j + 1:]
+
+
 def _load_table(path, header, t, header_lines):
     """All values of ``path`` after its header as float64, by NumPy's reader.
 
@@ -631,6 +652,9 @@ def run_fit(args):
         check_output_path(args.save, "--save")
 
     X, y, names = read_csv(args.file, args.target)
+    w = None
+    if args.weight is not None:
+        X, w, names = _weight_column(X, names, args.weight, args.target, args.file)
     if args.task:
         task, reason = args.task, "set by --task"
     else:
@@ -646,52 +670,59 @@ def run_fit(args):
                           f"--n-components {_model_option(args, 'n_components')}",
                           "--n-components")
     est = (RFFNetClassifier if task == "classification" else RFFNetRegressor)(**_estimator_params(args))
-    print(f"{args.file}: {X.shape[0]} samples, {X.shape[1]} features, target {args.target!r} "
+    weighted = "" if w is None else f", rows weighted by {args.weight!r}"
+    print(f"{args.file}: {X.shape[0]} samples, {X.shape[1]} features, target {args.target!r}{weighted} "
           f"-> {task} ({reason})")
     constant = np.flatnonzero(constant_columns(X))
     if constant.size:  # every estimator ignores them (the rows say nothing about them)
         shown = ", ".join(str(names[j]) for j in constant[:10]) + (", ..." if constant.size > 10 else "")
         print(f"  {constant.size} column(s) hold one value on every row and are ignored: {shown}")
 
-    def fit_one(Xa, ya):
+    def rows(idx):
+        return None if w is None else w[idx]
+
+    def fit_one(Xa, ya, wa):
         if args.model == "rffnet":
-            return clone(est).fit(Xa, ya)
+            return clone(est).fit(Xa, ya, sample_weight=wa)
         params = _estimator_params(args, given_only=True)
         common = {key: params.pop(key) for key in ("random_state", "n_jobs", "verbose")}
-        return auto_fit(Xa, ya, task=task, **common, **params)  # the rest go to its RFFNet stage
+        return auto_fit(Xa, ya, sample_weight=wa, task=task, **common, **params)  # the rest go to its RFFNet stage
 
-    def metrics(model, Xt, yt):
+    def metrics(model, Xt, yt, wt):
         if task == "classification":
-            out = {"accuracy": accuracy_score(yt, model.predict(Xt))}
+            out = {"accuracy": accuracy_score(yt, model.predict(Xt), sample_weight=wt)}
             if np.unique(yt).size == model.classes_.size:
                 if hasattr(model, "predict_proba"):
                     proba = model.predict_proba(Xt)
-                    out["roc_auc"] = (roc_auc_score(yt, proba[:, 1]) if proba.shape[1] == 2 else
-                                      roc_auc_score(yt, proba, multi_class="ovr", labels=model.classes_))
+                    out["roc_auc"] = (roc_auc_score(yt, proba[:, 1], sample_weight=wt) if proba.shape[1] == 2 else
+                                      roc_auc_score(yt, proba, multi_class="ovr", labels=model.classes_,
+                                                    sample_weight=wt))
                 elif model.classes_.size == 2:  # a ridge classifier: its decision scores rank the rows
-                    out["roc_auc"] = roc_auc_score(yt, model.decision_function(Xt))
+                    out["roc_auc"] = roc_auc_score(yt, model.decision_function(Xt), sample_weight=wt)
             return out
         pred = model.predict(Xt)
-        return {"mse": mean_squared_error(yt, pred), "r2": r2_score(yt, pred)}
+        return {"mse": mean_squared_error(yt, pred, sample_weight=wt), "r2": r2_score(yt, pred, sample_weight=wt)}
 
     tic = time.perf_counter()
     try:
         if args.cv:
             split = (StratifiedKFold if task == "classification" else KFold)(
                 args.cv, shuffle=True, random_state=args.random_state)
-            per_fold = [metrics(fit_one(X[tr], y[tr]), X[te], y[te]) for tr, te in split.split(X, y)]
-            print(f"{args.cv}-fold cross-validation:")
+            per_fold = [metrics(fit_one(X[tr], y[tr], rows(tr)), X[te], y[te], rows(te))
+                        for tr, te in split.split(X, y)]
+            print(f"{args.cv}-fold cross-validation{' (weighted metrics)' if w is not None else ''}:")
             for key in per_fold[0]:
                 vals = np.array([m[key] for m in per_fold if key in m])
                 print(f"  {key:9s} {vals.mean():.4f} +/- {vals.std():.4f}")
-            model = fit_one(X, y)
+            model = fit_one(X, y, w)
         else:
             strat = y if task == "classification" and np.unique(y, return_counts=True)[1].min() >= 2 else None
-            X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=args.test_size,
-                                                      random_state=args.random_state, stratify=strat)
-            model = fit_one(X_tr, y_tr)
-            print(f"held-out metrics ({len(y_te)} test samples):")
-            for key, val in metrics(model, X_te, y_te).items():
+            idx_tr, idx_te = train_test_split(np.arange(len(y)), test_size=args.test_size,
+                                              random_state=args.random_state, stratify=strat)
+            model = fit_one(X[idx_tr], y[idx_tr], rows(idx_tr))
+            weighted = ", weighted" if w is not None else ""
+            print(f"held-out metrics ({len(idx_te)} test samples{weighted}):")
+            for key, val in metrics(model, X[idx_te], y[idx_te], rows(idx_te)).items():
                 print(f"  {key:9s} {val:.4f}")
     except ValueError as exc:
         raise CLIError(str(exc)) from None
@@ -756,6 +787,8 @@ def build_parser():
     fit = sub.add_parser("fit", help="fit a CSV file and print metrics and relevances")
     fit.add_argument("file", help="CSV file with a header row (.csv, .csv.gz, .csv.bz2, .csv.xz)")
     fit.add_argument("--target", required=True, metavar="COLUMN", help="name of the column to predict")
+    fit.add_argument("--weight", metavar="COLUMN",
+                     help="name of a column of non-negative row weights (sample_weight of the fit and the metrics)")
     fit.add_argument("--task", choices=["regression", "classification"], default=None,
                      help="override the task chosen from the target")
     fit.add_argument("--model", choices=["auto", "rffnet"], default="auto",
