@@ -174,3 +174,26 @@ def test_rffnet_parameters_are_checked_before_any_fit(monkeypatch):
         rffkern.fit(X, y, n_compnents=10)
     with pytest.raises(ValueError, match="max_iter"):
         rffkern.fit(X, y, max_iter=0)
+
+
+@pytest.mark.parametrize("classify", [False, True])
+def test_weighted_fit_does_not_depend_on_the_thread_count(small_search, classify):
+    """Both RFFNet variants (55 inputs) train side by side on two threads, weighted: the model of
+    one thread."""
+    X, y, bad, _, _ = _corrupted(400, seed=5)
+    X = np.column_stack([X, np.random.default_rng(5).standard_normal((400, 51))])
+    target = (y > 0).astype(int) if classify else y
+    w = np.where(bad, 0.1, 1.0)
+    one = rffkern.fit(X, target, sample_weight=w, random_state=0, n_jobs=1, max_iter=8)
+    two = rffkern.fit(X, target, sample_weight=w, random_state=0, n_jobs=2, max_iter=8)
+    assert set(one.selection_report_["rffnet_variant_scores"]) == {"sparse", "dense"}
+    assert two.selection_report_["rffnet_variant_scores"] == one.selection_report_["rffnet_variant_scores"]
+    np.testing.assert_array_equal(two.predict(X), one.predict(X))
+
+
+def test_weighted_multi_output_regression(small_search):
+    X, y, bad, X_test, y_test = _corrupted(500, seed=6)
+    Y = np.column_stack([y, 3.0 * y + 100.0])
+    model = rffkern.fit(X, Y, sample_weight=np.where(bad, 0.0, 1.0), random_state=0, max_iter=20)
+    assert model.predict(X_test).shape == (1000, 2)
+    assert model.score(X_test, np.column_stack([y_test, 3.0 * y_test + 100.0])) > 0.9
