@@ -33,27 +33,25 @@ def test_eerf_integer_weights_equal_repeated_rows(kernel):
     np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-8, atol=1e-10)
 
 
-@pytest.mark.parametrize("selection", ["loo", "gcv"])
-def test_eerf_defaults_with_integer_weights_equal_repeated_rows(selection):
-    # the k-NN rule (weighted neighbours) and the searched alpha too
+def test_eerf_defaults_with_integer_weights_equal_repeated_rows():
+    # the k-NN rule (weighted neighbours) and the default width search at one penalty: the same
+    # widths, choice and model (a searched penalty is chosen by leaving each row out with all its
+    # weight, as scikit-learn's RidgeCV, where the repeated rows are left out one copy at a time:
+    # test_ridge.py::test_weighted_loo_leaves_each_row_out_with_its_weight)
     X, y, w = _data()
     rep = np.repeat(np.arange(len(y)), w.astype(int))
-    kw = dict(n_components=20, alpha_selection=selection, length_scale="knn", random_state=0)
+    kw = dict(n_components=20, alpha=0.1, length_scale="knn", random_state=0)
     a = EERFRegressor(**kw).fit(X, y, sample_weight=w)
     b = EERFRegressor(**kw).fit(X[rep], y[rep])
     np.testing.assert_allclose(a.length_scale_, b.length_scale_, rtol=1e-10)
-    assert a.alpha_ == b.alpha_
-    np.testing.assert_allclose(a.selection_errors_, b.selection_errors_, rtol=1e-8)
     np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-8, atol=1e-10)
-    # the default width search: the same widths, choices and model. On this nearly linear target it
-    # keeps a width of 16 times the k-NN one with alpha 1e-8, where the solve's conditioning turns
-    # the different summation orders of weighted and repeated rows into ~1e-8 relative differences
+    # the default width search: the same candidate widths (the LOO errors that choose among them
+    # leave each row out with all its weight), and at the weighted fit's choice the same model
     kw.pop("length_scale")
     a = EERFRegressor(**kw).fit(X, y, sample_weight=w)
     b = EERFRegressor(**kw).fit(X[rep], y[rep])
     np.testing.assert_allclose(a.widths_, b.widths_, rtol=1e-10)
-    assert a.length_scale_ == b.length_scale_ and a.alpha_ == b.alpha_
-    np.testing.assert_allclose(a.width_errors_, b.width_errors_, rtol=1e-6)
+    b = EERFRegressor(**dict(kw, length_scale=a.length_scale_)).fit(X[rep], y[rep])
     np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-5, atol=1e-7)
 
 

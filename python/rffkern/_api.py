@@ -248,24 +248,15 @@ def _validation_losses(model: Any, X: np.ndarray, y: np.ndarray, classify: bool,
 def _lead(losses: np.ndarray, others: np.ndarray, sample_weight: np.ndarray | None = None) -> tuple[float, float]:
     """``(mean, standard error)`` of the per-row loss differences ``others - losses``: how much the
     first model's held-out loss is lower, and how sure that is (NaN for one row: no lead is clear).
-
-    With ``sample_weight`` the mean is weighted and its standard error that of a weighted mean of
-    independent rows, ``sqrt(sum_i w_i^2 (d_i - mean)^2) / sum_i w_i`` times ``sqrt(k / (k - 1))``
-    for the effective row count ``k = (sum w)^2 / sum w^2``: the unweighted one for equal weights,
-    and the same for weights multiplied by any constant (unlike the ridge's weights counted as
-    repetitions, :func:`rffkern.ridge.paired_standard_error`, whose row count is their sum)."""
+    With ``sample_weight`` the mean is weighted and its standard error that of a weighted mean
+    (:func:`rffkern.ridge.paired_standard_error`: unchanged when every weight is multiplied by one
+    constant)."""
     from rffkern.ridge import paired_standard_error
 
     if sample_weight is None:
         return float(np.mean(others - losses)), paired_standard_error(others, losses)
     d = np.asarray(others, np.float64) - np.asarray(losses, np.float64)
-    w = np.asarray(sample_weight, np.float64)
-    total = float(w.sum())
-    mean = float(w @ d) / total
-    k = total**2 / float(w @ w)
-    if not k > 1:
-        return mean, float("nan")
-    return mean, float(np.sqrt(float((w * w) @ (d - mean) ** 2) * k / (k - 1)) / total)
+    return float(np.average(d, weights=sample_weight)), paired_standard_error(others, losses, sample_weight)
 
 
 def _numeric_inputs(X: ArrayLike) -> np.ndarray:
@@ -476,8 +467,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
                   y_numeric=not classify)
         X, y, w = X[w > 0], y[w > 0], w[w > 0]
     if w is not None:
-        # in units of their mean (the ridge counts weights as repetitions: multiplying them all by one
-        # constant then changes nothing), and equal weights are none
+        # in units of their mean (the penalty grids then mean what they mean without weights, and
+        # multiplying the weights by one constant changes nothing), and equal weights are none
         w = None if np.all(w == w[0]) else w / np.mean(w)
     n_fit = X.shape[0] - int(np.ceil(validation_fraction * X.shape[0]))
     if n_fit < 3:

@@ -81,9 +81,11 @@ class RidgeEigen:
         """Effective degrees of freedom ``trace(Z (G + alpha I)^{-1} Z.T)``."""
         return float((self.evals / (self.evals + alpha)).sum())
 
-    def gcv(self, alpha, yty, n, extra_dof=0.0):
-        """Generalised cross-validation error per output: ``(RSS / n) / (1 - dof / n)^2``."""
-        denom = max(1.0 - (self.dof(alpha) + extra_dof) / n, 1e-12)
+    def gcv(self, alpha, yty, n, extra_dof=0.0, rows=None):
+        """Generalised cross-validation error per output: ``(RSS / n) / (1 - dof / rows)^2``, ``n``
+        the (weighted) row count of the sums and ``rows`` the number of rows (default ``n``)."""
+        rows = n if rows is None else rows
+        denom = max(1.0 - (self.dof(alpha) + extra_dof) / rows, 1e-12)
         return self.rss(alpha, yty) / n / denom**2
 
 

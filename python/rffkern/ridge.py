@@ -220,16 +220,29 @@ def paired_standard_error(losses: NDArray[np.floating], base: NDArray[np.floatin
     """Standard error of the (weighted) mean of ``losses - base``, the per-row differences of two
     widths' selection losses on the same rows.
 
-    Weights count as repetitions, as everywhere in the ridge (integer weights give the standard
-    error of the rows repeated): ``sqrt(sum_i w_i (d_i - mean)^2 / (W - 1) / W)`` with
-    ``W = sum_i w_i``; NaN when ``W <= 1``."""
+    Without weights ``sqrt(sum_i (d_i - mean)^2 / (n - 1) / n)``; with weights that of a weighted
+    mean of independent rows, ``sqrt(sum_i w_i^2 (d_i - mean)^2) / sum_i w_i`` times
+    ``sqrt(k / (k - 1))`` for the effective row count ``k = (sum w)^2 / sum w^2``: the unweighted
+    one for equal weights, and unchanged when every weight is multiplied by one constant (as the
+    leave-one-out errors the rows are scored by, :meth:`rffkern._ridge_solvers.LooPass.sse`, which
+    leave each row out with all its weight). NaN for ``k <= 1``."""
     d = np.asarray(losses, np.float64) - np.asarray(base, np.float64)
-    w = np.ones(d.size) if weights is None else np.asarray(weights, np.float64)
+    if weights is None:  # (the arithmetic of every earlier version: the same bits)
+        if d.size <= 1:
+            return float("nan")
+        ones = np.ones(d.size)
+        mean_d = float(ones @ d) / d.size
+        return float(np.sqrt(float(ones @ (d - mean_d) ** 2) / (d.size - 1) / d.size))
+    w = np.asarray(weights, np.float64)
     total = float(w.sum())
-    if not total > 1:
+    if not total > 0:
         return float("nan")
-    mean = float(w @ d) / total
-    return float(np.sqrt(float(w @ (d - mean) ** 2) / (total - 1) / total))
+    w = w / total  # (the SE is unchanged by a common factor; this one keeps the sums in range)
+    k = 1.0 / float(w @ w)
+    if not k > 1:
+        return float("nan")
+    mean = float(w @ d)
+    return float(np.sqrt(float((w * w) @ (d - mean) ** 2) * k / (k - 1)))
 
 
 class _RFFRidgeBase(BaseEstimator):
@@ -736,10 +749,12 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights of the rows (not all zero). They weight the squared errors of the
             fit, the standardization of X and y, the median heuristic (rows of zero weight are
-            left out) and the selection errors: integer weights give the model of the rows
-            repeated that many times (up to round-off, with a numeric ``length_scale``: the median
-            heuristic subsamples rows), a zero weight that of the row dropped. Not supported with
-            Dask arrays.
+            left out) and the selection errors: at one width and one penalty, integer weights give
+            the model of the rows repeated that many times (up to round-off), a zero weight that
+            of the row dropped. The leave-one-out (and GCV) errors that choose the width and
+            penalty leave each row out with all its weight, as scikit-learn's ``RidgeCV``, so that
+            weights ``c w`` score as ``w`` at ``alpha / c`` whatever their units (the rows
+            repeated would be left out one copy at a time). Not supported with Dask arrays.
 
         Returns
         -------
