@@ -32,6 +32,16 @@ def regression_csv(tmp_path):
                       np.column_stack([X, y]).round(6).tolist())
 
 
+def _assert_one_line_error(tmp_path, capsys, content, message, *options):
+    """``fit`` on a CSV of ``content`` with ``options``: exit status 2 and ``message`` in one line of stderr."""
+    path = tmp_path / "data.csv"
+    path.write_text(content)
+    assert main(["fit", str(path), *options]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err
+    assert captured.err.count("\n") == 1 and captured.out == ""
+
+
 def _run(*args, timeout=120):
     return subprocess.run([sys.executable, "-m", "rffkern", *args], capture_output=True, text=True,
                           timeout=timeout)
@@ -130,12 +140,7 @@ def test_fit_with_a_weight_column(tmp_path, capsys, model):
     ("a,w,y\n1,nan,3\n4,1,6\n", "w", "feature column(s) 'w' of"),
 ])
 def test_weight_column_errors(tmp_path, capsys, content, weight, message):
-    path = tmp_path / "data.csv"
-    path.write_text(content)
-    assert main(["fit", str(path), "--target", "y", "--weight", weight]) == 2
-    captured = capsys.readouterr()
-    assert message in captured.err
-    assert captured.err.count("\n") == 1 and captured.out == ""
+    _assert_one_line_error(tmp_path, capsys, content, message, "--target", "y", "--weight", weight)
 
 
 def test_fit_names_the_columns_it_ignores(tmp_path, capsys):
@@ -313,12 +318,7 @@ def test_usage_error_from_a_subprocess_is_one_line_with_status_2(regression_csv)
     ("1,2,3\n4,5,6\n", "y", "needs a header row naming the columns"),
 ])
 def test_clear_errors(tmp_path, capsys, content, target, message):
-    path = tmp_path / "data.csv"
-    path.write_text(content)
-    assert main(["fit", str(path), "--target", target]) == 2
-    captured = capsys.readouterr()
-    assert message in captured.err
-    assert captured.err.count("\n") == 1 and captured.out == ""
+    _assert_one_line_error(tmp_path, capsys, content, message, "--target", target)
 
 
 @pytest.mark.parametrize("make, message", [
