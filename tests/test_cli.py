@@ -137,7 +137,9 @@ def test_fit_with_a_weight_column(tmp_path, capsys, model):
     ("a,b,w,y\n1,2,1,3\n4,5,-2,6\n", "w", "holds a negative weight (-2 on data row 2)"),
     ("a,b,w,y\n1,2,0,3\n4,5,0,6\n", "w", "is 0 on every row"),
     ("w,y\n1,3\n1,6\n", "w", "no feature columns besides the target 'y' and the weights 'w'"),
-    ("a,w,y\n1,nan,3\n4,1,6\n", "w", "feature column(s) 'w' of"),
+    ("a,w,y\n1,nan,3\n4,1,6\n", "w", "the --weight column 'w' of"),
+    ("a,w,y\n1,inf,3\n4,1,6\n", "w", "contains NaN or infinite values; give every row a weight"),
+    ("a,w,y\nnan,1,3\n4,1,6\n", "w", "feature column(s) 'a' of"),
 ])
 def test_weight_column_errors(tmp_path, capsys, content, weight, message):
     _assert_one_line_error(tmp_path, capsys, content, message, "--target", "y", "--weight", weight)

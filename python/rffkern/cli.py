@@ -393,7 +393,7 @@ def _diagnose(path, header, t, numpy_message):
     raise CLIError(f"cannot read {path}: {numpy_message.split('; use `usecols`')[0]}")
 
 
-def read_csv(path, target):
+def read_csv(path, target, weight=None):
     """(X, y, feature names) from a CSV file with a header row.
 
     NumPy's ``loadtxt`` reads the values (fields quoted with ``"``, a UTF-8 byte-order mark,
@@ -406,6 +406,9 @@ def read_csv(path, target):
         The CSV file.
     target : str
         Name of the column to predict.
+    weight : str or None, default=None
+        Name of a column of row weights (``--weight``): it stays among the returned columns, and
+        NaN or infinity in it is reported as in the weights, not in a feature.
 
     Returns
     -------
@@ -450,6 +453,9 @@ def read_csv(path, target):
                        "columns; every row needs one value per column")
     X = np.ascontiguousarray(np.delete(table, t, axis=1))
     finite = np.isfinite(X).all(axis=0)
+    if weight in names and not finite[names.index(weight)]:
+        raise CLIError(f"the --weight column {weight!r} of {path} contains NaN or infinite values; "
+                       "give every row a weight")
     if not finite.all():
         bad = [names[j] for j in np.flatnonzero(~finite)[:5]]
         raise CLIError(f"feature column(s) {', '.join(map(repr, bad))} of {path} contain NaN or infinite "
@@ -651,7 +657,7 @@ def run_fit(args):
     if args.save:
         check_output_path(args.save, "--save")
 
-    X, y, names = read_csv(args.file, args.target)
+    X, y, names = read_csv(args.file, args.target, weight=args.weight)
     w = None
     if args.weight is not None:
         X, w, names = _weight_column(X, names, args.weight, args.target, args.file)
