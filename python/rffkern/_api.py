@@ -307,7 +307,8 @@ def _rows_to_add(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, idx_tr: np.
 
 def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, task: str | None = None,
         random_state: RandomStateLike = None, n_jobs: int | None = None, verbose: int = 0,
-        validation_fraction: float = 0.2, **params: Any) -> RFFRidge | RFFRidgeClassifier | RFFNetRegressor | RFFNetClassifier:
+        validation_fraction: float = 0.2,
+        **params: Any) -> RFFRidge | RFFRidgeClassifier | RFFNetRegressor | RFFNetClassifier:
     """Fit the model a careful practitioner would end with, from raw X and y, in one call.
 
     1. The task comes from ``y`` (:func:`explain_task`) unless ``task`` is given. A random
@@ -431,9 +432,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     from concurrent.futures import ThreadPoolExecutor
 
     from sklearn.model_selection import train_test_split
-    from threadpoolctl import threadpool_limits
-
     from sklearn.utils import check_X_y
+    from threadpoolctl import threadpool_limits
 
     from rffkern._data import check_sample_weight
     from rffkern._progress import ProgressLog
@@ -484,7 +484,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
                                        random_state=seeds[0], stratify=stratify)
     log = ProgressLog("rffkern.fit", verbose)
     inner_verbose = max(int(verbose or 0) - 1, 0)
-    weighted = (f", {n_dropped} rows of weight 0 left out" if n_dropped else "") + (", weighted" if w is not None else "")
+    weighted = (f", {n_dropped} rows of weight 0 left out" if n_dropped else "") + (", weighted" * (w is not None))
     log.step("stage", 1, 5, f"task {task} ({reason}); {len(idx_tr)} rows to fit, {len(idx_val)} to compare{weighted}")
 
     ridge_cls = RFFRidgeClassifier if classify else RFFRidge
@@ -609,7 +609,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     if ridge is not None:
         lead = _lead(net_losses, _validation_losses(ridge, X_val, y_val, classify, w_val), w_val)
 
-    report = dict(task=task, reason=reason, weighted=w is not None, zero_weight_rows=n_dropped, standardize=geometry, width=width, rffnet_init_width=net_width,
+    report = dict(task=task, reason=reason, weighted=w is not None, zero_weight_rows=n_dropped,
+                  standardize=geometry, width=width, rffnet_init_width=net_width,
                   rffnet_dense_start="per-input" if dense_init is None else "pooled", rffnet_rows=len(idx_net),
                   validation_scores=scores,
                   rffnet_variant=net_name, rffnet_variant_scores={k: v[0] for k, v in nets.items()},
@@ -637,7 +638,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         if classify and not np.isin(y[idx_val], ridge.classes_).all():
             # a class seen only in the held-out rows: refit on every row
             model = ridge_cls(n_full, length_scale=ridge.length_scale_, alpha=ridge.alpha_,
-                              standardize=ridge.standardize_, random_state=seeds[1], n_jobs=n_jobs).fit(X, y, sample_weight=w)
+                              standardize=ridge.standardize_, random_state=seeds[1],
+                              n_jobs=n_jobs).fit(X, y, sample_weight=w)
         else:
             # the held-out rows join the Gram: the model of all rows at the chosen width and penalty
             model.set_params(alpha=ridge.alpha_, length_scale=ridge.length_scale_, verbose=0)
