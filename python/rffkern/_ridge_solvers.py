@@ -137,8 +137,10 @@ class GramStats:
             self.n += float(w.sum())
             self.y_sum += w @ Y64
             self.y_sq += w @ (Y64**2)
+        # (getattr: statistics pickled before the count existed had only positive weights in rows)
+        self.positive_rows = (getattr(self, "positive_rows", self.rows)
+                              + (X.shape[0] if sample_weight is None else int(np.count_nonzero(sample_weight))))
         self.rows += X.shape[0]
-        self.positive_rows += X.shape[0] if sample_weight is None else int(np.count_nonzero(sample_weight))
         return self
 
     def merge(self, other):
@@ -167,8 +169,9 @@ class GramStats:
         self.ZtY[:, :1] += other.ZtY[:, :1]
         self.ZtY[:, 1:] += other.ZtY[:, 1:] * self.ZtY.dtype.type(ratio)
         self.n += other.n
+        self.positive_rows = (getattr(self, "positive_rows", getattr(self, "rows", self.n))
+                              + getattr(other, "positive_rows", getattr(other, "rows", other.n)))
         self.rows += getattr(other, "rows", other.n)
-        self.positive_rows += getattr(other, "positive_rows", getattr(other, "rows", other.n))
         self.y_sum += other.y_sum * ratio
         self.y_sq += other.y_sq * (ratio * ratio)
         return self
