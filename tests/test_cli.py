@@ -145,6 +145,22 @@ def test_weight_column_errors(tmp_path, capsys, content, weight, message):
     _assert_one_line_error(tmp_path, capsys, content, message, "--target", "y", "--weight", weight)
 
 
+def test_held_out_rows_all_of_weight_zero_are_a_clear_error(tmp_path, capsys):
+    from sklearn.model_selection import train_test_split
+
+    X, y, _ = make_jse3(60, random_state=2)
+    _, test = train_test_split(np.arange(60), test_size=0.2, random_state=0)  # the command's split
+    w = np.ones(60)
+    w[test] = 0.0
+    path = tmp_path / "data.csv"
+    path.write_text("a,b,w,y\n" + "".join(f"{a:.5f},{b:.5f},{wi:g},{yi:.5f}\n"
+                                          for a, b, wi, yi in zip(X[:, 0], X[:, 1], w, y)))
+    assert main(["fit", str(path), "--target", "y", "--weight", "w", *FAST]) == 2
+    captured = capsys.readouterr()
+    assert "every one of the 12 test rows has weight 0 in --weight 'w'" in captured.err
+    assert captured.err.count("\n") == 1 and "metrics" not in captured.out  # (refused before the fit)
+
+
 def test_fit_names_the_columns_it_ignores(tmp_path, capsys):
     """A column that holds one value on every row carries nothing; the command says so, and the
     model gives it importance 0."""

@@ -476,8 +476,8 @@ def read_csv(path, target, weight=None):
 
 def _weight_column(X, names, column, target, path):
     """``(X without the column, its values as weights, the other names)``: a ``CLIError`` where the
-    column is missing, is the target, or holds a negative weight (NaN and infinity were refused
-    with the other feature columns), or where every weight is 0."""
+    column is missing, is the target, or holds a negative weight (NaN and infinity were refused by
+    :func:`read_csv`), or where every weight is 0."""
     if column == target:
         raise CLIError(f"--weight {column!r} is the target column; name a column of row weights")
     if column not in names:
@@ -694,6 +694,12 @@ def run_fit(args):
         common = {key: params.pop(key) for key in ("random_state", "n_jobs", "verbose")}
         return auto_fit(Xa, ya, sample_weight=wa, task=task, **common, **params)  # the rest go to its RFFNet stage
 
+    def check_test_weights(test_sets):  # before any fit
+        for te in test_sets:
+            if w is not None and not w[te].sum() > 0:
+                raise CLIError(f"every one of the {len(te)} test rows has weight 0 in --weight {args.weight!r}: "
+                               "no metric is defined (a larger --test-size or fewer --cv folds)")
+
     def metrics(model, Xt, yt, wt):
         if task == "classification":
             out = {"accuracy": accuracy_score(yt, model.predict(Xt), sample_weight=wt)}
@@ -714,8 +720,9 @@ def run_fit(args):
         if args.cv:
             split = (StratifiedKFold if task == "classification" else KFold)(
                 args.cv, shuffle=True, random_state=args.random_state)
-            per_fold = [metrics(fit_one(X[tr], y[tr], rows(tr)), X[te], y[te], rows(te))
-                        for tr, te in split.split(X, y)]
+            folds = list(split.split(X, y))
+            check_test_weights([te for _, te in folds])
+            per_fold = [metrics(fit_one(X[tr], y[tr], rows(tr)), X[te], y[te], rows(te)) for tr, te in folds]
             print(f"{args.cv}-fold cross-validation{' (weighted metrics)' if w is not None else ''}:")
             for key in per_fold[0]:
                 vals = np.array([m[key] for m in per_fold if key in m])
@@ -725,6 +732,7 @@ def run_fit(args):
             strat = y if task == "classification" and np.unique(y, return_counts=True)[1].min() >= 2 else None
             idx_tr, idx_te = train_test_split(np.arange(len(y)), test_size=args.test_size,
                                               random_state=args.random_state, stratify=strat)
+            check_test_weights([idx_te])
             model = fit_one(X[idx_tr], y[idx_tr], rows(idx_tr))
             weighted = ", weighted" if w is not None else ""
             print(f"held-out metrics ({len(idx_te)} test samples{weighted}):")
