@@ -402,3 +402,24 @@ def test_the_smallest_data_sets_fit_without_warnings(n):
     if n - int(np.ceil(0.2 * n)) == n - 1:  # one held-out row
         assert np.isnan(report["validation_scores"]["width_search"])
         assert report["chosen"] == "ridge"
+
+
+def test_a_dataframe_fit_keeps_its_column_names():
+    """Fitted on a DataFrame, the returned model has ``feature_names_in_``: predicting on the same
+    columns does not warn that it was "fitted without feature names", other columns are refused."""
+    import warnings
+    pd = pytest.importorskip("pandas")
+    X, y, _ = make_jse3(300, random_state=2)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    for target in (y, (y > 0).astype(int)):
+        model = rffkern.fit(frame, target, random_state=0, max_iter=5)
+        assert list(model.feature_names_in_) == list(frame.columns)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            on_frame = model.predict(frame)
+        with pytest.warns(UserWarning, match="does not have valid feature names"):  # scikit-learn's
+            np.testing.assert_array_equal(on_frame, model.predict(X))
+        with pytest.raises(ValueError, match="feature names"):
+            model.predict(frame[frame.columns[::-1]])
+    numbered = rffkern.fit(pd.DataFrame(X), y, random_state=0, max_iter=5)  # integer column names
+    assert not hasattr(numbered, "feature_names_in_")

@@ -369,7 +369,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     ----------
     X : array-like of shape (n_samples, n_features)
         Raw, unscaled features: numbers (a column of text, such as a DataFrame's category column,
-        is refused with its name; encode it first), in memory (a Dask array is refused with a
+        is refused with its name; encode it first; a DataFrame's string column names become the
+        model's ``feature_names_in_``, checked by ``predict`` as scikit-learn does), in memory (a Dask array is refused with a
         ``TypeError``: fit one of the estimators on it, whose fit runs on the chunks).
     y : array-like of shape (n_samples,) or (n_samples, n_outputs)
         Targets: class labels or real values (see ``task``).
@@ -453,6 +454,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     net_cls(**params)._validate_params()  # a misspelt or invalid RFFNet parameter fails now, not after the search
     rng = as_generator(random_state)
     seeds = [int(v) for v in rng.integers(2**31 - 1, size=5)]  # (the first four as drawn before the fifth)
+    columns = getattr(X, "columns", None)  # a DataFrame's column names: the model's feature_names_in_
     X = _numeric_inputs(X)
     y = np.asarray(y)
     if X.ndim != 2:
@@ -654,4 +656,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     log.step("stage", 5, 5, f"chose {report['chosen']} (RFFNet's lead in held-out loss over {over}: "
              f"{lead[0]:+.4f} +- {lead[1]:.4f}; it needs more than {LEAD_STANDARD_ERRORS:g} standard error)")
     model.selection_report_ = report
+    if columns is not None and all(isinstance(c, str) for c in columns):
+        # as a scikit-learn estimator fitted on the frame: predict checks a frame's columns against
+        # them (and does not warn that the model was "fitted without feature names")
+        model.feature_names_in_ = np.asarray(list(columns), dtype=object)
     return model
