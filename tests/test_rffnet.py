@@ -15,6 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rffkern
 import reference
+from rffkern._importances import rms_partial_derivatives
 from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern.datasets import make_gse2, make_jse2, make_jse3
 from rffkern import RFFNetClassifier, RFFNetRegressor, TopKSelector, topk_selection
@@ -329,10 +330,14 @@ def test_standardize_auto_pools_inputs_of_one_unit(capsys):
     own = RFFNetClassifier(max_iter=5, random_state=0, standardize=True).fit(X, y)
     np.testing.assert_allclose(auto.x_scale_[varying][0], np.sqrt(np.mean(own.x_scale_[varying] ** 2)), rtol=1e-12)
     assert np.all(auto.relevances_[~varying] == 0)
-    # importances (and TopK's order) per unit of each input's own deviation, as with True
+    # importances (the derivative norms) and TopK's order (the relevances) per unit of each input's
+    # own deviation, as with True: in the pooled units times each input's deviation over the pooled one
     ratio = np.where(varying, own.x_scale_ / auto.x_scale_, 0.0)
+    pooled_norms = rms_partial_derivatives(auto._standardized(X), auto.weights_, auto.offsets_, auto.coef_,
+                                           scale=auto.scale_, theta=auto.relevances_)
+    np.testing.assert_allclose(auto.feature_importances_, pooled_norms * ratio / np.max(pooled_norms * ratio),
+                               rtol=1e-10)
     expected = np.abs(auto.relevances_.astype(np.float64)) * ratio
-    np.testing.assert_allclose(auto.feature_importances_, expected / expected.max(), rtol=1e-12)
     result = topk_selection(auto, X[600:], y[600:])
     np.testing.assert_array_equal(result.order, np.argsort(-expected, kind="stable"))
 
@@ -628,9 +633,8 @@ def test_attributes_and_options():
     assert est.scale_ == pytest.approx(np.sqrt(2 / 40))
     np.testing.assert_array_equal(est.intercept_, 0)
     np.testing.assert_array_equal(est.x_mean_, 0)
-    fi = est.feature_importances_
+    fi = est.feature_importances_  # (their values: tests/test_rffnet_importances.py)
     assert fi.max() == 1.0 and fi.min() >= 0
-    np.testing.assert_allclose(fi, np.abs(est.relevances_) / np.abs(est.relevances_).max(), rtol=1e-6)
     f32 = RFFNetRegressor(n_components=40, max_iter=2, random_state=0).fit(X, y)
     assert f32.coef_.dtype == np.float32 and f32.predict(X).dtype == np.float64
 

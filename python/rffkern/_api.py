@@ -362,8 +362,10 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
        ridge it was compared with (``rffnet_lead``: ``over``, ``mean``, ``standard_error``), the
        times and the choice.
 
-    Every returned model has ``feature_importances_``: RFFNet's ``|relevances|``, or for the ridge
-    the root mean square of the partial derivatives of f (both scaled to [0, 1]).
+    Every returned model has ``feature_importances_``, RFFNet or ridge alike: the root mean square
+    of the partial derivatives of the fitted function over the rows (at most 2000 drawn), per unit
+    of each input's own deviation, scaled to [0, 1] (RFFNet's paper relevances stay in
+    ``relevances_``).
 
     Parameters
     ----------
@@ -564,6 +566,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         runs[name] = net_cls(**net_params)
         runs[name]._keep_closing_stats = True  # for the held-out rows, below
         runs[name]._max_lr_decays = FIT_LR_DECAYS
+        runs[name]._skip_importances = True  # computed below for the model returned, on every row
 
     def train(net: Any) -> tuple[float, Any]:
         net.fit(X[idx_net], y[idx_net], sample_weight=weights(idx_net))
@@ -623,7 +626,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     # but the winner's until the held-out rows have joined it
     closing_stats = net.__dict__.pop("_closing_stats", None)
     for _, other in nets.values():
-        del other._keep_closing_stats, other._max_lr_decays  # (a later fit of the model: RFFNet's own)
+        del other._keep_closing_stats, other._max_lr_decays, other._skip_importances  # (a later fit: RFFNet's own)
         other.__dict__.pop("_closing_stats", None)
     if ridge is None or lead[0] > LEAD_STANDARD_ERRORS * lead[1]:  # (no ridge: RFFNet's lead was clear)
         model, report["chosen"] = net, "rffnet"
@@ -634,6 +637,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
             net._closing_stats = closing_stats
             net._closing_fit_add_rows(*_rows_to_add(X, y, w, idx_tr, idx_net, idx_val, rows_rng))
             times["rffnet_refit"] = time.perf_counter() - tic
+        net._store_derivative_norms(net._standardized(X), w)  # over every row (at most 2000 drawn)
     else:
         tic = time.perf_counter()
         model = ridge

@@ -271,7 +271,7 @@ def run_demo(args):
     hits = len(set(top.tolist()) & set(support.tolist()))
     print(f"  true support: {', '.join(names[j] for j in support)}; "
           f"{hits}/{k} of them are among the top {k} relevances")
-    print("  relevance ranking (|theta| scaled to [0, 1]):")
+    print("  relevance ranking (RMS of df/dx_j per unit of x_j's deviation, scaled to [0, 1]):")
     _print_ranking(names, model.feature_importances_, max(k + 3, 8), support=set(support.tolist()))
     return 0
 
@@ -749,8 +749,7 @@ def run_fit(args):
               f"it needs more than one standard error)")
     else:
         print(f"model: {kind}")
-    what = "|theta|" if kind.startswith("RFFNet") else "RMS of df/dx_j"
-    print(f"relevance ranking ({what} scaled to [0, 1]):")
+    print("relevance ranking (RMS of df/dx_j per unit of x_j's deviation, scaled to [0, 1]):")
     _print_ranking(names, model.feature_importances_, min(args.top, len(names)))
     if args.plot:
         write_plot(args.plot, names, model.feature_importances_, f"{kind} relevances ({args.target})")

@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._dask import fit_ridge, is_dask_array, map_rows
+from rffkern._importances import importance_rows, rms_partial_derivatives
 from rffkern._data import (TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, one_spread,
                            pooled_scale)
 from rffkern._progress import ProgressLog
@@ -525,9 +526,9 @@ class _RFFRidgeBase(BaseEstimator):
         return _scaled(self._derivative_norms)
 
     def _store_derivative_norms(self, Xs, rng, sample_weight=None):
-        """``sqrt(mean_i (df/dx_ij)^2)`` on standardized inputs, with
-        ``df/dx = -c sum_k coef_k sin(w_k . x + b_k) w_k`` for the cos map (and the pair form's
-        ``+ c coef'_k cos(...)``); the mean weighted by ``sample_weight`` when given.
+        """``sqrt(mean_i (df/dx_ij)^2)`` on standardized inputs (summed over outputs; at most
+        ``IMPORTANCE_ROWS`` rows, :func:`rffkern._importances.rms_partial_derivatives`), the mean
+        weighted by ``sample_weight`` when given.
 
         A fit whose importances nobody will read (``rffkern.fit``'s width probe and the ridge it
         completes by ``partial_fit``) sets ``_skip_importances``: on mnist (d = 784, 10 classes)
@@ -535,28 +536,10 @@ class _RFFRidgeBase(BaseEstimator):
         if self._skip_importances:
             self._derivative_norms = None
             return
-        if sample_weight is not None:
-            keep = sample_weight > 0
-            Xs, sample_weight = Xs[keep], sample_weight[keep]
-        pick = None if Xs.shape[0] <= 2000 else np.sort(rng.choice(Xs.shape[0], 2000, replace=False))
-        rows = Xs if pick is None else Xs[pick]
-        row_w = None if sample_weight is None else (sample_weight if pick is None else sample_weight[pick])
-        n_freq = self.weights_.shape[1]
-        Z = kernels.features(rows.astype(np.float64), self.weights_, None if self.pair else self.offsets_,
-                             scale=self.scale_, pair=True, n_threads=resolve_n_threads(self.n_jobs))
-        C = np.asarray(self.coef_, np.float64).reshape(self.coef_.shape[0], -1)
-        if self.pair:  # f = c cos(U) @ C[:s] + c sin(U) @ C[s:]
-            cos_u, sin_u = Z[:, :n_freq], Z[:, n_freq:]
-            total = 0.0
-            for k in range(C.shape[1]):
-                dU = -sin_u * C[:n_freq, k] + cos_u * C[n_freq:, k]
-                total = total + (dU @ self.weights_.T) ** 2
-        else:  # pair=True with the phases gives c [cos U, sin U]; sqrt(2) vs 1/sqrt(s) scale
-            sin_u = Z[:, n_freq:] * np.sqrt(2.0)
-            total = 0.0
-            for k in range(C.shape[1]):
-                total = total + ((-sin_u * C[:, k]) @ self.weights_.T) ** 2
-        norms = np.sqrt(np.average(total, axis=0, weights=row_w))
+        rows, row_w = importance_rows(Xs, sample_weight, rng)
+        norms = rms_partial_derivatives(rows, self.weights_, None if self.pair else self.offsets_, self.coef_,
+                                        scale=self.scale_, pair=self.pair, row_weights=row_w,
+                                        n_threads=resolve_n_threads(self.n_jobs))
         if self.standardize_ == "global":  # per unit of each input's own deviation, as with True
             norms = norms * self._own_deviation_ratio()
         # An input constant on every row seen: f's slope along it is that of random directions the

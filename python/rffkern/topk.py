@@ -37,8 +37,8 @@ class TopKResult:
         Indices of the selected features, most relevant first.
     support : ndarray of bool, shape (n_features,)
     order : ndarray of int, shape (n_features,)
-        All features by decreasing ``|theta|`` per unit of their own deviation
-        (``feature_importances_``; ties by index).
+        All features by decreasing ``|theta|`` per unit of their own deviation (the paper's
+        relevances; ties by index).
     scores : ndarray of shape (n_features,)
         ``scores[i]``: held-out score of the model keeping the ``i + 1`` most relevant features
         (-MSE for regression, ROC AUC for classification; higher is better).
@@ -46,7 +46,8 @@ class TopKResult:
     relevances : ndarray of shape (n_features,)
         The thresholded relevances (zeros outside the selection).
     estimator : RFFNetRegressor or RFFNetClassifier
-        A copy of the fitted model with the thresholded relevances.
+        A copy of the fitted model with the thresholded relevances (its ``feature_importances_``
+        those of the thresholded model, over the selection rows).
     """
 
     selected: np.ndarray
@@ -118,7 +119,7 @@ def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
     """Run TopK (Algorithm 3 of the RFFNet paper): score the nested sets of most relevant features.
 
     For ``i = 1..d`` the model keeps its ``i`` largest ``|theta_j|`` (per unit of each input's own
-    deviation, the order of ``feature_importances_``; the other relevances set to zero, no refit)
+    deviation; the other relevances set to zero, no refit)
     and is scored on the held-out selection set ``(X, y)``; the set with the best
     score (the smallest such set on ties, scores within a relative ``TIE_RTOL`` = 1e-4 of each
     other, far below what a selection set can resolve, counting as tied) is selected. For
@@ -194,6 +195,8 @@ def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
     relevances[order[:k]] = theta[order[:k]]
     thresholded = copy.deepcopy(estimator)
     thresholded.relevances_ = relevances
+    thresholded._skip_importances = False
+    thresholded._store_derivative_norms(Xs, sample_weight)  # of the thresholded model, on these rows
     support = np.zeros(d, bool)
     support[order[:k]] = True
     return TopKResult(selected=order[:k].copy(), support=support, order=order, scores=scores,
