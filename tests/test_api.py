@@ -423,3 +423,39 @@ def test_a_dataframe_fit_keeps_its_column_names():
             model.predict(frame[frame.columns[::-1]])
     numbered = rffkern.fit(pd.DataFrame(X), y, random_state=0, max_iter=5)  # integer column names
     assert not hasattr(numbered, "feature_names_in_")
+
+
+def test_targets_near_the_float_limits_give_the_model_of_unit_targets(small_search):
+    """y times 1e300 or 1e-300: the same choice, held-out scores and importances as y, and no
+    overflow (its squares overflowed into an inf error, a NaN score and NaN importances)."""
+    import warnings
+
+    X, y, _ = make_jse3(300, random_state=1)
+    models = {}
+    for c in (1.0, 1e300, 1e-300):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            models[c] = rffkern.fit(X, y * c, random_state=0)
+    base = models[1.0].selection_report_
+    for c in (1e300, 1e-300):
+        report = models[c].selection_report_
+        assert report["chosen"] == base["chosen"]
+        for key, score in base["validation_scores"].items():
+            assert report["validation_scores"][key] == pytest.approx(score, rel=1e-9)
+        np.testing.assert_allclose(models[c].feature_importances_, models[1.0].feature_importances_, rtol=1e-6)
+        np.testing.assert_allclose(models[c].predict(X[:20]) / c, models[1.0].predict(X[:20]), rtol=1e-6)
+    # the ridge's coefficients are in the targets' units
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        huge = RFFRidge(100, random_state=0).fit(X, y * 1e300).feature_importances_
+    np.testing.assert_allclose(huge, RFFRidge(100, random_state=0).fit(X, y).feature_importances_, rtol=1e-6)
+
+
+def test_a_constant_integer_target_is_one_class_with_the_way_out():
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    with pytest.raises(ValueError, match=r"single value \(1\.0\).*one class.*task='regression'"):
+        rffkern.fit(X, np.ones(60), random_state=0)
+    with pytest.raises(ValueError, match=r"single value \('a'\).*needs at least 2$"):
+        rffkern.fit(X, np.array(["a"] * 60), random_state=0)
+    model = rffkern.fit(X, np.ones(60), task="regression", random_state=0)
+    np.testing.assert_allclose(model.predict(X), 1.0)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from rffkern._data import power_of_two_scale
 from rffkern._typing import RandomStateLike
 from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor
 
@@ -225,9 +226,18 @@ def _held_out_score(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.
     :func:`_lead`, which finds no clear lead on one row either."""
     from sklearn.base import is_regressor
 
-    if len(y) < 2 and is_regressor(model):
+    if not is_regressor(model):
+        return float(model.score(X, y, sample_weight=sample_weight))
+    if len(y) < 2:
         return float("nan")
-    return float(model.score(X, y, sample_weight=sample_weight))
+    from sklearn.metrics import r2_score
+
+    # model.score's R^2 on targets and predictions divided by a power of two per output: the same
+    # bits, but no squares of targets near 1e300 overflowing into inf (and the score into NaN)
+    Y = np.asarray(y, np.float64).reshape(y.shape[0], -1)
+    scale = power_of_two_scale(Y, axis=0)
+    pred = np.asarray(model.predict(X), np.float64).reshape(Y.shape)
+    return float(r2_score(Y / scale, pred / scale, sample_weight=sample_weight))
 
 
 def _validation_losses(model: Any, X: np.ndarray, y: np.ndarray, classify: bool,
@@ -238,8 +248,12 @@ def _validation_losses(model: Any, X: np.ndarray, y: np.ndarray, classify: bool,
     pred = model.predict(X)
     if classify:
         return (pred != y).astype(np.float64)
-    err = (np.asarray(pred, np.float64) - y).reshape(y.shape[0], -1)
+    # in units of a power of two per output (exact: the same losses, but no squares of targets
+    # near 1e300 overflowing)
     Y = np.asarray(y, np.float64).reshape(y.shape[0], -1)
+    scale = power_of_two_scale(Y, axis=0)
+    err = (np.asarray(pred, np.float64).reshape(Y.shape) - Y) / scale
+    Y = Y / scale
     mean = np.average(Y, axis=0, weights=sample_weight)
     spread = np.average((Y - mean) ** 2, axis=0, weights=sample_weight)
     return np.mean(err * err / np.where(spread > 0, spread, 1.0), axis=1)
@@ -480,7 +494,12 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
                          f"holding out validation_fraction={validation_fraction}; at least 3 are needed")
     stratify = None
     if classify:
-        _, counts = np.unique(y, return_counts=True)
+        labels, counts = np.unique(y, return_counts=True)
+        if labels.size < 2:
+            # (numeric labels: the task rule read a constant target as one class)
+            hint = "; pass task='regression' to fit a constant" if y.dtype.kind in "fiu" else ""
+            raise ValueError(f"y has a single value ({labels[0].item()!r}){' on its rows of positive weight' * bool(n_dropped)}: "
+                             f"as a class label ({reason}) that is one class, and a classifier needs at least 2{hint}")
         n_val = int(np.ceil(validation_fraction * len(y)))
         if counts.min() >= 2 and min(n_val, len(y) - n_val) >= counts.size:
             stratify = y

@@ -82,6 +82,12 @@ def rms_partial_derivatives(rows, weights, offsets, coef, *, scale, pair=False, 
                          theta=th, scale=1.0, pair=True, n_threads=n_threads)
     cos_u, sin_u = Z[:, :n_freq], Z[:, n_freq:]
     C = np.asarray(coef, dtype=np.float64).reshape(np.shape(coef)[0], -1)
+    # in units of the largest coefficient, squared and summed, then back: targets near 1e300 (the
+    # ridge's coef_ is in their units) would overflow the squares into inf, and the importances into NaN
+    c_max = float(np.max(np.abs(C))) if C.size else 0.0
+    if not c_max > 0:
+        return np.zeros(W.shape[0])
+    C = C / c_max
     # the n x s x d products in float32 (half the time of float64's; an importance needs no more
     # than a few digits): mnist_test10k's 10 classes, 2000 rows, 1000 features, 784 inputs,
     # one thread: 0.75 -> 0.47 s (scratch `/tmp/s/imp_cost.py`)
@@ -93,5 +99,5 @@ def rms_partial_derivatives(rows, weights, offsets, coef, *, scale, pair=False, 
             du += cos_u * C[n_freq:, m]
         G = (du.astype(np.float32) @ Wt).astype(np.float64)
         total += np.average(G * G, axis=0, weights=row_weights)
-    norms = abs(float(scale)) * np.sqrt(total)
+    norms = np.sqrt(total) * (abs(float(scale)) * c_max)
     return norms if th is None else norms * np.abs(th)

@@ -367,7 +367,8 @@ class _RFFRidgeBase(BaseEstimator):
         self.coef_ = coef[:, 0] if ravel else coef
         self.intercept_ = float(intercept[0]) if ravel else intercept
         self.alpha_ = float(alpha)
-        self.selection_errors_ = None if errors is None else errors * float(np.mean(scaler.scale_**2))
+        with np.errstate(over="ignore"):  # in the targets' units: inf for targets near 1e300
+            self.selection_errors_ = None if errors is None else errors * float(np.mean(scaler.scale_**2))
         self._stats = stats
         self.n_samples_seen_ = getattr(stats, "rows", stats.n)
 
@@ -410,7 +411,8 @@ class _RFFRidgeBase(BaseEstimator):
             if compare:
                 detail = f"standardize {geometry!r}, " + detail
             if out[3] is not None:
-                detail += f", {how} mse {error * float(np.mean(self._target_scaler.scale_**2)):.4g}"
+                with np.errstate(over="ignore"):  # (targets near 1e300: shown as inf)
+                    detail += f", {how} mse {error * float(np.mean(self._target_scaler.scale_**2)):.4g}"
             log.step("width", done, planned, detail + f" ({len(alphas)} alphas)")
             return out, rows, error
 
