@@ -459,3 +459,16 @@ def test_a_constant_integer_target_is_one_class_with_the_way_out():
         rffkern.fit(X, np.array(["a"] * 60), random_state=0)
     model = rffkern.fit(X, np.ones(60), task="regression", random_state=0)
     np.testing.assert_allclose(model.predict(X), 1.0)
+
+
+def test_bad_inputs_are_named_as_rffkern_fit_s():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    X_nan = X.copy()
+    X_nan[5, 1] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN.\nrffkern.fit does not accept missing values"):
+        rffkern.fit(X_nan, X[:, 0], random_state=0)
+    mixed = np.array([1 if v > 0 else "neg" for v in X[:, 0]], dtype=object)
+    with pytest.raises(ValueError, match=r"y mixes text and other labels \(e.g. 'neg' and 1\)"):
+        rffkern.fit(X, mixed, random_state=0)
+    np.testing.assert_array_equal(X_nan[5, 1], np.nan)  # the caller's array as it was

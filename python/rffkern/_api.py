@@ -89,6 +89,12 @@ def explain_task(y: ArrayLike) -> tuple[str, str]:
         if all(isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
                for v in values):
             return explain_task(np.asarray(values, dtype=np.float64))
+        kinds = {"text" if isinstance(v, (str, bytes)) else "numbers" for v in values}
+        if len(kinds) > 1:
+            text = next(v for v in values if isinstance(v, (str, bytes)))
+            other = next(v for v in values if not isinstance(v, (str, bytes)))
+            raise ValueError(f"y mixes text and other labels (e.g. {text!r} and {other!r}); give every class "
+                             "label one type, e.g. y.astype(str)")
         return "classification", "non-numeric labels"
     if arr.dtype.kind in "USb":
         return "classification", "boolean labels" if arr.dtype.kind == "b" else "text labels"
@@ -449,7 +455,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     from concurrent.futures import ThreadPoolExecutor
 
     from sklearn.model_selection import train_test_split
-    from sklearn.utils import check_X_y
+    from sklearn.utils import assert_all_finite, check_X_y
     from threadpoolctl import threadpool_limits
 
     from rffkern._data import check_sample_weight
@@ -475,6 +481,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     y = np.asarray(y)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.dtype.kind == "f":  # (named as rffkern.fit's, not as the first estimator's that reads X)
+        assert_all_finite(X, input_name="X", estimator_name="rffkern.fit")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
     w = check_sample_weight(sample_weight, X.shape[0])
