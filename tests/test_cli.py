@@ -77,7 +77,7 @@ def test_fit_classification_with_text_labels_and_cv(tmp_path, capsys):
     assert main(["fit", path, "--target", "label", "--cv", "2", *FAST]) == 0
     text = capsys.readouterr().out
     assert "-> classification (text labels)" in text and "2-fold cross-validation" in text
-    assert "accuracy" in text and "roc_auc" in text
+    assert "accuracy" in text and "roc_auc" in text and "log_loss" in text
 
 
 def test_fit_auto_is_rffkern_fit_and_passes_only_the_options_given(tmp_path, capsys):

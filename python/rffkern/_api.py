@@ -385,7 +385,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     Every returned model has ``feature_importances_``, RFFNet or ridge alike: the root mean square
     of the partial derivatives of the fitted function over the rows (at most 2000 drawn), per unit
     of each input's own deviation, scaled to [0, 1] (RFFNet's paper relevances stay in
-    ``relevances_``).
+    ``relevances_``). Every returned classifier has ``predict_proba``: RFFNet's softmax, or the
+    ridge's decision values tempered by leave-one-out log-loss (``temperature_``).
 
     Parameters
     ----------
@@ -679,8 +680,10 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
             model.partial_fit(X[idx_val], y[idx_val], sample_weight=w_val)
             # the importances over every row (at most 2000 drawn), not the held-out ones alone
             model._skip_importances = False
-            model._store_derivative_norms(model._standardized(np.asarray(X, dtype=model.coef_.dtype)),
-                                          np.random.default_rng(0), w)
+            Xs_all = model._standardized(np.asarray(X, dtype=model.coef_.dtype))
+            model._store_derivative_norms(Xs_all, np.random.default_rng(0), w)
+            if classify:  # predict_proba's temperature, from every row's leave-one-out decisions
+                model._store_calibration(Xs_all, model._targets(y), w)
         times["ridge_refit"] = time.perf_counter() - tic
         report["chosen"] = "ridge"
     over = "the width search's ridge" if ridge is None else "the ridge"

@@ -288,22 +288,27 @@ def _aligned_targets(y, X):
     return y.rechunk((X.chunks[0],) + y.shape[1:])
 
 
-def _head_sample(X, rng):
+def _head_sample(X, rng, y=None):
     """At most SAMPLE_ROWS rows: the first rows of chunks taken in a random order, from at most
-    SAMPLE_CHUNKS of them when the chunks are large enough (lazy)."""
+    SAMPLE_CHUNKS of them when the chunks are large enough (lazy); with ``y`` (a Dask array chunked
+    by rows as X), ``(X rows, y rows)``, the same rows of each."""
     import dask.array as da
 
     sizes = X.chunks[0]
     per = math.ceil(SAMPLE_ROWS / min(len(sizes), SAMPLE_CHUNKS))
-    pieces, total = [], 0
+    picked, total = [], 0
     for i in rng.permutation(len(sizes)):
         take = min(sizes[i], per, SAMPLE_ROWS - total)
         if take > 0:
-            pieces.append(X.blocks[int(i)][:take])
+            picked.append((int(i), take))
             total += take
         if total >= SAMPLE_ROWS:
             break
-    return da.concatenate(pieces) if pieces else X[:0]
+
+    def rows(A):
+        return da.concatenate([A.blocks[i][:take] for i, take in picked]) if picked else A[:0]
+
+    return rows(X) if y is None else (rows(X), rows(y))
 
 
 def fit_ridge(est, X, y):
@@ -350,7 +355,7 @@ def fit_ridge(est, X, y):
     moments = _tree_reduce([dask.delayed(_chunk_moments, pure=True)(xb, yb, not classifier)
                             for xb, yb in zip(x_blocks, y_blocks)], _merge_moments)
     probe_rng = copy.deepcopy(rng)  # the probe's seed, before the sample's draws (which depend on the chunks)
-    moments, sample = dask.compute(moments, _head_sample(X, rng))
+    moments, (sample, y_sample) = dask.compute(moments, _head_sample(X, rng, y))
     if not moments.finite:
         raise ValueError("Input X or y contains NaN or infinity.")
     mean, scale = moments.mean_and_scale()
@@ -424,4 +429,6 @@ def fit_ridge(est, X, y):
     est.weights_ = unit / est.length_scale_
     est._store(*out, ravel=ravel)
     est._store_derivative_norms(Xs_sample, rng)
+    if classifier:  # predict_proba's temperature, from the sample's leave-one-out decisions
+        est._store_calibration(Xs_sample, est._targets(np.asarray(y_sample).reshape(-1)))
     return est

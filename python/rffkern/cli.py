@@ -641,7 +641,7 @@ def run_fit(args):
         The exit status: 0 on success.
     """
     from sklearn.base import clone
-    from sklearn.metrics import accuracy_score, mean_squared_error, r2_score, roc_auc_score
+    from sklearn.metrics import accuracy_score, log_loss, mean_squared_error, r2_score, roc_auc_score
     from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
     from rffkern import RFFNetClassifier, RFFNetRegressor
@@ -709,6 +709,7 @@ def run_fit(args):
                     out["roc_auc"] = (roc_auc_score(yt, proba[:, 1], sample_weight=wt) if proba.shape[1] == 2 else
                                       roc_auc_score(yt, proba, multi_class="ovr", labels=model.classes_,
                                                     sample_weight=wt))
+                    out["log_loss"] = log_loss(yt, proba, labels=model.classes_, sample_weight=wt)
                 elif model.classes_.size == 2:  # a ridge classifier: its decision scores rank the rows
                     out["roc_auc"] = roc_auc_score(yt, model.decision_function(Xt), sample_weight=wt)
             return out

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -35,6 +36,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._dask import fit_ridge, is_dask_array, map_rows
+from rffkern._calibration import calibration_rows, class_probabilities, fit_temperature, loo_decisions
 from rffkern._importances import importance_rows, rms_partial_derivatives
 from rffkern._data import (TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, one_spread,
                            pooled_scale)
@@ -449,6 +451,7 @@ class _RFFRidgeBase(BaseEstimator):
         self.weights_ = unit / self.length_scale_
         self._store(*out, ravel=ravel)  # type: ignore[misc]  # out: fit_ridge_map's 5-tuple
         self._store_derivative_norms(Xs, rng, w)
+        self._store_calibration(Xs, Y, w)
         chosen = f"standardize {geometry!r}, " if compare else ""
         log.event(f"chose {chosen}length_scale {self.length_scale_:.4g}, alpha {self.alpha_:.3g}")
         return self
@@ -497,6 +500,7 @@ class _RFFRidgeBase(BaseEstimator):
         coef, intercept = solve_ridge(stats, best, self.fit_intercept)
         self._store(coef, intercept, best, errors, stats, ravel)
         self._store_derivative_norms(self._standardized(X), np.random.default_rng(0), w)
+        self._store_calibration(self._standardized(X), Y, w)
         ProgressLog(self, self.verbose).event(
             f"partial_fit: {stats.rows} rows seen, length_scale {self.length_scale_:.4g}, alpha {best:.3g}")
         return self
@@ -553,6 +557,9 @@ class _RFFRidgeBase(BaseEstimator):
         norms[~varying] = 0.0
         self._derivative_norms = norms
 
+    def _store_calibration(self, Xs, Y, sample_weight=None):
+        """The classifier's probability temperature (a no-op for the regressor)."""
+
     def _decision(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
@@ -566,6 +573,13 @@ def _refuse_dask_weights(sample_weight):
     if sample_weight is not None:
         raise ValueError("sample_weight is not supported when X is a Dask array; fit on a NumPy array, "
                          "or repeat rows in place of integer weights")
+
+
+def _class_scores(D):
+    """Decision values as one score per class: ``[0, D]`` for two classes (``sigmoid(a D)`` is the
+    softmax of ``[0, a D]``), else ``D`` itself."""
+    D = np.asarray(D, np.float64)
+    return np.column_stack([np.zeros(D.shape[0]), D]) if D.ndim == 1 or D.shape[1] == 1 else D
 
 
 def _scaled(r):
@@ -889,6 +903,10 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         As in :class:`RFFRidge`.
     length_scale_, width_errors_, standardize_, standardize_errors_, x_mean_, x_scale_ : object
         As in :class:`RFFRidge`.
+    temperature_ : float or None
+        :meth:`predict_proba`'s ``a`` in ``softmax(a * decision)``, of least log-loss of the exact
+        leave-one-out decision values of (at most 2000) training rows; None before rows of two
+        classes were seen.
 
     Examples
     --------
@@ -913,6 +931,27 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
     def _targets(self, y):
         Y = self._binarizer.transform(y).astype(np.float64)
         return Y
+
+    def _store_calibration(self, Xs, Y, sample_weight=None):
+        """``temperature_`` of :meth:`predict_proba` from the exact leave-one-out decision values of
+        these rows of the fit (at most ``CALIBRATION_ROWS``), against their classes (+-1 targets
+        ``Y``). Kept as it was where those rows hold a single class (a ``partial_fit`` chunk), and
+        skipped with the importances (``_skip_importances``: ``rffkern.fit`` calibrates the model
+        it returns)."""
+        if self._skip_importances:
+            self.temperature_ = None
+            return
+        rows = calibration_rows(Xs.shape[0], sample_weight)
+        Yr = np.asarray(Y, np.float64)[rows]
+        codes = (Yr[:, 0] > 0).astype(int) if Yr.shape[1] == 1 else Yr.argmax(axis=1)
+        if np.unique(codes).size < 2:
+            self.temperature_ = getattr(self, "temperature_", None)
+            return
+        w = None if sample_weight is None else np.asarray(sample_weight, np.float64)[rows]
+        scaler = self._target_scaler
+        loo = loo_decisions(self._stats, self._map(), Xs[rows], scaler.transform(Yr), self.alpha_,
+                            self.fit_intercept, w)
+        self.temperature_ = fit_temperature(_class_scores(scaler.inverse_transform(loo)), codes, w)
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> RFFRidgeClassifier:
         """Fit the ridge classifier on the +-1 one-vs-rest encoding of y.
@@ -1050,3 +1089,74 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
             return map_rows(self.predict, X)
         D = self.decision_function(X)  # first: it raises NotFittedError before classes_ exists
         return labels_from_decision(self.classes_, D)
+
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Class probabilities: ``softmax(temperature_ * decision)`` over the classes.
+
+        For two classes ``sigmoid(temperature_ * decision_function(X))`` for ``classes_[1]``. The
+        one temperature is fitted at ``fit`` to the exact leave-one-out decision values of (at
+        most 2000 of) the training rows by log-loss (temperature scaling on leave-one-out
+        outputs, which the ridge gives in closed form: no held-out split; ``partial_fit`` refits
+        it on each chunk's rows). The most probable class is the one :meth:`predict` returns.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Probabilities of ``classes_``, each row summing to 1.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidgeClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(200, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFRidgeClassifier(n_components=100, random_state=0).fit(X, y)
+        >>> clf.predict_proba(X[:2]).round(2)
+        array([[0.63, 0.37],
+               [0.31, 0.69]])
+        """
+        if is_dask_array(X):
+            return map_rows(self.predict_proba, X)
+        D = self.decision_function(X)
+        if getattr(self, "temperature_", None) is None:
+            raise ValueError("predict_proba needs the rows of at least two classes in a fit (or in one "
+                             "partial_fit chunk) to calibrate its probabilities; none has been seen")
+        return class_probabilities(_class_scores(D), self.temperature_)
+
+    def predict_log_proba(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Logarithm of :meth:`predict_proba`.
+
+        Computed as a log-softmax: finite where the probability underflows to 0.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Log-probabilities of ``classes_``.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidgeClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(200, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFRidgeClassifier(n_components=100, random_state=0).fit(X, y)
+        >>> clf.predict_log_proba(X[:1]).shape
+        (1, 2)
+        """
+        if is_dask_array(X):
+            return map_rows(self.predict_log_proba, X)
+        D = self.decision_function(X)
+        if getattr(self, "temperature_", None) is None:
+            raise ValueError("predict_log_proba needs the rows of at least two classes in a fit (or in "
+                             "one partial_fit chunk) to calibrate its probabilities; none has been seen")
+        return log_softmax(self.temperature_ * _class_scores(D), axis=1)
