@@ -63,6 +63,7 @@ CASES = [
     (RFFRidge(64, random_state=0), Y_SMALL, "predict"),
     (RFFRidgeClassifier(64, random_state=0), LABELS_3, "decision_function"),
     (RFFRidgeClassifier(64, random_state=0), LABELS_2, "predict"),
+    (RFFRidgeClassifier(64, random_state=0), LABELS_3, "predict_proba"),
     (RFFNetRegressor(32, max_iter=2, n_restarts=1, random_state=0), Y_SMALL, "predict"),
     (RFFNetClassifier(32, max_iter=2, n_restarts=1, random_state=0), LABELS_3, "predict_proba"),
     (RFFNetClassifier(32, max_iter=2, n_restarts=1, random_state=0), LABELS_2, "decision_function"),
@@ -194,6 +195,10 @@ def test_distributed_classifier_fit_equals_single_machine(client):
     assert _relative(dist.coef_, single.coef_) <= 1e-10
     assert _relative(dist.intercept_, single.intercept_) <= 1e-10
     np.testing.assert_array_equal(_compute(client, dist.predict(Xd)), single.predict(X))
+    # predict_proba's temperature from the gathered sample's leave-one-out decisions (the single
+    # machine's from 2000 random rows: other rows, a close temperature)
+    assert dist.temperature_ == pytest.approx(single.temperature_, rel=0.15)
+    np.testing.assert_allclose(_compute(client, dist.predict_proba(Xd)).sum(axis=1), 1.0, rtol=1e-12)
 
 
 def test_default_fit_on_dask_is_close_to_single_machine(client):
