@@ -195,3 +195,19 @@ def test_non_numeric_weights_are_a_type_error():
     X, y, _ = make_jse3(50, random_state=0)
     with pytest.raises(TypeError, match="sample_weight must be numeric"):
         RFFNetRegressor(**_small()).fit(X, y, sample_weight=np.array(["a"] * 50))
+
+
+def test_the_closing_check_takes_as_many_effective_rows_as_unweighted():
+    from rffkern.rffnet import CLOSING_CHECK_ROWS, closing_check_rows
+
+    rng = np.random.default_rng(0)
+    n = 10_000
+    plain = closing_check_rows(n, rng)
+    assert plain.size == CLOSING_CHECK_ROWS
+    np.testing.assert_array_equal(closing_check_rows(n, rng, np.full(n, 0.37)), plain)  # equal weights: the same rows
+    w = rng.pareto(1.5, n) + 0.1  # heavy-tailed: few effective rows
+    effective = w.sum() ** 2 / (w @ w)
+    rows = closing_check_rows(n, rng, w)
+    assert rows.size == min(n, int(np.ceil(CLOSING_CHECK_ROWS * n / effective * (1 - 1e-12)))) > CLOSING_CHECK_ROWS
+    assert np.all(np.diff(rows) > 0)
+    np.testing.assert_array_equal(closing_check_rows(500, rng, w[:500]), np.arange(500))
