@@ -125,3 +125,15 @@ def test_a_variant_fit_does_not_skip_its_importances_later():
     assert not model.__dict__.get("_skip_importances", False)
     refit = copy.deepcopy(model).fit(X, y)
     assert refit.feature_importances_.max() == 1.0
+
+
+def test_importances_do_not_depend_on_the_thread_counts():
+    from threadpoolctl import threadpool_limits
+
+    X, y = _scaled_data(400)
+    out = []
+    for n_jobs, blas in ((1, 1), (2, 2), (3, 1)):
+        with threadpool_limits(limits=blas, user_api="blas"):
+            out.append(RFFNetRegressor(n_components=40, max_iter=3, random_state=0, n_jobs=n_jobs)
+                       .fit(X, y).feature_importances_)
+    np.testing.assert_allclose(out, np.broadcast_to(out[0], np.shape(out)), rtol=1e-6, atol=1e-9)

@@ -119,3 +119,17 @@ def test_fit_returns_a_classifier_with_probabilities_either_way(monkeypatch, for
     np.testing.assert_array_equal(model.classes_[P.argmax(axis=1)], model.predict(X[:50]))
     if force_ridge:  # calibrated on every row of the returned model
         assert model.temperature_ > 0
+
+
+def test_the_temperature_does_not_depend_on_the_thread_counts():
+    from threadpoolctl import threadpool_limits
+
+    X, y = _data(600, 3)
+    temps, probs = [], []
+    for n_jobs, blas in ((1, 1), (2, 2), (3, 1)):
+        with threadpool_limits(limits=blas, user_api="blas"):
+            clf = RFFRidgeClassifier(n_components=200, random_state=0, n_jobs=n_jobs).fit(X, y)
+        temps.append(clf.temperature_)
+        probs.append(clf.predict_proba(X[:50]))
+    np.testing.assert_allclose(temps, temps[0], rtol=1e-10)
+    np.testing.assert_allclose(probs, np.broadcast_to(probs[0], np.shape(probs)), rtol=1e-9, atol=1e-15)
