@@ -16,8 +16,7 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 
-__all__ = ["CALIBRATION_ROWS", "TEMPERATURE_MAX", "calibration_rows", "loo_decisions", "fit_temperature",
-           "class_probabilities"]
+__all__ = ["CALIBRATION_ROWS", "TEMPERATURE_MAX", "calibration_rows", "loo_decisions", "fit_temperature"]
 
 #: Training rows (drawn at random above it) whose leave-one-out decisions fit the temperature.
 CALIBRATION_ROWS = 2000
@@ -92,7 +91,3 @@ def fit_temperature(D, codes, sample_weight=None):
     return float(minimize_scalar(log_loss, bounds=(0.0, TEMPERATURE_MAX), method="bounded",
                                  options={"xatol": 1e-6}).x)
 
-
-def class_probabilities(D, temperature):
-    """``softmax(temperature * D)`` per row, ``D`` of shape (n, k) (two classes: ``[0, D]``)."""
-    return np.exp(log_softmax(temperature * np.asarray(D, np.float64), axis=1))

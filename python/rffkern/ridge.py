@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._dask import fit_ridge, is_dask_array, map_rows
-from rffkern._calibration import calibration_rows, class_probabilities, fit_temperature, loo_decisions
+from rffkern._calibration import calibration_rows, fit_temperature, loo_decisions
 from rffkern._importances import importance_rows, rms_partial_derivatives
 from rffkern._data import (TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, one_spread,
                            pooled_scale)
@@ -1122,11 +1122,7 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         """
         if is_dask_array(X):
             return map_rows(self.predict_proba, X)
-        D = self.decision_function(X)
-        if getattr(self, "temperature_", None) is None:
-            raise ValueError("predict_proba needs the rows of at least two classes in a fit (or in one "
-                             "partial_fit chunk) to calibrate its probabilities; none has been seen")
-        return class_probabilities(_class_scores(D), self.temperature_)
+        return np.exp(self._log_proba(X, "predict_proba"))
 
     def predict_log_proba(self, X: ArrayLike) -> NDArray[np.float64]:
         """Logarithm of :meth:`predict_proba`.
@@ -1155,8 +1151,12 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         """
         if is_dask_array(X):
             return map_rows(self.predict_log_proba, X)
-        D = self.decision_function(X)
+        return self._log_proba(X, "predict_log_proba")
+
+    def _log_proba(self, X, method):
+        """``log_softmax(temperature_ * decision)`` over the classes (``method`` names the caller)."""
+        D = self.decision_function(X)  # first: it raises NotFittedError before the temperature exists
         if getattr(self, "temperature_", None) is None:
-            raise ValueError("predict_log_proba needs the rows of at least two classes in a fit (or in "
-                             "one partial_fit chunk) to calibrate its probabilities; none has been seen")
+            raise ValueError(f"{method} needs the rows of at least two classes in a fit (or in one "
+                             "partial_fit chunk) to calibrate its probabilities; none has been seen")
         return log_softmax(self.temperature_ * _class_scores(D), axis=1)
