@@ -52,8 +52,8 @@ print(f"test RMSE: rffkern.fit {rmse(model.predict(X_test)):.1f}, "
       f"predicting the mean {rmse(np.full_like(y_test, y_train.mean())):.1f}")
 
 # %%
-# Which measurements matter: ``feature_importances_`` is RFFNet's relevances or, for the ridge,
-# the root mean square of the model's partial derivatives (scaled to [0, 1]).
+# Which measurements matter: ``feature_importances_`` is the root mean square of the model's
+# partial derivatives over the rows (RFFNet or ridge alike; scaled to [0, 1]).
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
 relevances(model, feature_names=list(data.feature_names), ax=ax1,
            title=f"diabetes: relevances ({report['chosen']})")

@@ -27,7 +27,8 @@ print(f"{X.shape[0]} samples, {X.shape[1]} features, true support: {(support + 1
 # %%
 # Relevances of one fit
 # ---------------------
-# ``feature_importances_`` are the absolute relevances scaled to [0, 1].
+# ``feature_importances_`` are the root mean square of the fitted function's slope along each
+# input, scaled to [0, 1]; ``relevances_`` are the learned inverse length scales (TopK's order).
 model = rffkern.RFFNetRegressor(random_state=0).fit(X, y)
 print(f"trained {model.n_iter_} epochs; most relevant:",
       (model.feature_importances_.argsort()[::-1][:5] + 1).tolist())
