@@ -507,8 +507,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         if labels.size < 2:
             # (numeric labels: the task rule read a constant target as one class)
             hint = "; pass task='regression' to fit a constant" if y.dtype.kind in "fiu" else ""
-            raise ValueError(f"y has a single value ({labels[0].item()!r}){' on its rows of positive weight' * bool(n_dropped)}: "
-                             f"as a class label ({reason}) that is one class, and a classifier needs at least 2{hint}")
+            where = " on its rows of positive weight" if n_dropped else ""
+            raise ValueError(f"y has a single value ({labels[0].item()!r}){where}: as a class label ({reason}) "
+                             f"that is one class, and a classifier needs at least 2{hint}")
         n_val = int(np.ceil(validation_fraction * len(y)))
         if counts.min() >= 2 and min(n_val, len(y) - n_val) >= counts.size:
             stratify = y
