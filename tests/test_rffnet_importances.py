@@ -137,3 +137,14 @@ def test_importances_do_not_depend_on_the_thread_counts():
             out.append(RFFNetRegressor(n_components=40, max_iter=3, random_state=0, n_jobs=n_jobs)
                        .fit(X, y).feature_importances_)
     np.testing.assert_allclose(out, np.broadcast_to(out[0], np.shape(out)), rtol=1e-6, atol=1e-9)
+
+
+def test_a_model_pickled_before_the_derivative_norms_reports_its_relevances():
+    X, y = _scaled_data(200)
+    m = RFFNetRegressor(n_components=40, max_iter=3, random_state=0).fit(X, y)
+    old = pickle.loads(pickle.dumps(m))
+    del old._derivative_norms  # as unpickled from an rffkern whose importances were |theta|
+    r = m._relevance_magnitudes()
+    np.testing.assert_array_equal(old.feature_importances_, r / r.max())
+    m._derivative_norms = None  # computation skipped (rffkern.fit's variants): no importances
+    assert not hasattr(m, "feature_importances_")

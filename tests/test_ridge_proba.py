@@ -133,3 +133,13 @@ def test_the_temperature_does_not_depend_on_the_thread_counts():
         probs.append(clf.predict_proba(X[:50]))
     np.testing.assert_allclose(temps, temps[0], rtol=1e-10)
     np.testing.assert_allclose(probs, np.broadcast_to(probs[0], np.shape(probs)), rtol=1e-9, atol=1e-15)
+
+
+def test_a_model_pickled_before_the_temperature_asks_for_a_refit():
+    X, y = _data(200)
+    clf = RFFRidgeClassifier(n_components=40, random_state=0).fit(X, y)
+    old = pickle.loads(pickle.dumps(clf))
+    del old.temperature_  # as unpickled from an rffkern without predict_proba on the ridge
+    np.testing.assert_array_equal(old.predict(X[:5]), clf.predict(X[:5]))
+    with pytest.raises(ValueError, match="pickled by an earlier rffkern.*fit it again"):
+        old.predict_proba(X[:5])

@@ -469,7 +469,10 @@ class _BaseRFFNet(BaseEstimator):
         1.0
         """
         check_is_fitted(self, "relevances_")
-        norms = getattr(self, "_derivative_norms", None)
+        if "_derivative_norms" not in self.__dict__:  # pickled by an earlier rffkern: what it reported, |theta|
+            norms = self._relevance_magnitudes()
+        else:
+            norms = self._derivative_norms
         if norms is None:
             raise AttributeError("feature_importances_ was not computed for this fit")
         top = norms.max() if norms.size else 0.0

@@ -1156,7 +1156,10 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
     def _log_proba(self, X, method):
         """``log_softmax(temperature_ * decision)`` over the classes (``method`` names the caller)."""
         D = self.decision_function(X)  # first: it raises NotFittedError before the temperature exists
-        if getattr(self, "temperature_", None) is None:
+        if "temperature_" not in self.__dict__:
+            raise ValueError(f"{method} needs temperature_, which this model (pickled by an earlier rffkern) "
+                             "lacks: fit it again")
+        if self.temperature_ is None:
             raise ValueError(f"{method} needs the rows of at least two classes in a fit (or in one "
                              "partial_fit chunk) to calibrate its probabilities; none has been seen")
         return log_softmax(self.temperature_ * _class_scores(D), axis=1)
