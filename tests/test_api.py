@@ -102,7 +102,7 @@ def test_the_chosen_ridge_holds_every_row(small_search):
     # row (not over the held-out ones that partial_fit added)
     assert sorted(np.argsort(-model.feature_importances_)[:2].tolist()) == [0, 1]
     reported = model.feature_importances_.copy()
-    model._store_derivative_norms(model._standardized(X), np.random.default_rng(0))
+    model._store_derivative_norms(model._standardized(X), rng=np.random.default_rng(0))
     np.testing.assert_array_equal(model.feature_importances_, reported)
     assert model.alpha_ in RFFRidge().alpha and model.length_scale_ > 0
     assert refit.get_params()["alpha"] == model.alpha_

@@ -148,3 +148,30 @@ def test_a_model_pickled_before_the_derivative_norms_reports_its_relevances():
     np.testing.assert_array_equal(old.feature_importances_, r / r.max())
     m._derivative_norms = None  # computation skipped (rffkern.fit's variants): no importances
     assert not hasattr(m, "feature_importances_")
+
+
+@pytest.mark.parametrize("make", [lambda: RFFNetRegressor(n_components=40, dtype="float64", random_state=0),
+                                  lambda: rffkern.RFFRidge(40, random_state=0)])
+def test_partial_fit_computes_the_importances_when_read_not_per_chunk(make, monkeypatch):
+    """partial_fit keeps its rows; the derivative norms are computed once, when read or pickled."""
+    from rffkern import _importances
+
+    X, y = _scaled_data(600)
+    calls = []
+    real = _importances.rms_partial_derivatives
+    monkeypatch.setattr(_importances, "rms_partial_derivatives", lambda *a, **k: calls.append(1) or real(*a, **k))
+    module = __import__(type(make()).__module__, fromlist=["rms_partial_derivatives"])
+    monkeypatch.setattr(module, "rms_partial_derivatives", _importances.rms_partial_derivatives)
+    m = make()
+    for start in range(0, 600, 200):
+        m.partial_fit(X[start:start + 200], y[start:start + 200])
+    assert calls == []
+    first = m.feature_importances_.copy()
+    assert calls == [1]
+    np.testing.assert_array_equal(m.feature_importances_, first)
+    assert calls == [1]
+    m.partial_fit(X[:200], y[:200])
+    restored = pickle.loads(pickle.dumps(m))  # the pickle holds the importances, not the rows
+    assert calls == [1, 1] and "_summary_rows" not in vars(restored)
+    np.testing.assert_allclose(restored.feature_importances_, _finite_difference_importances(m, X[:200]),
+                               rtol=1e-4, atol=1e-7)

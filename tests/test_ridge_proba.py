@@ -139,7 +139,29 @@ def test_a_model_pickled_before_the_temperature_asks_for_a_refit():
     X, y = _data(200)
     clf = RFFRidgeClassifier(n_components=40, random_state=0).fit(X, y)
     old = pickle.loads(pickle.dumps(clf))
-    del old.temperature_  # as unpickled from an rffkern without predict_proba on the ridge
+    del old._temperature  # as unpickled from an rffkern without predict_proba on the ridge
     np.testing.assert_array_equal(old.predict(X[:5]), clf.predict(X[:5]))
     with pytest.raises(ValueError, match="pickled by an earlier rffkern.*fit it again"):
         old.predict_proba(X[:5])
+
+
+def test_partial_fit_calibrates_when_read_from_the_last_chunk_of_two_classes():
+    """The temperature is computed when read (not per chunk), from the last chunk that held two
+    classes: a later chunk of one class does not lose it, read or not in between."""
+    import copy
+
+    X, y = _data(600)
+    ones = 300 + np.flatnonzero(y[300:] == 1)
+    read = RFFRidgeClassifier(n_components=60, random_state=0)
+    read.partial_fit(X[:300], y[:300], classes=[0, 1])
+    first = read.temperature_
+    read.partial_fit(X[ones], y[ones])
+    assert read.temperature_ == first  # read in between: kept
+    unread = RFFRidgeClassifier(n_components=60, random_state=0)
+    unread.partial_fit(X[:300], y[:300], classes=[0, 1]).partial_fit(X[ones], y[ones])
+    assert "_summary_rows" in vars(unread)  # nothing computed yet
+    # not read in between: the first chunk's rows, against the model with both chunks
+    expected = copy.deepcopy(read)
+    expected._store_calibration(read._standardized(X[:300]), read._targets(y[:300]))
+    assert unread.temperature_ == pytest.approx(expected.temperature_, rel=1e-12) and unread.temperature_ > 0
+    np.testing.assert_array_equal(unread.predict(X[:20]), read.predict(X[:20]))

@@ -682,7 +682,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
             # the importances over every row (at most 2000 drawn), not the held-out ones alone
             model._skip_importances = False
             Xs_all = model._standardized(np.asarray(X, dtype=model.coef_.dtype))
-            model._store_derivative_norms(Xs_all, np.random.default_rng(0), w)
+            model._store_derivative_norms(Xs_all, w)
             if classify:  # predict_proba's temperature, from every row's leave-one-out decisions
                 model._store_calibration(Xs_all, model._targets(y), w)
         times["ridge_refit"] = time.perf_counter() - tic

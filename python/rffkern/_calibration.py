@@ -16,22 +16,13 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 
-__all__ = ["CALIBRATION_ROWS", "TEMPERATURE_MAX", "calibration_rows", "loo_decisions", "fit_temperature"]
+__all__ = ["CALIBRATION_ROWS", "TEMPERATURE_MAX", "loo_decisions", "fit_temperature"]
 
 #: Training rows (drawn at random above it) whose leave-one-out decisions fit the temperature.
 CALIBRATION_ROWS = 2000
 #: The largest temperature searched: decision values of +-1 targets are O(1), and where the
 #: leave-one-out decisions separate the classes the log-loss falls all the way to this bound.
 TEMPERATURE_MAX = 1e3
-
-
-def calibration_rows(n, sample_weight=None):
-    """Sorted indices of the rows (of positive weight) that fit the temperature: all of them, or
-    ``CALIBRATION_ROWS`` drawn by a fixed generator (the estimator's own stream is left alone)."""
-    rows = np.arange(n) if sample_weight is None else np.flatnonzero(np.asarray(sample_weight) > 0)
-    if rows.size > CALIBRATION_ROWS:
-        rows = np.sort(np.random.default_rng(0).choice(rows, CALIBRATION_ROWS, replace=False))
-    return rows
 
 
 def loo_decisions(stats, fmap, Xs, Y, alpha, fit_intercept, sample_weight=None):

@@ -428,7 +428,7 @@ def fit_ridge(est, X, y):
     out = (*solve_ridge(s, alpha, est.fit_intercept), alpha, errors, s)
     est.weights_ = unit / est.length_scale_
     est._store(*out, ravel=ravel)
-    est._store_derivative_norms(Xs_sample, rng)
+    est._store_derivative_norms(Xs_sample, rng=rng)
     if classifier:  # predict_proba's temperature, from the sample's leave-one-out decisions
         est._store_calibration(Xs_sample, est._targets(np.asarray(y_sample).reshape(-1)))
     return est

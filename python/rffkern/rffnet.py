@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._importances import importance_rows, rms_partial_derivatives
+from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
 from rffkern._data import (check_sample_weight, mean_and_scale, mean_scale_constant, pooled_scale,
                            power_of_two_scale, standardized_rows)
 from rffkern._losses import class_probabilities
@@ -87,7 +87,7 @@ def _accuracy(labels, predicted, sample_weight=None):
     return float(np.average(labels == predicted, weights=sample_weight))
 
 
-class _BaseRFFNet(BaseEstimator):
+class _BaseRFFNet(DeferredSummaries, BaseEstimator):
     """Shared fitting machinery of :class:`RFFNetRegressor` and :class:`RFFNetClassifier`."""
 
     _parameter_constraints = {
@@ -245,7 +245,7 @@ class _BaseRFFNet(BaseEstimator):
                 train_epochs(self, self._runner(), Xs, Y, weights, None, None, None, self._rng,
                              max_epochs=1, monitor=False)
                 self.refit_alpha_ = None  # B has moved on from any closing fit
-                self._store_derivative_norms(Xs, weights)  # over this call's rows, as RFFRidge's
+                self._defer_summaries(Xs, Y, weights)  # over this call's rows, computed when read
                 return self
             # fit(warm_start=True): max_iter more epochs, a new validation split from the
             # estimator's generator, the schedule restarting at learning_rate.
@@ -322,7 +322,10 @@ class _BaseRFFNet(BaseEstimator):
         else:
             self.refit_alpha_ = None  # partial_fit keeps B as trained
         # over every row given (training and validation), with the fitted map and weights
-        self._store_derivative_norms(self._standardized(X), weights)
+        if incremental:  # partial_fit's first call: computed when read
+            self._defer_summaries(self._standardized(X), Y, weights)
+        else:
+            self._store_derivative_norms(self._standardized(X), weights)
         return self
 
     def _restore_trained_map(self):
@@ -428,6 +431,9 @@ class _BaseRFFNet(BaseEstimator):
         return r if ratio is None else r * ratio
 
     # ------------------------------------------------------------------ public API
+    def _store_summaries(self, Xs, Y, sample_weight=None):
+        self._store_derivative_norms(Xs, sample_weight)
+
     def _store_derivative_norms(self, Xs, sample_weight=None):
         """``feature_importances_`` before scaling: the root mean square of the partial derivatives
         of the fitted outputs (summed over outputs: the logits for the classifier) over standardized
@@ -435,6 +441,7 @@ class _BaseRFFNet(BaseEstimator):
         ``sample_weight``), per unit of each input's own deviation. ``rffkern.fit`` sets
         ``_skip_importances`` on the variants it trains and computes them for the model it returns
         (on mnist_test10k, 10 classes and 784 inputs, each computation costs ~0.6 s)."""
+        self.__dict__.pop("_summary_rows", None)  # (rows a partial_fit kept: superseded)
         if self._skip_importances:
             self._derivative_norms = None
             return
@@ -469,6 +476,7 @@ class _BaseRFFNet(BaseEstimator):
         1.0
         """
         check_is_fitted(self, "relevances_")
+        self._resolve_summaries()
         if "_derivative_norms" not in self.__dict__:  # pickled by an earlier rffkern: what it reported, |theta|
             norms = self._relevance_magnitudes()
         else:

@@ -36,8 +36,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._dask import fit_ridge, is_dask_array, map_rows
-from rffkern._calibration import calibration_rows, fit_temperature, loo_decisions
-from rffkern._importances import importance_rows, rms_partial_derivatives
+from rffkern._calibration import CALIBRATION_ROWS, fit_temperature, loo_decisions
+from rffkern._importances import DeferredSummaries, capped_rows, importance_rows, rms_partial_derivatives
 from rffkern._data import (TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, one_spread,
                            pooled_scale)
 from rffkern._progress import ProgressLog
@@ -248,7 +248,7 @@ def paired_standard_error(losses: NDArray[np.floating], base: NDArray[np.floatin
     return float(np.sqrt(float((w * w) @ (d - mean) ** 2) * k / (k - 1)))
 
 
-class _RFFRidgeBase(BaseEstimator):
+class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     width_errors_: list[float] | None  # declared for type checkers only
     _skip_importances = False  # see _store_derivative_norms
 
@@ -450,7 +450,7 @@ class _RFFRidgeBase(BaseEstimator):
         self.length_scale_, out = widths[pick], fits[pick][0]
         self.weights_ = unit / self.length_scale_
         self._store(*out, ravel=ravel)  # type: ignore[misc]  # out: fit_ridge_map's 5-tuple
-        self._store_derivative_norms(Xs, rng, w)
+        self._store_derivative_norms(Xs, w, rng)
         self._store_calibration(Xs, Y, w)
         chosen = f"standardize {geometry!r}, " if compare else ""
         log.event(f"chose {chosen}length_scale {self.length_scale_:.4g}, alpha {self.alpha_:.3g}")
@@ -499,8 +499,7 @@ class _RFFRidgeBase(BaseEstimator):
             best, errors = choose_alpha(alphas, gcv_errors(stats, alphas, self.fit_intercept), stats)
         coef, intercept = solve_ridge(stats, best, self.fit_intercept)
         self._store(coef, intercept, best, errors, stats, ravel)
-        self._store_derivative_norms(self._standardized(X), np.random.default_rng(0), w)
-        self._store_calibration(self._standardized(X), Y, w)
+        self._defer_summaries(self._standardized(X), Y, w)  # computed when read
         ProgressLog(self, self.verbose).event(
             f"partial_fit: {stats.rows} rows seen, length_scale {self.length_scale_:.4g}, alpha {best:.3g}")
         return self
@@ -527,11 +526,12 @@ class _RFFRidgeBase(BaseEstimator):
         array([0, 1])
         """
         check_is_fitted(self)
+        self._resolve_summaries()
         if self._derivative_norms is None:
             raise AttributeError("feature_importances_ was not computed for this fit")
         return _scaled(self._derivative_norms)
 
-    def _store_derivative_norms(self, Xs, rng, sample_weight=None):
+    def _store_derivative_norms(self, Xs, sample_weight=None, rng=None):
         """``sqrt(mean_i (df/dx_ij)^2)`` on standardized inputs (summed over outputs; at most
         ``IMPORTANCE_ROWS`` rows, :func:`rffkern._importances.rms_partial_derivatives`), the mean
         weighted by ``sample_weight`` when given.
@@ -539,6 +539,7 @@ class _RFFRidgeBase(BaseEstimator):
         A fit whose importances nobody will read (``rffkern.fit``'s width probe and the ridge it
         completes by ``partial_fit``) sets ``_skip_importances``: on mnist (d = 784, 10 classes)
         each computation costs ~1 s, a third of the ridge's fit."""
+        self.__dict__.pop("_summary_rows", None)  # (rows a partial_fit kept: superseded)
         if self._skip_importances:
             self._derivative_norms = None
             return
@@ -560,6 +561,10 @@ class _RFFRidgeBase(BaseEstimator):
     def _store_calibration(self, Xs, Y, sample_weight=None):
         """The classifier's probability temperature (a no-op for the regressor)."""
 
+    def _store_summaries(self, Xs, Y, sample_weight=None):
+        self._store_derivative_norms(Xs, sample_weight)
+        self._store_calibration(Xs, Y, sample_weight)
+
     def _decision(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
@@ -573,6 +578,12 @@ def _refuse_dask_weights(sample_weight):
     if sample_weight is not None:
         raise ValueError("sample_weight is not supported when X is a Dask array; fit on a NumPy array, "
                          "or repeat rows in place of integer weights")
+
+
+def _class_codes(Y):
+    """Class indices of +-1 one-vs-rest targets (one column for two classes)."""
+    Y = np.asarray(Y)
+    return (Y[:, 0] > 0).astype(int) if Y.shape[1] == 1 else Y.argmax(axis=1)
 
 
 def _class_scores(D):
@@ -939,19 +950,43 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         skipped with the importances (``_skip_importances``: ``rffkern.fit`` calibrates the model
         it returns)."""
         if self._skip_importances:
-            self.temperature_ = None
+            self._temperature = None
             return
-        rows = calibration_rows(Xs.shape[0], sample_weight)
+        rows = capped_rows(Xs.shape[0], sample_weight, CALIBRATION_ROWS)
         Yr = np.asarray(Y, np.float64)[rows]
-        codes = (Yr[:, 0] > 0).astype(int) if Yr.shape[1] == 1 else Yr.argmax(axis=1)
+        codes = _class_codes(Yr)
         if np.unique(codes).size < 2:
-            self.temperature_ = getattr(self, "temperature_", None)
+            self._temperature = self.__dict__.get("_temperature")
             return
         w = None if sample_weight is None else np.asarray(sample_weight, np.float64)[rows]
         scaler = self._target_scaler
         loo = loo_decisions(self._stats, self._map(), Xs[rows], scaler.transform(Yr), self.alpha_,
                             self.fit_intercept, w)
-        self.temperature_ = fit_temperature(_class_scores(scaler.inverse_transform(loo)), codes, w)
+        self._temperature = fit_temperature(_class_scores(scaler.inverse_transform(loo)), codes, w)
+
+    def _defer_summaries(self, Xs, Y, sample_weight=None):
+        if "_summary_rows" in self.__dict__ and np.unique(_class_codes(Y)).size < 2:
+            # a chunk of one class calibrates nothing: the rows kept (of two classes, maybe) first
+            self._resolve_summaries()
+        super()._defer_summaries(Xs, Y, sample_weight)
+
+    @property
+    def temperature_(self) -> float | None:
+        """:meth:`predict_proba`'s temperature (see the class's Attributes).
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidgeClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(200, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> round(RFFRidgeClassifier(n_components=100, random_state=0).fit(X, y).temperature_, 2)
+        2.26
+        """
+        self._resolve_summaries()
+        if "_temperature" not in self.__dict__:
+            raise AttributeError("temperature_ exists once the classifier is fitted")
+        return self._temperature
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> RFFRidgeClassifier:
         """Fit the ridge classifier on the +-1 one-vs-rest encoding of y.
@@ -1096,8 +1131,9 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         For two classes ``sigmoid(temperature_ * decision_function(X))`` for ``classes_[1]``. The
         one temperature is fitted at ``fit`` to the exact leave-one-out decision values of (at
         most 2000 of) the training rows by log-loss (temperature scaling on leave-one-out
-        outputs, which the ridge gives in closed form: no held-out split; ``partial_fit`` refits
-        it on each chunk's rows). The most probable class is the one :meth:`predict` returns.
+        outputs, which the ridge gives in closed form: no held-out split; after ``partial_fit``
+        it is refitted, when first needed, on the last chunk that held two or more classes). The
+        most probable class is the one :meth:`predict` returns.
 
         Parameters
         ----------
@@ -1156,10 +1192,11 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
     def _log_proba(self, X, method):
         """``log_softmax(temperature_ * decision)`` over the classes (``method`` names the caller)."""
         D = self.decision_function(X)  # first: it raises NotFittedError before the temperature exists
-        if "temperature_" not in self.__dict__:
+        self._resolve_summaries()
+        if "_temperature" not in self.__dict__:
             raise ValueError(f"{method} needs temperature_, which this model (pickled by an earlier rffkern) "
                              "lacks: fit it again")
-        if self.temperature_ is None:
+        if self._temperature is None:
             raise ValueError(f"{method} needs the rows of at least two classes in a fit (or in one "
                              "partial_fit chunk) to calibrate its probabilities; none has been seen")
-        return log_softmax(self.temperature_ * _class_scores(D), axis=1)
+        return log_softmax(self._temperature * _class_scores(D), axis=1)
