@@ -152,6 +152,41 @@ def test_float32_loo_pass_is_leave_one_out_to_float32_accuracy(monkeypatch):
     assert m.alpha_ == alphas[int(np.argmin(brute))]
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_loo_pass_blocks_on_threads_give_the_same_sums(monkeypatch, weighted):
+    """The leave-one-out pass shares its row blocks out to the map's threads: the same sums and
+    per-row terms on one thread and on three (blocks of 16 rows here, the last one short), equal to
+    brute-force leave-one-out, with BLAS's own thread limit as it was before the pass."""
+    from threadpoolctl import threadpool_info
+
+    from rffkern import _ridge_solvers
+    from rffkern._ridge_solvers import FourierFeatureMap, GramStats, LooPass
+    monkeypatch.setattr(_ridge_solvers, "_LOO_BLOCK_ROWS", 16)
+    rng = np.random.default_rng(5)
+    n, d, s = 150, 4, 30
+    X = rng.normal(size=(n, d))
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1] * X[:, 2]]) + 0.1 * rng.normal(size=(n, 2))
+    w = rng.uniform(0.5, 2.0, n) if weighted else None
+    W, b = rng.normal(size=(d, s)), rng.uniform(0, 2 * np.pi, s)
+    alphas = [1e-3, 0.1, 10.0]
+    blas_before = [(lib["filepath"], lib["num_threads"]) for lib in threadpool_info()]
+    runs = []
+    for threads in (1, 3):
+        fmap = FourierFeatureMap(W, b, np.sqrt(2.0 / s), n_threads=threads)
+        stats = GramStats(fmap.n_out, 2, X.dtype).add(fmap, X, Y, w)
+        rows = np.zeros((n, len(alphas)))
+        runs.append((LooPass(stats, alphas, True).sse(fmap, X, Y, w, rows), rows, stats))
+    assert [(lib["filepath"], lib["num_threads"]) for lib in threadpool_info()] == blas_before
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    sse, rows, stats = runs[1]
+    if not weighted:  # (each row left out with all its weight: the unweighted brute force)
+        Z = reference.features(X, W, b, scale=np.sqrt(2.0 / s))
+        brute = [np.mean([_brute_force_loo(Z, Y[:, j], [a])[0] for j in range(2)]) for a in alphas]
+        np.testing.assert_allclose(sse * stats.target_scale**2 / (2 * n), brute, rtol=1e-7)
+    np.testing.assert_allclose(sse, (rows if w is None else w[:, None] * rows).sum(axis=0), rtol=1e-12)
+
+
 def test_gcv_matches_hat_matrix():
     X, y = _data(n=60)
     alphas = [0.05, 1.0]

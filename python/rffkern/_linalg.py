@@ -11,12 +11,17 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["ridge_solve", "RidgeEigen", "simplex_projection", "stall"]
+__all__ = ["ridge_solve", "RidgeEigen", "one_blas_thread", "simplex_projection", "stall"]
 
 
 @functools.lru_cache(maxsize=1)
 def _controller():
     return ThreadpoolController()
+
+
+def one_blas_thread():
+    """A context in which BLAS and LAPACK run on one thread (the caller's setting restored after)."""
+    return _controller().limit(limits=1, user_api="blas")
 
 
 def single_threaded_lapack(fn):
@@ -29,7 +34,7 @@ def single_threaded_lapack(fn):
     """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        with _controller().limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             return fn(*args, **kwargs)
     return wrapper
 

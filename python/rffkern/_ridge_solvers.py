@@ -9,16 +9,31 @@ block of rows at a time at most.
 """
 from __future__ import annotations
 
+import copy
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from rffkern import kernels
 from rffkern._data import holdout_split, power_of_two_scale
-from rffkern._linalg import RidgeEigen, ridge_solve, single_threaded_lapack
+from rffkern._linalg import RidgeEigen, one_blas_thread, ridge_solve, single_threaded_lapack
+from rffkern._validation import resolve_n_threads
 
 __all__ = ["FourierFeatureMap", "GramStats", "solve_ridge", "choose_alpha", "loo_errors", "LooPass", "KernelLoo",
            "gcv_errors", "fit_ridge_map", "as_alpha_list"]
 
 _BLOCK_ROWS = 4096
+#: Rows per block of the leave-one-out pass, which the map's threads share out (one block each
+#: at a time, BLAS on one thread): small enough for two threads to balance on a few thousand rows,
+#: large enough for each block's GEMMs to run near one core's peak. Measured (2 cores, medians of
+#: 5, ``/tmp/s/loo_blk.py``: 5242 rows, s = 1000, float32 products), one thread / two: 4096 rows
+#: 0.147 / 0.106 s, 1024 0.131 / 0.079 s, 512 0.135 / 0.071 s; 3000 rows at s = 500: 4096 0.028 /
+#: 0.022 s, 512 0.026 / 0.014 s. Before, the products ran on BLAS's own threads, whose idle
+#: spinning (OpenBLAS waits ~0.1 s for more work) then halved the next compiled kernel's speed:
+#: a 5000-row Gram took 0.064 s alone and 0.122 s right after a two-thread GEMM
+#: (``/tmp/s/spin.py``); ``rffkern.fit`` on cpu_act spent 0.41 s in Gram kernels with two BLAS
+#: threads and 0.17 s with one.
+_LOO_BLOCK_ROWS = 512
 #: The leave-one-out pass multiplies in float32 when its products cost at least this many
 #: multiply-adds (the Gram's rows x s^2: from 2000 rows at s = 500 or more) ...
 FLOAT32_LOO_MIN_WORK = 5e8
@@ -281,24 +296,41 @@ class LooPass:
         work = self.work_dtype
         V32, M32 = eig.V.astype(work), M.astype(work)
         inv32, mu32 = inv.T.astype(work), self.mu.astype(work)
-        sse = np.zeros(n_alphas)
-        for start in range(0, X.shape[0], _BLOCK_ROWS):
-            Xb = X[start:start + _BLOCK_ROWS]
-            Zb = fmap.features(Xb).astype(work)                                # a fresh copy
+
+        def block(bmap, start):  # the sum over rows [start, start + _LOO_BLOCK_ROWS)
+            stop = start + _LOO_BLOCK_ROWS
+            Zb = bmap.features(X[start:stop]).astype(work)                          # a fresh copy
             Zb -= mu32
             Q = Zb @ V32                                                             # (b, s)
             H = self.base_h + ((Q * Q) @ inv32).astype(np.float64)                  # (b, n_alphas)
             if sample_weight is not None:  # the whole row's leverage: all of its weight left out
-                H *= np.asarray(sample_weight[start:start + _BLOCK_ROWS], np.float64)[:, None]
-            Yb = Y[start:start + _BLOCK_ROWS].astype(np.float64) / self.target_scale - self.ybar  # (b, m)
+                H *= np.asarray(sample_weight[start:stop], np.float64)[:, None]
+            Yb = Y[start:stop].astype(np.float64) / self.target_scale - self.ybar    # (b, m)
             F = (Q @ M32).astype(np.float64).reshape(Q.shape[0], n_alphas, m)       # (b, n_alphas, m)
             R2 = (((Yb[:, None, :] - F) / np.maximum(1.0 - H, 1e-12)[:, :, None]) ** 2).sum(axis=2)
             if row_out is not None:
                 row_out[start:start + R2.shape[0]] = R2
             if sample_weight is None:
-                sse += R2.sum(axis=0)
+                return R2.sum(axis=0)
+            return np.asarray(sample_weight[start:stop], np.float64) @ R2
+
+        # The blocks' products on the map's threads, each block on one (BLAS on one thread too, so
+        # that no idle BLAS thread spins beside the next compiled kernel), summed in block order:
+        # the same sums whatever the thread count. See ``_LOO_BLOCK_ROWS``.
+        starts = range(0, X.shape[0], _LOO_BLOCK_ROWS)
+        threads = getattr(fmap, "n_threads", None)  # (the NumPy maps of EERF have none: OpenMP's limit)
+        threads = min(max(resolve_n_threads(None) if threads is None else int(threads), 1), len(starts))
+        with one_blas_thread():
+            if threads > 1:
+                bmap = copy.copy(fmap)
+                bmap.n_threads = 1
+                with ThreadPoolExecutor(threads) as pool:
+                    parts = list(pool.map(lambda start: block(bmap, start), starts))
             else:
-                sse += np.asarray(sample_weight[start:start + _BLOCK_ROWS], np.float64) @ R2
+                parts = [block(fmap, start) for start in starts]
+        sse = np.zeros(n_alphas)
+        for part in parts:
+            sse += part
         return sse
 
 
