@@ -104,6 +104,9 @@ def test_eerf_classifier_equals_single_machine(client, labels):
     np.testing.assert_array_equal(dist.classes_, single.classes_)
     _assert_same(dist, single, EERF_FITTED)
     np.testing.assert_array_equal(dist.predict(X_E), single.predict(X_E))
+    # predict_proba's temperature: the same leave-one-out rows, the distributed Gram
+    np.testing.assert_allclose(dist.temperature_, single.temperature_, rtol=1e-6)
+    np.testing.assert_allclose(dist.predict_proba(X_E), single.predict_proba(X_E), rtol=1e-6, atol=1e-9)
 
 
 @pytest.mark.parametrize("make", [lambda: EERFRegressor(25, random_state=0, standardize="global"),
@@ -192,6 +195,8 @@ def test_adaptive_classifier_equals_single_machine(client, n_classes):
     np.testing.assert_array_equal(dist.classes_, single.classes_)
     _assert_same(dist, single, ADAPTIVE_FITTED, rtol=ADAPTIVE_RTOL)
     np.testing.assert_array_equal(dist.predict(X_A), single.predict(X_A))
+    np.testing.assert_allclose(dist.temperature_, single.temperature_, rtol=1e-6)
+    np.testing.assert_allclose(dist.predict_proba(X_A), single.predict_proba(X_A), rtol=1e-6, atol=1e-9)
 
 
 X_S, Y_S = _data(1500, 4, seed=2)

@@ -16,7 +16,10 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 
-__all__ = ["CALIBRATION_ROWS", "TEMPERATURE_MAX", "loo_decisions", "fit_temperature"]
+from rffkern._importances import capped_rows
+
+__all__ = ["CALIBRATION_ROWS", "TEMPERATURE_MAX", "calibration_rows", "class_codes", "class_scores", "loo_decisions",
+           "loo_outputs", "fit_temperature", "tempered_log_proba", "temperature_of"]
 
 #: Training rows (drawn at random above it) whose leave-one-out decisions fit the temperature.
 CALIBRATION_ROWS = 2000
@@ -56,17 +59,69 @@ def loo_decisions(stats, fmap, Xs, Y, alpha, fit_intercept, sample_weight=None):
         The leave-one-out outputs, in the units of ``Y``.
     """
     G, ZtY, mu, ybar, _ = stats.centred(fit_intercept)
+    Yt = np.asarray(Y, np.float64).reshape(Xs.shape[0], -1) / stats.target_scale
+    return loo_outputs(G, ZtY, mu, ybar, stats.n, fmap.features(Xs), Yt, alpha, fit_intercept,
+                       sample_weight) * stats.target_scale
+
+
+def loo_outputs(G, ZtY, mu, ybar, n, Z, Y, alpha, fit_intercept, sample_weight=None):
+    """:func:`loo_decisions` from the fit's statistics themselves: ``G`` (s, s) and ``ZtY`` (s, m)
+    of the fit's rows (centred where ``fit_intercept``, with their mean feature ``mu`` and target
+    ``ybar``; zeros otherwise), ``n`` the fit's (weighted) row count, ``Z`` (k, s) the features of
+    the rows left out (not centred) and ``Y`` (k, m) their targets, in the units of ``ZtY``."""
     factor = cho_factor(G + alpha * np.eye(G.shape[0]), lower=True, check_finite=False)
-    Z = np.asarray(fmap.features(Xs), np.float64) - mu
+    Z = np.asarray(Z, np.float64) - mu
     fitted = Z @ cho_solve(factor, ZtY, check_finite=False) + ybar
     h = np.einsum("ij,ji->i", Z, cho_solve(factor, Z.T, check_finite=False))
     if fit_intercept:
-        h = h + 1.0 / stats.n
+        h = h + 1.0 / n
     if sample_weight is not None:
         h = h * np.asarray(sample_weight, np.float64)
-    Yt = np.asarray(Y, np.float64).reshape(Z.shape[0], -1) / stats.target_scale
-    loo = Yt - (Yt - fitted) / np.maximum(1.0 - h, 1e-12)[:, None]
-    return loo * stats.target_scale
+    Y = np.asarray(Y, np.float64).reshape(Z.shape[0], -1)
+    return Y - (Y - fitted) / np.maximum(1.0 - h, 1e-12)[:, None]
+
+
+def temperature_of(codes, loo_scores, rows, sample_weight=None):
+    """:func:`fit_temperature` of the class scores ``loo_scores(rows, w)`` of the leave-one-out
+    outputs of ``rows`` (:func:`calibration_rows`) against their classes ``codes[rows]``; None
+    where those rows hold a single class (nothing to calibrate)."""
+    codes = np.asarray(codes)[rows]
+    if np.unique(codes).size < 2:
+        return None
+    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)[rows]
+    return fit_temperature(loo_scores(rows, w), codes, w)
+
+
+def calibration_rows(n, sample_weight=None):
+    """The rows whose leave-one-out outputs fit the temperature: at most ``CALIBRATION_ROWS`` of
+    those of positive weight (a fixed draw)."""
+    return capped_rows(n, sample_weight, CALIBRATION_ROWS)
+
+
+def class_codes(Y):
+    """Class indices of +-1 one-vs-rest targets (one column for two classes) or of one-hot ones."""
+    Y = np.asarray(Y)
+    return (Y[:, 0] > 0).astype(int) if Y.shape[1] == 1 else Y.argmax(axis=1)
+
+
+def class_scores(D):
+    """Decision values as one score per class: ``[0, D]`` for two classes (``sigmoid(a D)`` is the
+    softmax of ``[0, a D]``), else ``D`` itself."""
+    D = np.asarray(D, np.float64)
+    return np.column_stack([np.zeros(D.shape[0]), D]) if D.ndim == 1 or D.shape[1] == 1 else D
+
+
+def tempered_log_proba(estimator, scores, method):
+    """``log_softmax(estimator._temperature * scores)`` over the classes, or a ``ValueError``
+    naming ``method`` where the fit left no temperature (rows of one class only) or the model was
+    pickled by an rffkern without one."""
+    if "_temperature" not in estimator.__dict__:
+        raise ValueError(f"{method} needs temperature_, which this model (pickled by an earlier rffkern) "
+                         "lacks: fit it again")
+    if estimator._temperature is None:
+        raise ValueError(f"{method} needs the rows of at least two classes in a fit (or in one "
+                         "partial_fit chunk) to calibrate its probabilities; none has been seen")
+    return log_softmax(estimator._temperature * np.asarray(scores, np.float64), axis=1)
 
 
 def fit_temperature(D, codes, sample_weight=None):

@@ -60,6 +60,7 @@ from rffkern._dask import _Moments, _aligned_targets, _row_chunked, _tree_reduce
 from rffkern._data import TargetScaler, holdout_split
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._progress import ProgressLog
+from rffkern._calibration import calibration_rows
 from rffkern._ridge_solvers import FourierFeatureMap, GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -498,8 +499,9 @@ def fit_eerf(est, X, y):
         # the ridge: _EERFBase._fit_ridge on reduced statistics
         t1 = time.perf_counter()
         split_rng = np.random.default_rng(split_seed) if several else rng
-        coef, intercept, alpha, errors, _ = _fit_ridge_map(data, est._map(), inputs, alphas, est.alpha_selection,
-                                                           0.1, split_rng, score_single=several)
+        coef, intercept, alpha, errors, est._ridge_stats = _fit_ridge_map(data, est._map(), inputs, alphas,
+                                                                          est.alpha_selection, 0.1, split_rng,
+                                                                          score_single=several)
         coef, intercept = coef * y_scale, intercept * y_scale + y_mean
         est.coef_ = coef[:, 0] if ravel else coef
         est.intercept_ = float(intercept[0]) if ravel else intercept
@@ -522,8 +524,21 @@ def fit_eerf(est, X, y):
             setattr(est, k, v)
     select_time, ridge_time = times
     est.preprocessing_time_, est.training_time_ = select_time, ridge_time
+    if classifier:  # predict_proba's temperature: the in-memory fit's rows, gathered
+        Xs_rows, Y_rows = _gather_xy(X, y, calibration_rows(n), inputs)
+        est._store_temperature(Xs_rows, Y_rows)
+    del est._ridge_stats
     est._n_dask_passes = data.passes
     return est
+
+
+def _gather_xy(X, y, rows, inputs):
+    """``inputs(X[rows], y[rows])`` on the client (at most a few thousand rows)."""
+    import dask
+
+    rows = np.asarray(rows, np.intp)
+    Xr, yr = dask.compute(X[rows], y[rows])
+    return inputs(np.asarray(Xr), np.asarray(yr))
 
 
 # -- adaptive RFF ----------------------------------------------------------------------------------
@@ -787,9 +802,11 @@ def fit_adaptive(est, X, y):
     est.gcv_errors_ = est.loo_errors_ = None
     est.validation_errors_ = np.array(val_errors) if est.early_stopping else None
     ls_all = _PairLeastSquares(data, inputs, n_threads)
+    stats = None  # the final frequencies' statistics over every row, where computed
     if est.early_stopping:  # the checked frequencies and lambda of least held-out error, all rows
         _, W, lam, est.best_iteration_ = best  # type: ignore[misc]
-        beta = ls_all.solve(ls_all.stats(W), lam)
+        stats = ls_all.stats(W)
+        beta = ls_all.solve(stats, lam)
     elif finals is not None:  # exact LOO over final_alpha
         est.best_iteration_ = est.n_iter
         fmap = FourierFeatureMap(W, None, 1.0, True, n_threads)
@@ -813,6 +830,10 @@ def fit_adaptive(est, X, y):
     est.frequency_history_ = np.stack(snapshots) if snapshots else None
     est.proposal_covariance_ = chol @ chol.T
     est.n_iter_ = est.n_iter
+    if classifier:  # predict_proba's temperature: the in-memory fit's rows, gathered
+        G, SY, _ = ls_all.stats(W) if stats is None else stats
+        Xs_rows, Yc_rows = _gather_xy(X, y, calibration_rows(n), inputs)
+        est._store_temperature(G, SY, n, Xs_rows, Yc_rows)
     est._n_dask_passes = data.passes
     return est
 

@@ -42,6 +42,7 @@ from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, holdout_split, input_standardization, labels_from_decision, mean_and_scale
+from rffkern._calibration import calibration_rows, class_codes, loo_outputs, tempered_log_proba, temperature_of
 from rffkern._linalg import RidgeEigen, ridge_solve, single_threaded_lapack
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
@@ -726,7 +727,112 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         if Y.shape[1] == 1:
             Y = np.hstack([1 - Y, Y])
         self.y_mean_ = Y.mean(0)
-        return self._run(X, Y - self.y_mean_)
+        Yc = Y - self.y_mean_
+        self._run(X, Yc)
+        # predict_proba's temperature: the final amplitudes' Gram over every row (one more pass)
+        Xs = self._standardise(X)
+        W = self.frequencies_.astype(Xs.dtype)
+        G, SY = kernels.gram(Xs, W, None, Yc.astype(Xs.dtype), scale=1.0, pair=True,
+                             n_threads=resolve_n_threads(self.n_jobs))
+        rows = calibration_rows(Xs.shape[0])
+        self._store_temperature(G, SY, Xs.shape[0], Xs[rows], Yc[rows])
+        return self
+
+    def _store_temperature(self, G, SY, n, Xs, Yc):
+        """``temperature_`` from the exact leave-one-out outputs of the rows ``(Xs, Yc)`` (standardized
+        inputs, centred one-hot targets) of the final least-squares fit, whose pair-feature Gram
+        ``G`` and ``S.T Yc`` over its ``n`` rows are given (penalty ``alpha_ * n``, no intercept)."""
+        G, SY = np.asarray(G, np.float64), np.asarray(SY, np.float64)
+        S = kernels.features(np.ascontiguousarray(Xs), self.frequencies_.astype(Xs.dtype), None, scale=1.0,
+                             pair=True, n_threads=resolve_n_threads(self.n_jobs))
+
+        def loo_scores(rows, w):  # the class outputs (one per class, both for two classes)
+            zero = np.zeros(S.shape[1])
+            return loo_outputs(G, SY, zero, 0.0, n, S[rows], Yc[rows], self.alpha_ * n, False) + self.y_mean_
+
+        self._temperature = temperature_of(class_codes(Yc + self.y_mean_), loo_scores, np.arange(S.shape[0]))
+
+    @property
+    def temperature_(self) -> float | None:
+        """:meth:`predict_proba`'s temperature (see the class's Attributes).
+
+        Examples
+        --------
+        >>> from rffkern import AdaptiveRFFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = AdaptiveRFFClassifier(n_components=16, n_iter=10, random_state=0).fit(X, y)
+        >>> round(clf.temperature_, 2)
+        3.05
+        """
+        if "_temperature" not in self.__dict__:
+            raise AttributeError("temperature_ exists once the classifier is fitted")
+        return self._temperature
+
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Class probabilities: ``softmax(temperature_ * outputs)`` over the classes' outputs.
+
+        For two classes ``sigmoid(temperature_ * decision_function(X))`` for ``classes_[1]``. The
+        one temperature is fitted by log-loss to the exact leave-one-out outputs of (at most 2000
+        of) the training rows, which the final least-squares fit gives in closed form (as
+        :meth:`rffkern.RFFRidgeClassifier.predict_proba`). The most probable class is the one
+        :meth:`predict` returns.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Probabilities of ``classes_``, each row summing to 1.
+
+        Examples
+        --------
+        >>> from rffkern import AdaptiveRFFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = AdaptiveRFFClassifier(n_components=16, n_iter=10, random_state=0).fit(X, y)
+        >>> clf.predict_proba(X[:2]).round(2)
+        array([[0.63, 0.37],
+               [0.59, 0.41]])
+        """
+        if is_dask_array(X):
+            return map_rows(self.predict_proba, X)
+        return np.exp(self.predict_log_proba(X))
+
+    def predict_log_proba(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Logarithm of :meth:`predict_proba`.
+
+        Computed as a log-softmax: finite where the probability underflows to 0.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Log-probabilities of ``classes_``.
+
+        Examples
+        --------
+        >>> from rffkern import AdaptiveRFFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = AdaptiveRFFClassifier(n_components=16, n_iter=10, random_state=0).fit(X, y)
+        >>> clf.predict_log_proba(X[:1]).shape
+        (1, 2)
+        """
+        if is_dask_array(X):
+            return map_rows(self.predict_log_proba, X)
+        outputs = self._raw_predict(X) + self.y_mean_  # first: NotFittedError before the rest
+        return tempered_log_proba(self, outputs, "predict_log_proba")
 
     def decision_function(self, X: ArrayLike) -> NDArray[np.floating]:
         """Compute the outputs per class, or their difference for two classes.

@@ -30,11 +30,11 @@ from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -42,7 +42,7 @@ from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, check_sample_weight, input_standardization, labels_from_decision
-from rffkern._losses import class_probabilities
+from rffkern._calibration import calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
 from rffkern._sampling import knn_distances, weighted_knn_blocks
@@ -63,7 +63,7 @@ WIDTH_FACTORS = (0.5, 1.0, 2.0, 4.0)
 WIDTH_LIMITS = (0.5, 16.0)
 #: What a width's selection and ridge fit set (kept for the width of least selection error).
 _WIDTH_FITTED = ("length_scale_", "weights_", "offsets_", "scores_", "scale_", "coef_",
-                 "intercept_", "alpha_", "selection_errors_")
+                 "intercept_", "alpha_", "selection_errors_", "_ridge_stats")
 
 
 class ArcCosineMap:
@@ -417,10 +417,10 @@ class _EERFBase(BaseEstimator):
 
     def _fit_ridge(self, Xs, Y, rng, ravel, sample_weight=None, score_single=False):
         t0 = time.perf_counter()
-        coef, intercept, alpha, errors, _ = fit_ridge_map(
+        coef, intercept, alpha, errors, self._ridge_stats = fit_ridge_map(
             self._map(), Xs, Y.astype(Xs.dtype), as_alpha_list(self.alpha), fit_intercept=True,
             selection=self.alpha_selection, validation_fraction=0.1, rng=rng, score_single=score_single,
-            sample_weight=sample_weight)
+            sample_weight=sample_weight)  # (its Gram statistics: the classifier's temperature, then dropped)
         # back to the caller's units (identity unless the regressor scaled its targets)
         y_scale, y_mean = getattr(self, "_target_scale", (1.0, 0.0))
         coef, intercept = coef * y_scale, intercept * y_scale + y_mean
@@ -620,6 +620,7 @@ class EERFRegressor(RegressorMixin, _EERFBase):
             self._select_and_fit(Xs, T, Y, rng, ravel=y.ndim == 1, sample_weight=w)
         finally:
             del self._target_scale
+        self.__dict__.pop("_ridge_stats", None)
         self._progress.close()
         return self
 
@@ -669,6 +670,11 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         The final model: a ridge classifier on the streamed Gram matrix, or logistic regression.
     standardize""") + _DOC_ATTRS + """    classes_ : ndarray of shape (n_classes,)
         The class labels.
+    temperature_ : float or None
+        :meth:`predict_proba`'s ``softmax(temperature_ * decision)``: with ``solver="ridge"`` the
+        temperature of least log-loss of the exact leave-one-out decision values of (at most 2000
+        of) the training rows; 1.0 with ``solver="logistic"`` (the logistic model's own
+        probabilities).
 
     Examples
     --------
@@ -764,8 +770,43 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             self.alpha_ = float(chosen)
             self.selection_errors_ = None
             self.training_time_ = time.perf_counter() - t0
+            self._temperature = 1.0  # the logistic model's own probabilities: the softmax of its logits
+        else:
+            self._store_temperature(Xs, Y, w)
+        self.__dict__.pop("_ridge_stats", None)
         self._progress.close()
         return self
+
+    @property
+    def temperature_(self) -> float | None:
+        """:meth:`predict_proba`'s temperature (see the class's Attributes).
+
+        Examples
+        --------
+        >>> from rffkern import EERFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> round(EERFClassifier(n_components=20, random_state=0).fit(X, y).temperature_, 2)
+        3.26
+        """
+        if "_temperature" not in self.__dict__:
+            raise AttributeError("temperature_ exists once the classifier is fitted")
+        return self._temperature
+
+    def _store_temperature(self, Xs, Y, sample_weight=None):
+        """``temperature_`` from the exact leave-one-out decision values of (at most
+        ``CALIBRATION_ROWS`` of) the rows ``Xs`` (standardized) of the ridge fit, +-1 targets ``Y``,
+        as :class:`rffkern.RFFRidgeClassifier`'s."""
+        Y = np.asarray(Y, np.float64)
+        fmap = self._map()
+
+        def loo_scores(rows, w):
+            loo = loo_decisions(self._ridge_stats, fmap, Xs[rows], Y[rows], self.alpha_, True, w)
+            return class_scores(loo)
+
+        self._temperature = temperature_of(class_codes(Y), loo_scores, calibration_rows(Xs.shape[0], sample_weight),
+                                           sample_weight)
 
     def decision_function(self, X: ArrayLike) -> NDArray[np.floating]:
         """Decision values of the final linear model on the selected features.
@@ -820,9 +861,15 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         D = self.decision_function(X)  # first: it raises NotFittedError before classes_ exists
         return labels_from_decision(self.classes_, D)
 
-    @available_if(lambda self: self.solver == "logistic")
-    def predict_proba(self, X: ArrayLike) -> NDArray[np.floating]:
-        """Class probabilities (``solver="logistic"`` only).
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Class probabilities.
+
+        ``solver="logistic"``: the logistic model's. ``solver="ridge"``: ``softmax(temperature_ *
+        decision)`` over the classes (for two classes ``sigmoid(temperature_ *
+        decision_function(X))`` for ``classes_[1]``), the one temperature fitted by log-loss to the
+        exact leave-one-out decision values of (at most 2000 of) the training rows, as
+        :meth:`rffkern.RFFRidgeClassifier.predict_proba`. Either way the most probable class is
+        the one :meth:`predict` returns.
 
         Parameters
         ----------
@@ -844,8 +891,41 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         >>> clf.predict_proba(X[:2]).round(2)
         array([[0.83, 0.17],
                [0.45, 0.55]])
+        >>> EERFClassifier(n_components=20, random_state=0).fit(X, y).predict_proba(X[:2]).round(2)
+        array([[0.9 , 0.1 ],
+               [0.46, 0.54]])
         """
         if is_dask_array(X):
             return map_rows(self.predict_proba, X)
-        D = self.decision_function(X)
-        return class_probabilities(D[:, None] if D.ndim == 1 else D)
+        return np.exp(self.predict_log_proba(X))
+
+    def predict_log_proba(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Logarithm of :meth:`predict_proba`.
+
+        Computed as a log-softmax: finite where the probability underflows to 0.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Log-probabilities of ``classes_``.
+
+        Examples
+        --------
+        >>> from rffkern import EERFClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(100, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> EERFClassifier(n_components=20, random_state=0).fit(X, y).predict_log_proba(X[:1]).shape
+        (1, 2)
+        """
+        if is_dask_array(X):
+            return map_rows(self.predict_log_proba, X)
+        scores = class_scores(self.decision_function(X))  # first: NotFittedError before the rest
+        if "_temperature" not in self.__dict__ and self.solver == "logistic":  # (pickled by an earlier rffkern)
+            return log_softmax(scores, axis=1)
+        return tempered_log_proba(self, scores, "predict_log_proba")

@@ -26,7 +26,6 @@ from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -36,8 +35,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._dask import fit_ridge, is_dask_array, map_rows
-from rffkern._calibration import CALIBRATION_ROWS, fit_temperature, loo_decisions
-from rffkern._importances import DeferredSummaries, capped_rows, importance_rows, rms_partial_derivatives
+from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
+                                  temperature_of)
+from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
 from rffkern._data import (TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, one_spread,
                            pooled_scale)
 from rffkern._progress import ProgressLog
@@ -580,19 +580,6 @@ def _refuse_dask_weights(sample_weight):
                          "or repeat rows in place of integer weights")
 
 
-def _class_codes(Y):
-    """Class indices of +-1 one-vs-rest targets (one column for two classes)."""
-    Y = np.asarray(Y)
-    return (Y[:, 0] > 0).astype(int) if Y.shape[1] == 1 else Y.argmax(axis=1)
-
-
-def _class_scores(D):
-    """Decision values as one score per class: ``[0, D]`` for two classes (``sigmoid(a D)`` is the
-    softmax of ``[0, a D]``), else ``D`` itself."""
-    D = np.asarray(D, np.float64)
-    return np.column_stack([np.zeros(D.shape[0]), D]) if D.ndim == 1 or D.shape[1] == 1 else D
-
-
 def _scaled(r):
     r = np.asarray(r, dtype=np.float64)
     top = r.max() if r.size else 0.0
@@ -952,20 +939,19 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         if self._skip_importances:
             self._temperature = None
             return
-        rows = capped_rows(Xs.shape[0], sample_weight, CALIBRATION_ROWS)
-        Yr = np.asarray(Y, np.float64)[rows]
-        codes = _class_codes(Yr)
-        if np.unique(codes).size < 2:
-            self._temperature = self.__dict__.get("_temperature")
-            return
-        w = None if sample_weight is None else np.asarray(sample_weight, np.float64)[rows]
-        scaler = self._target_scaler
-        loo = loo_decisions(self._stats, self._map(), Xs[rows], scaler.transform(Yr), self.alpha_,
-                            self.fit_intercept, w)
-        self._temperature = fit_temperature(_class_scores(scaler.inverse_transform(loo)), codes, w)
+        Y, scaler = np.asarray(Y, np.float64), self._target_scaler
+
+        def loo_scores(rows, w):
+            loo = loo_decisions(self._stats, self._map(), Xs[rows], scaler.transform(Y[rows]), self.alpha_,
+                                self.fit_intercept, w)
+            return class_scores(scaler.inverse_transform(loo))
+
+        temperature = temperature_of(class_codes(Y), loo_scores, calibration_rows(Xs.shape[0], sample_weight),
+                                     sample_weight)
+        self._temperature = self.__dict__.get("_temperature") if temperature is None else temperature
 
     def _defer_summaries(self, Xs, Y, sample_weight=None):
-        if "_summary_rows" in self.__dict__ and np.unique(_class_codes(Y)).size < 2:
+        if "_summary_rows" in self.__dict__ and np.unique(class_codes(Y)).size < 2:
             # a chunk of one class calibrates nothing: the rows kept (of two classes, maybe) first
             self._resolve_summaries()
         super()._defer_summaries(Xs, Y, sample_weight)
@@ -1193,10 +1179,4 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         """``log_softmax(temperature_ * decision)`` over the classes (``method`` names the caller)."""
         D = self.decision_function(X)  # first: it raises NotFittedError before the temperature exists
         self._resolve_summaries()
-        if "_temperature" not in self.__dict__:
-            raise ValueError(f"{method} needs temperature_, which this model (pickled by an earlier rffkern) "
-                             "lacks: fit it again")
-        if self._temperature is None:
-            raise ValueError(f"{method} needs the rows of at least two classes in a fit (or in one "
-                             "partial_fit chunk) to calibrate its probabilities; none has been seen")
-        return log_softmax(self._temperature * _class_scores(D), axis=1)
+        return tempered_log_proba(self, class_scores(D), method)
