@@ -12,7 +12,7 @@ predicted one, and the argmax / the sign of ``D`` are unchanged.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import cholesky, solve_triangular
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 
@@ -69,10 +69,13 @@ def loo_outputs(G, ZtY, mu, ybar, n, Z, Y, alpha, fit_intercept, sample_weight=N
     of the fit's rows (centred where ``fit_intercept``, with their mean feature ``mu`` and target
     ``ybar``; zeros otherwise), ``n`` the fit's (weighted) row count, ``Z`` (k, s) the features of
     the rows left out (not centred) and ``Y`` (k, m) their targets, in the units of ``ZtY``."""
-    factor = cho_factor(G + alpha * np.eye(G.shape[0]), lower=True, check_finite=False)
-    Z = np.asarray(Z, np.float64) - mu
-    fitted = Z @ cho_solve(factor, ZtY, check_finite=False) + ybar
-    h = np.einsum("ij,ji->i", Z, cho_solve(factor, Z.T, check_finite=False))
+    # with G + alpha I = L L^T and A = L^{-1} Z^T: h = the columns' squared norms of A, and the fitted
+    # outputs Z (G + alpha I)^{-1} ZtY = A^T L^{-1} ZtY -- one triangular solve with the rows, where
+    # two (cho_solve) cost twice as much (EERFClassifier on higgs_subset, 2000 rows, s = 1000)
+    L = cholesky(G + alpha * np.eye(G.shape[0]), lower=True, check_finite=False)
+    A = solve_triangular(L, (np.asarray(Z, np.float64) - mu).T, lower=True, check_finite=False)
+    fitted = A.T @ solve_triangular(L, ZtY, lower=True, check_finite=False) + ybar
+    h = np.einsum("ij,ij->j", A, A)
     if fit_intercept:
         h = h + 1.0 / n
     if sample_weight is not None:
