@@ -677,6 +677,9 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         The class labels.
     y_mean_ : ndarray of shape (n_classes,)
         Means of the one-hot targets.
+    temperature_ : float or None
+        :meth:`predict_proba`'s ``softmax(temperature_ * outputs)``: the temperature of least
+        log-loss of the exact leave-one-out outputs of (at most 2000 of) the training rows.
 
     Examples
     --------
