@@ -125,3 +125,13 @@ def test_the_temperature_tempers_overconfidence_on_noisy_labels(make):
     fitted = class_scores(clf.decision_function(X[:800]))
     train_codes = np.searchsorted(clf.classes_, y[:800])
     assert fit_temperature(fitted, train_codes) > T
+
+
+@pytest.mark.parametrize("make", [lambda **k: EERFClassifier(40, random_state=0, **k),
+                                  lambda **k: AdaptiveRFFClassifier(32, n_iter=10, random_state=0, **k)],
+                         ids=["eerf", "adaptive"])
+def test_the_probabilities_do_not_depend_on_the_thread_count(make):
+    X, y = _data(300, 3, seed=6)
+    one, two = make(n_jobs=1).fit(X, y), make(n_jobs=2).fit(X, y)
+    assert one.temperature_ == two.temperature_
+    np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))

@@ -262,3 +262,66 @@ def test_classifier_closing_fit_is_the_same_for_any_blas_thread_count(n_classes)
             model = RFFNetClassifier(n_components=60, max_iter=5, random_state=0, n_jobs=2).fit(X, labels)
         coefs.append(model.coef_)
     np.testing.assert_array_equal(coefs[0], coefs[1])
+
+
+
+def test_one_blas_thread_contexts_of_concurrent_threads_restore_the_callers_setting(monkeypatch):
+    """The BLAS limit is process-wide: two threads' contexts entered and left interleaved (A in, B
+    in, A out, B out) set it once, at A's entry, and restore it once, at B's exit (each limiting
+    and restoring by itself, B's exit restored the limit A had set: one thread for good). The
+    limiter is recorded here (OpenBLAS 0.3.31 ignores a limit set from a thread other than the main
+    one once the main one has set any); the main thread's real setting is checked after."""
+    import threading
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from rffkern import _linalg
+
+    events = []
+
+    class Limiter:
+        def restore_original_limits(self):
+            events.append("restore")
+
+    class Controller:
+        def limit(self, limits, user_api):
+            events.append(f"limit {user_api} to {limits}")
+            return Limiter()
+
+    monkeypatch.setattr(_linalg, "_controller", lambda: Controller())
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def a():
+        with _linalg.one_blas_thread():
+            events.append("A in")
+            a_in.set()
+            b_in.wait(10)
+        events.append("A out")
+        a_out.set()
+
+    def b():
+        a_in.wait(10)
+        with _linalg.one_blas_thread():
+            events.append("B in")
+            b_in.set()
+            a_out.wait(10)
+        events.append("B out")
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert events == ["limit blas to 1", "A in", "B in", "A out", "restore", "B out"]
+    monkeypatch.undo()
+
+    def blas_threads():
+        return sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        with _linalg.one_blas_thread():
+            with _linalg.one_blas_thread():
+                assert blas_threads() == [1]
+            assert blas_threads() == [1]
+        assert blas_threads() == before

@@ -7,6 +7,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rffkern._data import power_of_two_scale
+from rffkern._linalg import single_threaded_blas
 from rffkern._typing import RandomStateLike
 from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor
 
@@ -325,6 +326,7 @@ def _rows_to_add(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, idx_tr: np.
     return X[rows], y[rows], w[rows] / w_net[0] if np.all(w_net == w_net[0]) else w[rows]
 
 
+@single_threaded_blas
 def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, task: str | None = None,
         random_state: RandomStateLike = None, n_jobs: int | None = None, verbose: int = 0,
         validation_fraction: float = 0.2,

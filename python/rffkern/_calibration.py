@@ -17,6 +17,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 
 from rffkern._importances import capped_rows
+from rffkern._linalg import single_threaded_blas
 
 __all__ = ["CALIBRATION_ROWS", "TEMPERATURE_MAX", "calibration_rows", "class_codes", "class_scores", "loo_decisions",
            "loo_outputs", "fit_temperature", "tempered_log_proba", "temperature_of"]
@@ -64,6 +65,7 @@ def loo_decisions(stats, fmap, Xs, Y, alpha, fit_intercept, sample_weight=None):
                        sample_weight) * stats.target_scale
 
 
+@single_threaded_blas
 def loo_outputs(G, ZtY, mu, ybar, n, Z, Y, alpha, fit_intercept, sample_weight=None):
     """:func:`loo_decisions` from the fit's statistics themselves: ``G`` (s, s) and ``ZtY`` (s, m)
     of the fit's rows (centred where ``fit_intercept``, with their mean feature ``mu`` and target

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from rffkern import kernels
+from rffkern._linalg import single_threaded_blas
 
 __all__ = ["IMPORTANCE_ROWS", "DeferredSummaries", "capped_rows", "importance_rows", "rms_partial_derivatives"]
 
@@ -83,6 +84,7 @@ class DeferredSummaries:
         return super().__getstate__()
 
 
+@single_threaded_blas  # (as the fits that call it: see rffkern._linalg.single_threaded_blas)
 def rms_partial_derivatives(rows, weights, offsets, coef, *, scale, pair=False, theta=None,
                             row_weights=None, n_threads=None):
     """``sqrt(mean_i sum_m (df_m/dx_ij)^2)`` per input ``j`` of ``f = features(rows, ...) @ coef``.

@@ -41,7 +41,7 @@ from scipy.linalg.blas import dsyrk, ssyrk
 from scipy.optimize import minimize
 from scipy.special import expit, log_softmax
 
-from rffkern._linalg import single_threaded_lapack
+from rffkern._linalg import single_threaded_blas
 from rffkern._losses import mean_loss
 from rffkern._validation import resolve_n_threads
 from rffkern.kernels import _logistic_loss_grad, _softmax_loss_grad
@@ -136,7 +136,7 @@ class _Whitening:
     could change, never the solution).
     """
 
-    @single_threaded_lapack
+    @single_threaded_blas
     def __init__(self, Z, kind, sample_weight, coef):
         p = _normalised_weights(Z.shape[0], sample_weight) * _curvatures(Z, kind, coef)
         Zp = Z * np.sqrt(p).astype(Z.dtype, copy=False)[:, None]  # C order: its transpose is the Fortran array BLAS reads
@@ -157,7 +157,7 @@ class _Whitening:
         return 1.0 / np.sqrt(self.evals + 2.0 * alpha)
 
 
-@single_threaded_lapack
+@single_threaded_blas
 def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whitening=None,
                      tol=OUTPUT_TOL, max_iter=1000, n_threads=None):
     """Minimise the closing fit's objective at one penalty by L-BFGS in whitened coordinates.

@@ -16,7 +16,7 @@ import numpy as np
 
 from rffkern import kernels
 from rffkern._data import holdout_split, power_of_two_scale
-from rffkern._linalg import RidgeEigen, one_blas_thread, ridge_solve, single_threaded_lapack
+from rffkern._linalg import RidgeEigen, one_blas_thread, ridge_solve, single_threaded_blas
 from rffkern._validation import resolve_n_threads
 
 __all__ = ["FourierFeatureMap", "GramStats", "solve_ridge", "choose_alpha", "loo_errors", "LooPass", "KernelLoo",
@@ -359,7 +359,7 @@ class KernelLoo:
     fit_intercept : bool
     """
 
-    @single_threaded_lapack
+    @single_threaded_blas
     def __init__(self, fmap, X, Y, stats, fit_intercept):
         from scipy.linalg import eigh
 

@@ -43,7 +43,7 @@ from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, holdout_split, input_standardization, labels_from_decision, mean_and_scale
 from rffkern._calibration import calibration_rows, class_codes, loo_outputs, tempered_log_proba, temperature_of
-from rffkern._linalg import RidgeEigen, ridge_solve, single_threaded_lapack
+from rffkern._linalg import RidgeEigen, ridge_solve, single_threaded_blas
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
 from rffkern._sampling import median_distance
@@ -277,7 +277,7 @@ class _AdaptiveRFFBase(BaseEstimator):
     def _standardise(self, X):
         return np.ascontiguousarray(((X - self.x_mean_) / self.x_scale_).astype(X.dtype, copy=False))
 
-    @single_threaded_lapack
+    @single_threaded_blas
     def _run(self, X, Y):
         """The Metropolis loop on standardised X and centred, scaled targets Y (n, m).
 

@@ -36,6 +36,7 @@ from rffkern._importances import DeferredSummaries, importance_rows, rms_partial
 from rffkern._data import (check_sample_weight, mean_and_scale, mean_scale_constant, pooled_scale,
                            power_of_two_scale, standardized_rows)
 from rffkern._losses import class_probabilities
+from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import (
     EpochRunner,
@@ -208,6 +209,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
                              y_numeric=self._loss_kind == "regression", reset=reset, order="C")
         return X, y
 
+    @single_threaded_blas
     def _fit(self, X, y, *, incremental, classes=None, sample_weight=None):
         fitted = hasattr(self, "relevances_")
         if is_dask_array(X) and not incremental:  # data-parallel on the Dask workers

@@ -40,6 +40,7 @@ from rffkern._calibration import (calibration_rows, class_codes, class_scores, l
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
 from rffkern._data import (TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, one_spread,
                            pooled_scale)
+from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
@@ -374,6 +375,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         self._stats = stats
         self.n_samples_seen_ = getattr(stats, "rows", stats.n)
 
+    @single_threaded_blas
     def _fit_targets(self, X, Y, ravel, sample_weight=None):
         self._validate_params()
         log = ProgressLog(self, self.verbose)
@@ -466,6 +468,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     def _make_target_scaler(self):
         return TargetScaler(normalize=False)
 
+    @single_threaded_blas
     def _partial_fit_targets(self, X, Y, ravel, first, sample_weight=None):
         alphas = as_alpha_list(self.alpha)
         w = check_sample_weight(sample_weight, X.shape[0])
