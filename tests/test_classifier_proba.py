@@ -90,8 +90,10 @@ def test_probabilities_are_a_tempered_softmax_that_agrees_with_predict(make, n_c
     restored = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(restored.predict_proba(X[300:]), P)
     del restored.__dict__["_temperature"]  # as a model pickled by an earlier rffkern
-    with pytest.raises(ValueError, match="pickled by an earlier rffkern"):
-        restored.predict_proba(X[300:])
+    old = pickle.loads(pickle.dumps(restored))
+    for method in ("predict_proba", "predict_log_proba"):
+        with pytest.raises(ValueError, match=f"{method} needs temperature_, which this model \\(pickled by an earlier"):
+            getattr(old, method)(X[300:])
 
 
 def test_eerf_logistic_probabilities_are_the_logistic_models():
@@ -99,8 +101,9 @@ def test_eerf_logistic_probabilities_are_the_logistic_models():
     clf = EERFClassifier(20, solver="logistic", alpha=1.0, random_state=0).fit(X, y)
     assert clf.temperature_ == 1.0
     np.testing.assert_allclose(clf.predict_proba(X), class_probabilities(clf.decision_function(X)), rtol=1e-12)
-    del clf.__dict__["_temperature"]  # pickled by an earlier rffkern: the logistic model needs none
-    np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0, rtol=1e-12)
+    P = clf.predict_proba(X)
+    del clf.__dict__["_temperature"]  # as pickled by an earlier rffkern: the logistic model needs none
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(clf)).predict_proba(X), P)
 
 
 @pytest.mark.parametrize("make", [lambda: EERFClassifier(40, random_state=0),

@@ -805,7 +805,7 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         """
         if is_dask_array(X):
             return map_rows(self.predict_proba, X)
-        return np.exp(self.predict_log_proba(X))
+        return np.exp(self._log_proba(X, "predict_proba"))
 
     def predict_log_proba(self, X: ArrayLike) -> NDArray[np.float64]:
         """Logarithm of :meth:`predict_proba`.
@@ -834,8 +834,12 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         """
         if is_dask_array(X):
             return map_rows(self.predict_log_proba, X)
+        return self._log_proba(X, "predict_log_proba")
+
+    def _log_proba(self, X, method):
+        """``log_softmax(temperature_ * outputs)`` over the classes (``method`` names the caller)."""
         outputs = self._raw_predict(X) + self.y_mean_  # first: NotFittedError before the rest
-        return tempered_log_proba(self, outputs, "predict_log_proba")
+        return tempered_log_proba(self, outputs, method)
 
     def decision_function(self, X: ArrayLike) -> NDArray[np.floating]:
         """Compute the outputs per class, or their difference for two classes.

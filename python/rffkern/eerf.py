@@ -30,7 +30,6 @@ from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.preprocessing import LabelBinarizer
@@ -897,7 +896,7 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         """
         if is_dask_array(X):
             return map_rows(self.predict_proba, X)
-        return np.exp(self.predict_log_proba(X))
+        return np.exp(self._log_proba(X, "predict_proba"))
 
     def predict_log_proba(self, X: ArrayLike) -> NDArray[np.float64]:
         """Logarithm of :meth:`predict_proba`.
@@ -925,7 +924,15 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         """
         if is_dask_array(X):
             return map_rows(self.predict_log_proba, X)
-        scores = class_scores(self.decision_function(X))  # first: NotFittedError before the rest
-        if "_temperature" not in self.__dict__ and self.solver == "logistic":  # (pickled by an earlier rffkern)
-            return log_softmax(scores, axis=1)
-        return tempered_log_proba(self, scores, "predict_log_proba")
+        return self._log_proba(X, "predict_log_proba")
+
+    def _log_proba(self, X, method):
+        """``log_softmax(temperature_ * decision)`` over the classes (``method`` names the caller)."""
+        D = self.decision_function(X)  # first: it raises NotFittedError before the temperature exists
+        return tempered_log_proba(self, class_scores(D), method)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if "coef_" in state and "_temperature" not in state and state.get("solver") == "logistic":
+            # pickled by an rffkern without temperature_: the logistic model's own probabilities
+            self._temperature = 1.0

@@ -122,7 +122,6 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
 
     # Subclasses set these.
     _loss_kind: str | None = None
-    _skip_importances = False  # see _store_derivative_norms
     # set by fit; declared for type checkers (partial_fit reads them before fit's assignments)
     intercept_: NDArray[np.float64]
     y_scale_: NDArray[np.float64]

@@ -251,7 +251,6 @@ def paired_standard_error(losses: NDArray[np.floating], base: NDArray[np.floatin
 
 class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     width_errors_: list[float] | None  # declared for type checkers only
-    _skip_importances = False  # see _store_derivative_norms
 
     _parameter_constraints = {
         "n_components": [IntInterval(1, None, closed="left")],
