@@ -43,6 +43,7 @@ def main():
             params[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
             params[key] = value
+    results = []
     for seed in args.seeds:
         X, y, support = make_hd5(args.n + 2000, n_features=args.d, random_state=seed)
         Xtr, ytr, Xte, yte = X[:args.n], y[:args.n], X[args.n:], y[args.n:]
@@ -52,12 +53,18 @@ def main():
         r = np.abs(model.relevances_.astype(np.float64))
         top = np.argsort(-r)[:5]
         rmse = float(np.sqrt(np.mean((model.predict(Xte) - yte) ** 2)))
-        print(json.dumps(dict(n=args.n, d=args.d, params=params, seed=seed,
-                              found=int(np.isin(support, top).sum()),
-                              relevances=np.round(r[:5], 3).tolist(),
-                              max_irrelevant=round(float(r[5:].max()), 3), rmse=round(rmse, 3),
-                              sd_test=round(float(yte.std()), 3), epochs=model.n_iter_,
-                              best_epoch=model.best_epoch_, fit_s=round(elapsed, 1))), flush=True)
+        starts = getattr(model, "start_losses_", None)
+        results.append(dict(n=args.n, d=args.d, params=params, seed=seed,
+                            found=int(np.isin(support, top).sum()),
+                            relevances=np.round(r[:5], 3).tolist(),
+                            max_irrelevant=round(float(r[5:].max()), 3), rmse=round(rmse, 3), mse=round(rmse**2, 4),
+                            sd_test=round(float(yte.std()), 3), epochs=model.n_iter_,
+                            best_epoch=model.best_epoch_, fit_s=round(elapsed, 1),
+                            start_losses=None if starts is None else np.round(starts, 4).tolist()))
+        print(json.dumps(results[-1]), flush=True)
+    print(f"all five on top on {sum(r['found'] == 5 for r in results)} of {len(results)} seeds; "
+          f"held-out MSE mean {np.mean([r['mse'] for r in results]):.3f}; "
+          f"fit {sum(r['fit_s'] for r in results):.1f} s in all", flush=True)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from rffkern._importances import rms_partial_derivatives
 from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern.datasets import make_gse2, make_jse2, make_jse3
 from rffkern import RFFNetClassifier, RFFNetRegressor, TopKSelector, topk_selection
-from rffkern.rffnet import constant_init
+from rffkern.rffnet import N_INIT_AUTO, N_INIT_MIN_FEATURES, START_EPOCHS, constant_init
 from rffkern.topk import TIE_RTOL
 
 
@@ -249,6 +249,65 @@ def test_classifier_same_model_for_any_n_jobs():
     b = RFFNetClassifier(n_jobs=2, **kw).fit(X, y)
     np.testing.assert_array_equal(a.relevances_, b.relevances_)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+# ------------------------------------------------------------------ several starts (n_init)
+def test_n_init_goes_on_from_the_start_of_least_validation_loss():
+    X, y, _ = make_jse2(600, random_state=0)
+    kw = dict(n_components=30, learning_rate=1e-2, random_state=3, n_jobs=1, refit_coef=False)
+    one = RFFNetRegressor(max_iter=START_EPOCHS + 4, n_init=1, **kw).fit(X, y)
+    assert one.start_losses_ is None
+    est = RFFNetRegressor(max_iter=START_EPOCHS + 4, n_init=4, **kw).fit(X, y)
+    assert est.start_losses_.shape == (4,) and np.all(np.isfinite(est.start_losses_))
+    assert len(set(est.start_losses_.tolist())) == 4  # four draws, not one start four times
+    # the curves are the winner's from its first epoch: its start's least validation loss is the
+    # least of all starts (tol=0, so the least is the tracked best)
+    assert est.n_iter_ == len(est.loss_curve_) == len(est.validation_loss_curve_) == START_EPOCHS + 4
+    assert min(est.validation_loss_curve_[:START_EPOCHS]) == est.start_losses_.min()
+    # the early-stopping state carries over: the best epoch and checkpoint span both phases
+    assert est.best_epoch_ == int(np.argmin(est.validation_loss_curve_)) + 1
+    again = RFFNetRegressor(max_iter=START_EPOCHS + 4, n_init=4, **{**kw, "n_jobs": 2}).fit(X, y)
+    np.testing.assert_array_equal(again.relevances_, est.relevances_)
+    np.testing.assert_array_equal(again.coef_, est.coef_)
+    np.testing.assert_array_equal(again.start_losses_, est.start_losses_)
+    # only max_iter epochs in all: each start runs at most that many
+    short = RFFNetRegressor(max_iter=2, n_init=3, **kw).fit(X, y)
+    assert short.n_iter_ == 2 and short.start_losses_.shape == (3,)
+
+
+def test_n_init_auto_runs_several_starts_only_for_the_l1_penalty_on_many_inputs():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, N_INIT_MIN_FEATURES))
+    y = X[:, 0] + 0.1 * rng.standard_normal(80)
+    kw = dict(n_components=8, max_iter=1, random_state=0, n_jobs=1, refit_coef=False)
+    assert RFFNetRegressor(**kw).fit(X, y).start_losses_.shape == (N_INIT_AUTO,)
+    assert RFFNetRegressor(**kw).fit(X[:, 1:], y).start_losses_ is None  # fewer inputs
+    assert RFFNetRegressor(relevance_penalty=0.0, **kw).fit(X, y).start_losses_ is None
+    assert RFFNetRegressor(early_stopping=False, **kw).fit(X, y).start_losses_ is None
+    # asked for, without a validation split: the starts are ranked by their training loss
+    est = RFFNetRegressor(early_stopping=False, n_init=2, **kw).fit(X, y)
+    assert est.start_losses_.shape == (2,) and min(est.loss_curve_) == est.start_losses_.min()
+    assert RFFNetClassifier(**kw).fit(X, y > 0).start_losses_.shape == (N_INIT_AUTO,)
+    # partial_fit trains one start
+    assert RFFNetRegressor(n_init=3, **kw).partial_fit(X, y).start_losses_ is None
+    for bad in (0, "all", 1.5):
+        with pytest.raises(ValueError, match="n_init"):
+            RFFNetRegressor(n_init=bad, **kw).fit(X, y)
+
+
+@pytest.mark.parametrize("init", ["array", "restarter", "constant"])
+def test_n_init_with_every_start_rule(init):
+    X, y, _ = make_jse2(300, random_state=1)
+    start = np.full(X.shape[1], 0.3) if init == "array" else init
+    kw = dict(n_components=20, max_iter=3, init=start, n_restarts=2, restart_iter=1, n_init=2,
+              random_state=0, n_jobs=1)
+    est = RFFNetRegressor(**kw).fit(X, y)
+    assert est.start_losses_.shape == (2,) and np.all(np.isfinite(est.predict(X)))
+    # warm_start continues the kept start (one start: the map is fixed)
+    est.set_params(warm_start=True, max_iter=2).fit(X, y)
+    assert est.n_iter_ == 5
+    clf = RFFNetClassifier(**kw).fit(X, y > np.median(y))
+    assert clf.start_losses_.shape == (2,)
 
 
 # ------------------------------------------------------------------ recovery (fixed seeds)

@@ -24,7 +24,7 @@ def test_support_recovery_in_high_dimension_at_a_reduced_size():
     assert rmse < 0.8 < y[1500:].std() / 2
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1, 5])
 def test_support_recovery_at_the_defaults_with_200_features(seed):
     # make_hd5 with d=200 and n=3000 (the benchmark bench/rffnet_highdim.py runs d=1000, n=5000):
     # at the defaults (shared-moment Adam, median-width start, relevance_penalty=0.1) the five
@@ -32,8 +32,8 @@ def test_support_recovery_at_the_defaults_with_200_features(seed):
     # of the smallest of them, and the held-out RMSE is near the noise (0.5; the mean predicts
     # with RMSE ~2). The paper's settings (solver="adam", init="constant", learning_rate=1e-3,
     # relevance_penalty=0) leave irrelevant relevances at 0.3 to 4 times the smallest relevant
-    # one on these seeds and find 3 of the five on seed 0. Not every seed succeeds at this size:
-    # on seed 3 both settings miss one of the five.
+    # one on these seeds and find 3 of the five on seed 0. With one start (n_init=1) seeds 3 and
+    # 5 miss some of the five (below); the default's five starts find them on seeds 0-7.
     X, y, support = make_hd5(3500, n_features=200, random_state=seed)
     model = RFFNetRegressor(random_state=seed, n_jobs=1).fit(X[:3000], y[:3000])
     r = np.abs(model.relevances_)
@@ -41,6 +41,23 @@ def test_support_recovery_at_the_defaults_with_200_features(seed):
     assert np.delete(r, support).max() < 0.1 * r[support].min()
     rmse = np.sqrt(np.mean((model.predict(X[3000:]) - y[3000:]) ** 2))
     assert rmse < 0.6
+
+
+def test_several_starts_find_the_support_where_one_start_loses_it():
+    # make_hd5, d=200, n=3000, seed 3: the one start loses the interaction x2 x3 and x4^2 in its
+    # first epochs (an irrelevant relevance ends 150 times the smallest relevant one, held-out RMSE
+    # 1.56); the default n_init="auto" trains 5 starts for 5 epochs each and goes on from the one
+    # of least validation loss, which has found all five.
+    X, y, support = make_hd5(3500, n_features=200, random_state=3)
+    one = RFFNetRegressor(random_state=3, n_jobs=1, n_init=1).fit(X[:3000], y[:3000])
+    assert set(np.argsort(-np.abs(one.relevances_))[:5].tolist()) != set(support.tolist())
+    model = RFFNetRegressor(random_state=3, n_jobs=1).fit(X[:3000], y[:3000])
+    assert model.start_losses_.shape == (5,)
+    r = np.abs(model.relevances_)
+    assert set(np.argsort(-r)[:5].tolist()) == set(support.tolist())
+    assert np.delete(r, support).max() < 0.1 * r[support].min()
+    rmse = np.sqrt(np.mean((model.predict(X[3000:]) - y[3000:]) ** 2))
+    assert rmse < 0.6 < np.sqrt(np.mean((one.predict(X[3000:]) - y[3000:]) ** 2))
 
 
 def test_relevance_penalty_holds_irrelevant_relevances_at_zero():

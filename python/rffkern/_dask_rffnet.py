@@ -318,7 +318,8 @@ def fit_rffnet(est, X, y):
     est : RFFNetRegressor or RFFNetClassifier
         Its parameters are used as in ``fit``; ``init`` must be ``"median"`` (the median distance
         is taken on the first at most 2000 rows), ``"constant"`` or an array (``"regressor"`` and
-        ``"restarter"`` need the whole data set on one machine).
+        ``"restarter"`` need the whole data set on one machine); one start (``n_init`` 1 or
+        "auto").
         ``n_jobs=None`` runs each task on one thread (Dask runs one task per worker thread);
         an integer is the compiled kernels' thread count inside every task.
     X : dask.array.Array of shape (n_samples, n_features)
@@ -337,7 +338,7 @@ def fit_rffnet(est, X, y):
     ------
     ValueError
         Non-finite values, fewer than 2 training rows, a column-chunked X, an unsupported
-        ``init``, or targets that would overflow the training dtype.
+        ``init`` or ``n_init``, or targets that would overflow the training dtype.
     """
     import dask
     import dask.array as da
@@ -350,6 +351,10 @@ def fit_rffnet(est, X, y):
     if isinstance(est.init, str) and est.init not in ("constant", "median"):
         raise ValueError(f"init={est.init!r} is not supported on Dask arrays (it needs all the rows on "
                          "one machine); use init='median', 'constant' or an array of initial relevances")
+    if est.n_init != "auto" and est.n_init > 1:
+        raise ValueError(f"n_init={est.n_init!r} is not supported on Dask arrays (the data-parallel fit "
+                         "trains one start); use n_init=1 or 'auto' (one start on Dask arrays)")
+    est.start_losses_ = None
     est.__dict__.pop("feature_names_in_", None)
     X = _row_chunked(X, "fit")
     if X.shape[0] == 0:

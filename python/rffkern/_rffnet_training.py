@@ -233,7 +233,22 @@ def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, res
     return np.ascontiguousarray(theta), coef
 
 
-def train_epochs(est, runner, Xs, Y, w, Xs_val, Y_val, w_val, rng, *, max_epochs, monitor):
+@dataclass
+class Schedule:
+    """Where the early stopping and learning-rate schedule of one training stand, carried from one
+    :func:`train_epochs` call to the next (the starts of ``n_init`` continue in a second call)."""
+
+    learning_rate: float
+    best_value: float = np.inf
+    best: tuple | None = None  # the checkpoint (theta, coef) of the best epoch
+    no_improve: int = 0
+    n_decays: int = 0
+    stopped: bool = False  # early stopping ended the training
+    diverged: bool = False
+
+
+def train_epochs(est, runner, Xs, Y, w, Xs_val, Y_val, w_val, rng, *, max_epochs, monitor,
+                 schedule=None, finish=True):
     """Run up to ``max_epochs`` epochs on ``est.relevances_`` / ``est.coef_`` (updated in place).
 
     Appends to the estimator's curves (``loss_curve_``, ``validation_loss_curve_``,
@@ -242,65 +257,70 @@ def train_epochs(est, runner, Xs, Y, w, Xs_val, Y_val, w_val, rng, *, max_epochs
     stopping, sets ``best_epoch_`` / ``learning_rate_`` and restores the best checkpoint.
     ``w`` and ``w_val`` are the sample weights of the training and validation rows (or None): the
     epochs draw rows in proportion to ``w`` and the validation loss and score are ``w_val``-weighted.
+
+    ``schedule`` continues a training where an earlier call left it (a new one starts at
+    ``est.learning_rate``); with ``finish=False`` the best checkpoint is not restored, no error is
+    raised for a diverged training, and the training can go on in a later call. Returns the
+    :class:`Schedule`.
     """
     theta, coef = est.relevances_, est.coef_
-    best_value = np.inf
-    best = None
-    no_improve = 0
-    lr = est.learning_rate
-    n_decays = 0
+    sched = Schedule(float(est.learning_rate)) if schedule is None else schedule
     max_decays = getattr(est, "_max_lr_decays", MAX_LR_DECAYS)
-    diverged = False
     log = ProgressLog(est, est.verbose)
     epoch_total = est.n_iter_ + max_epochs  # epochs are numbered over the model's life
-    for _ in range(max_epochs):
-        train_loss = runner.run(Xs, Y, theta, coef, est._state, rng, lr, w)
+    for _ in range(0 if sched.stopped or sched.diverged else max_epochs):
+        train_loss = runner.run(Xs, Y, theta, coef, est._state, rng, sched.learning_rate, w)
         est.n_iter_ += 1
         est.t_ += Xs.shape[0]
         est.loss_curve_.append(train_loss)
-        diverged = not np.isfinite(train_loss) or not np.isfinite(coef).all() or not np.isfinite(theta).all()
+        sched.diverged = (not np.isfinite(train_loss) or not np.isfinite(coef).all()
+                          or not np.isfinite(theta).all())
         val_loss = None
-        if Xs_val is not None and not diverged:
+        if Xs_val is not None and not sched.diverged:
             F = runner.outputs(Xs_val, theta, coef)
             val_loss = mean_loss(F, Y_val, runner.loss, w_val)
             est.validation_loss_curve_.append(val_loss)
             est.validation_scores_.append(est._score_outputs(F, Y_val, w_val))
-        if diverged:
+        if sched.diverged:
             log.event(f"training diverged at epoch {est.n_iter_}: non-finite loss or parameters")
             break
         if monitor:
             value = val_loss if val_loss is not None else train_loss
-            if value < best_value - est.tol:
-                best_value = value
+            if value < sched.best_value - est.tol:
+                sched.best_value = value
                 est.best_epoch_ = est.n_iter_
-                no_improve = 0
+                sched.no_improve = 0
                 if est.checkpoint:
-                    best = (theta.copy(), coef.copy())
+                    sched.best = (theta.copy(), coef.copy())
             else:
-                no_improve += 1
+                sched.no_improve += 1
         if log.enabled():
             details = f"train loss {train_loss:.6g}"
             if val_loss is not None:
                 details += f", validation loss {val_loss:.6g}"
             log.step("epoch", est.n_iter_, epoch_total, details)
-        if (monitor and no_improve >= est.n_iter_no_change
-                and est.learning_rate_schedule == "adaptive" and n_decays < max_decays):
-            lr /= LR_DECAY
-            n_decays += 1
-            no_improve = 0
-            log.event(f"learning rate lowered to {lr:.3g} after {est.n_iter_no_change} epochs "
-                      "without improvement")
-        elif monitor and est.early_stopping and no_improve >= est.n_iter_no_change:
-            log.event(f"early stopping: no improvement for {no_improve} epochs; best epoch "
+        if (monitor and sched.no_improve >= est.n_iter_no_change
+                and est.learning_rate_schedule == "adaptive" and sched.n_decays < max_decays):
+            sched.learning_rate /= LR_DECAY
+            sched.n_decays += 1
+            sched.no_improve = 0
+            log.event(f"learning rate lowered to {sched.learning_rate:.3g} after {est.n_iter_no_change} "
+                      "epochs without improvement")
+        elif monitor and est.early_stopping and sched.no_improve >= est.n_iter_no_change:
+            log.event(f"early stopping: no improvement for {sched.no_improve} epochs; best epoch "
                       f"{est.best_epoch_}")
+            sched.stopped = True
             break
-    if diverged and best is None:
+    if not finish:
+        return sched
+    if sched.diverged and sched.best is None:
         raise ValueError(
             "RFFNet training diverged (non-finite loss or parameters): lower learning_rate, or "
             "check the scale of X (standardize=True) and of y (targets of very large magnitude "
             "make the squared loss overflow)")
     if monitor:
-        est.learning_rate_ = float(lr)
-    if best is not None:
-        theta[...] = best[0]
-        coef[...] = best[1]
+        est.learning_rate_ = float(sched.learning_rate)
+    if sched.best is not None:
+        theta[...] = sched.best[0]
+        coef[...] = sched.best[1]
+    return sched

@@ -88,6 +88,18 @@ def _accuracy(labels, predicted, sample_weight=None):
     return float(np.average(labels == predicted, weights=sample_weight))
 
 
+#: ``n_init="auto"``: this many starts (each its own draw of the map and of B, trained
+#: ``START_EPOCHS`` epochs; the one of least validation loss goes on) where the l1 relevance
+#: penalty is on and there are at least ``N_INIT_MIN_FEATURES`` inputs, else one. The penalty
+#: holds a relevance at 0 unless its gradient beats it, and the gradient of an input that acts
+#: through an even function or an interaction vanishes to first order as its relevance goes to 0:
+#: among many noise inputs one unlucky start loses such an input in its first epochs and never
+#: recovers it. Measured ...
+N_INIT_AUTO = 5
+N_INIT_MIN_FEATURES = 100
+START_EPOCHS = 5
+
+
 class _BaseRFFNet(DeferredSummaries, BaseEstimator):
     """Shared fitting machinery of :class:`RFFNetRegressor` and :class:`RFFNetClassifier`."""
 
@@ -98,6 +110,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         "init": [StrOptions(set(INITS)), "array-like"],
         "n_restarts": [Interval(numbers.Integral, 1, None, closed="left")],
         "restart_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_init": [Interval(numbers.Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "solver": [StrOptions(set(SOLVERS))],
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
         "learning_rate_schedule": [StrOptions({"constant", "adaptive"})],
@@ -129,6 +142,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
 
     def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
                  init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
+                 n_init: int | str = "auto",
                  solver: str = "shared-adam", learning_rate: float = 3e-3, learning_rate_schedule: str = "adaptive",
                  batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
                  validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
@@ -142,6 +156,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         self.init = init
         self.n_restarts = n_restarts
         self.restart_iter = restart_iter
+        self.n_init = n_init
         self.solver = solver
         self.learning_rate = learning_rate
         self.learning_rate_schedule = learning_rate_schedule
@@ -301,23 +316,38 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         Y_train = _training_targets(Y_train, self.intercept_, self.y_scale_, dtype)
         Y_val = None if Y_val is None else _training_targets(Y_val, self.intercept_, self.y_scale_, dtype)
 
-        self._state = TrainingState(coef.shape, d, dtype, self._palm)
-        runner = self._runner()
-        self.relevances_, self.coef_ = initial_relevances(
-            self.init, runner, Xs_train, Y_train, coef, self._state, rng,
-            n_restarts=self.n_restarts, restart_iter=self.restart_iter,
-            learning_rate=self.learning_rate, sample_weight=w_train)
-        zero_constant_relevances(self.relevances_, constant)
+        def start(generator, coef, theta=None):
+            """Initial relevances (``theta`` where given), fresh optimiser moments and curves."""
+            self._state = TrainingState(coef.shape, d, dtype, self._palm)
+            runner = self._runner()
+            if theta is None:
+                self.relevances_, self.coef_ = initial_relevances(
+                    self.init, runner, Xs_train, Y_train, coef, self._state, generator,
+                    n_restarts=self.n_restarts, restart_iter=self.restart_iter,
+                    learning_rate=self.learning_rate, sample_weight=w_train)
+            else:
+                self.relevances_, self.coef_ = theta.copy(), coef
+            zero_constant_relevances(self.relevances_, constant)
+            self.loss_curve_ = []
+            self.validation_loss_curve_ = []
+            self.validation_scores_ = []
+            self.n_iter_ = 0
+            self.learning_rate_ = float(self.learning_rate)
+            self.best_epoch_ = None
+            self.t_ = 0
+            return runner
+
+        runner = start(rng, coef)
+        data = (Xs_train, Y_train, w_train, Xs_val, Y_val, w_val)
+        n_starts = 1 if incremental else self._n_starts(d, Xs_val is not None)
+        schedule = None
+        self.start_losses_ = None
+        if n_starts > 1:
+            runner, rng, schedule = self._best_start(n_starts, start, runner, rng, data)
         self._rng = rng
-        self.loss_curve_ = []
-        self.validation_loss_curve_ = []
-        self.validation_scores_ = []
-        self.n_iter_ = 0
-        self.learning_rate_ = float(self.learning_rate)
-        self.best_epoch_ = None
-        self.t_ = 0
         train_epochs(self, runner, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val, rng,
-                     max_epochs=1 if incremental else self.max_iter, monitor=not incremental)
+                     max_epochs=1 if incremental else self.max_iter - self.n_iter_, monitor=not incremental,
+                     schedule=schedule)
         if not incremental:
             self._after_training(Xs_train, Y_train, w_train, Xs_val, Y_val, w_val)
         else:
@@ -328,6 +358,54 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         else:
             self._store_derivative_norms(self._standardized(X), weights)
         return self
+
+    def _n_starts(self, n_features, validation):
+        """The starts ``n_init`` asks for ("auto": ``N_INIT_AUTO`` with the l1 relevance penalty, a
+        validation split and at least ``N_INIT_MIN_FEATURES`` inputs, else 1)."""
+        if self.n_init != "auto":
+            return int(self.n_init)
+        sparse_high_dim = self.relevance_penalty > 0 and n_features >= N_INIT_MIN_FEATURES
+        return N_INIT_AUTO if sparse_high_dim and validation else 1
+
+    def _best_start(self, n_starts, start, runner, rng, data):
+        """Train ``n_starts`` starts for ``START_EPOCHS`` epochs each and keep the one of least
+        monitored loss (validation, else training): the first is the map already drawn, the others
+        draw their own (W, b, B) from generators seeded by ``rng``. Leaves the winner's map,
+        parameters, moments and curves on the estimator; returns its runner, generator and
+        :class:`Schedule`, to continue from. ``start_losses_`` records each start's loss."""
+        d, s, dtype = self.relevances_.shape[0], self.n_components, self.relevances_.dtype
+        seeds = rng.integers(np.iinfo(np.int64).max, size=n_starts - 1)
+        restarter = isinstance(self.init, str) and self.init == "restarter"
+        theta0 = None if restarter else self.relevances_.copy()  # the others start there too
+        epochs = min(START_EPOCHS, self.max_iter)
+        log = ProgressLog(self, self.verbose)
+        names = ("weights_", "offsets_", "relevances_", "coef_", "_state", "loss_curve_",
+                 "validation_loss_curve_", "validation_scores_", "n_iter_", "t_", "best_epoch_",
+                 "learning_rate_")
+        starts = []
+        for k in range(n_starts):
+            generator = rng
+            if k:
+                generator = np.random.default_rng(seeds[k - 1])
+                self.weights_ = draw_frequencies(self.kernel, d, s, 1.0, generator, dtype)
+                self.offsets_ = draw_offsets(s, generator, dtype)
+                bound = 1.0 / np.sqrt(s)
+                coef = generator.uniform(-bound, bound, self.coef_.shape).astype(dtype)
+                runner = start(generator, coef, theta0)
+            Xs, Y, w, Xs_val, Y_val, w_val = data
+            schedule = train_epochs(self, runner, Xs, Y, w, Xs_val, Y_val, w_val, generator, max_epochs=epochs,
+                                    monitor=True, finish=False)
+            loss = np.inf if schedule.diverged and schedule.best is None else schedule.best_value
+            kind = "validation" if Xs_val is not None else "training"
+            log.event(f"start {k + 1}/{n_starts}: least {kind} loss {loss:.6g} in {epochs} epochs")
+            starts.append((loss, {name: getattr(self, name) for name in names}, runner, generator, schedule))
+        self.start_losses_ = np.array([entry[0] for entry in starts])
+        k = int(np.argmin(self.start_losses_))  # (the first of equal losses)
+        _, attrs, runner, generator, schedule = starts[k]
+        for name, value in attrs.items():
+            setattr(self, name, value)
+        log.event(f"continuing from start {k + 1}")
+        return runner, generator, schedule
 
     def _restore_trained_map(self):
         """Put back the trained (W, b, B, intercept) that a closing fit replaced: training continues
@@ -534,6 +612,18 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Number of random initial relevances tried by ``init="restarter"``.
     restart_iter : int, default=10
         Epochs per restart of ``init="restarter"``.
+    n_init : int or "auto", default="auto"
+        Starts of the training (not in the paper): each draws its own frequencies, phases and
+        output weights, starts from the same ``init`` and trains ``START_EPOCHS`` (5) epochs; the
+        one of least validation loss (training loss without early stopping) goes on training, the
+        others are dropped (``start_losses_``). "auto": 5 starts where ``relevance_penalty > 0``,
+        early stopping is on and there are at least 100 inputs, else 1. The l1 penalty holds a
+        relevance at 0 unless its gradient beats it, and the gradient of an input that acts through
+        an even function or an interaction vanishes as its relevance goes to 0: among many noise
+        inputs an unlucky start loses such an input in its first epochs and never finds it again.
+        Measured (``bench/rffnet_highdim.py --seeds 0 ... 9``, make_hd5 with d = 1000, n = 5000):
+        all 5 relevant inputs on top on 9 of 10 seeds with "auto" against 8 of 10 with one start
+        (mean held-out MSE 0.40 against 0.79), at about 1.2 times the fit time.
     solver : {"shared-adam", "adam", "palm-adam", "sgd", "palm-sgd"}, default="shared-adam"
         Joint steps on (B, theta), or, for ``palm-*``, every epoch is a pass of steps on B followed
         by a pass on theta (each with its own Adam moments). "adam" is the paper's solver.
@@ -730,6 +820,11 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         after :meth:`partial_fit`.
     best_epoch_ : int or None
         1-based epoch whose parameters were kept (None after ``partial_fit`` only).
+    start_losses_ : ndarray of shape (n_starts,) or None
+        With more than one start (``n_init``): each start's least validation loss (training loss
+        without early stopping) in its first ``START_EPOCHS`` epochs; the least one's start went on
+        (its epochs are counted in ``n_iter_`` and the curves, the others' are not). None with one
+        start, and for a fit on Dask arrays.
     n_features_in_ : int
         Number of features seen during fit.
 
@@ -753,6 +848,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
 
     def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
                  init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
+                 n_init: int | str = "auto",
                  solver: str = "shared-adam", learning_rate: float = 3e-3, learning_rate_schedule: str = "adaptive",
                  batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
                  validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
@@ -763,7 +859,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
                  refit_components: int | None = 1000) -> None:
         super().__init__(
             n_components, alpha=alpha, kernel=kernel, init=init, n_restarts=n_restarts,
-            restart_iter=restart_iter, solver=solver, learning_rate=learning_rate,
+            restart_iter=restart_iter, n_init=n_init, solver=solver, learning_rate=learning_rate,
             learning_rate_schedule=learning_rate_schedule, batch_size=batch_size, max_iter=max_iter,
             early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change, tol=tol,
@@ -1019,6 +1115,10 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         Number of random initial relevances tried by ``init="restarter"``.
     restart_iter : int, default=10
         Epochs per restart of ``init="restarter"``.
+    n_init : int or "auto", default="auto"
+        Starts of the training, the one of least validation loss after ``START_EPOCHS`` epochs
+        kept, as in :class:`RFFNetRegressor` ("auto": 5 with the l1 relevance penalty, early
+        stopping and at least 100 inputs, else 1).
     solver : {"shared-adam", "adam", "palm-adam", "sgd", "palm-sgd"}, default="shared-adam"
         As in :class:`RFFNetRegressor` ("adam" is the paper's solver).
     learning_rate : float, default=3e-3
@@ -1125,7 +1225,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     classes_ : ndarray of shape (n_classes,)
         The class labels.
     relevances_, feature_importances_, weights_, offsets_, x_mean_, x_scale_, scale_, n_iter_,
-    loss_curve_, validation_loss_curve_, validation_scores_, best_epoch_, n_features_in_ : object
+    loss_curve_, validation_loss_curve_, validation_scores_, best_epoch_, start_losses_, n_features_in_ : object
         As in :class:`RFFNetRegressor`.
     refit_alpha_ : float or None
         The penalty of the closing fit (``refit_coef``); None without it, and after
