@@ -358,7 +358,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
        (``RFFNET_VARIANTS``): the paper's Adam without penalty (every input may matter) and, with
        at least ``SPARSE_MIN_FEATURES`` (50) inputs, also RFFNet's defaults (Adam with one second
        moment for the relevances and an L1 penalty on them: sparse relevances, for a few
-       relevant inputs among many); the better on the held-out rows goes on. For classes,
+       relevant inputs among many; from 100 inputs, five starts, ``n_init="auto"``); the better
+       on the held-out rows goes on. For classes,
        RFFNet trains on at most ``NET_MAX_ROWS_CLASSIFICATION`` (10,000) of the training rows
        (stratified); the others join the returned model's closing fit in step 5.
     4. A tuned kernel ridge machine, when RFFNet does not beat the width search's ridge on the

@@ -94,7 +94,15 @@ def _accuracy(labels, predicted, sample_weight=None):
 #: holds a relevance at 0 unless its gradient beats it, and the gradient of an input that acts
 #: through an even function or an interaction vanishes to first order as its relevance goes to 0:
 #: among many noise inputs one unlucky start loses such an input in its first epochs and never
-#: recovers it. Measured ...
+#: recovers it. Measured on make_hd5 (d = 1000, n = 5000, ``bench/rffnet_highdim.py --seeds 0 ...
+#: 9``): all five relevant inputs on top on 9 of 10 seeds (mean held-out MSE 0.395) against 8 of
+#: 10 (0.793) with one start, 1.19x the fit time; d = 200, n = 3000 (the test's size, seeds 0-7):
+#: 8 of 8 against 6; ``rffkern.fit`` on d = 1000: 9 of 10 against 5. On the real sets with at least
+#: 100 inputs (a9a, w8a, mnist_test10k; bench_realdata splits, seeds 0/1) the test errors moved
+#: within their noise. Below 100 inputs (a prototype with five starts from 50 inputs, scratch
+#: ``/tmp/s/ni_real.py``, beside the one-start run): RFFNet's and ``rffkern.fit``'s fit time
+#: 12-29% more on digits and online_news_subset, RFFNet's test error digits 0.0222/0.0167 ->
+#: 0.0194/0.0167, online_news_subset 1.0074/0.9848 -> 1.0130/0.9888, ``fit``'s unchanged.
 N_INIT_AUTO = 5
 N_INIT_MIN_FEATURES = 100
 START_EPOCHS = 5
