@@ -262,8 +262,11 @@ def run_demo(args):
     pred = model.predict(X_test)
     mse = float(np.mean((pred - y_test) ** 2))
     base = float(np.mean((y_test - y.mean()) ** 2))
-    print(f"  fit: {elapsed:.2f} s, {model.n_iter_} epochs (best {model.best_epoch_}), "
-          f"{model.n_iter_ * X.shape[0] * 0.9 / max(elapsed, 1e-9):,.0f} samples/s")
+    starts = model.start_losses_
+    dropped = 0 if starts is None else model._epochs_in_dropped_starts
+    after = "" if starts is None else f" after {len(starts)} starts"
+    print(f"  fit: {elapsed:.2f} s, {model.n_iter_} epochs (best {model.best_epoch_}){after}, "
+          f"{(model.n_iter_ + dropped) * X.shape[0] * 0.9 / max(elapsed, 1e-9):,.0f} samples/s")
     print(f"  test MSE {mse:.4f}  (predicting the mean: {base:.4f}; noise floor 0.0100)")
     names = [f"x{j + 1}" for j in range(X.shape[1])]
     k = len(support)

@@ -147,6 +147,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
     intercept_: NDArray[np.float64]
     y_scale_: NDArray[np.float64]
     _rng: np.random.Generator
+    start_losses_: NDArray[np.float64] | None
+    _epochs_in_dropped_starts: int = 0  # n_init's dropped starts (set with start_losses_)
 
     def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
                  init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
@@ -409,6 +411,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             starts.append((loss, {name: getattr(self, name) for name in names}, runner, generator, schedule))
         self.start_losses_ = np.array([entry[0] for entry in starts])
         k = int(np.argmin(self.start_losses_))  # (the first of equal losses)
+        # the dropped starts' epochs (not in n_iter_: the demo's throughput counts them)
+        self._epochs_in_dropped_starts = sum(entry[1]["n_iter_"] for i, entry in enumerate(starts) if i != k)
         _, attrs, runner, generator, schedule = starts[k]
         for name, value in attrs.items():
             setattr(self, name, value)
