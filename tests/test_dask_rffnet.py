@@ -36,7 +36,7 @@ def _in_thread(fn, *args, shards=None):
 
 X_GSE, Y_GSE, _ = make_gse2(3000, random_state=0)
 X_TEST, Y_TEST, _ = make_gse2(1500, random_state=1)
-PARAMS = dict(n_components=128, max_iter=15, random_state=0, n_jobs=1)
+PARAMS = dict(n_components=128, max_iter=15, random_state=0, n_jobs=1, n_init=1)  # (one start: see below)
 
 
 def test_fit_draws_and_statistics_match_single_machine(client):
@@ -72,9 +72,8 @@ def test_global_standardization_matches_single_machine(client):
 
 @pytest.mark.parametrize("shards", [1, 2])
 def test_regression_accuracy_close_to_single_machine(client, shards):
-    # the same training loop on one machine (one start, as on Dask: gse2's 100 inputs would give
-    # the single-machine fit n_init="auto"'s five), both with the closing ridge
-    single = RFFNetRegressor(**PARAMS, n_init=1).fit(X_GSE, Y_GSE)
+    # the same training loop on one machine, both with the closing ridge
+    single = RFFNetRegressor(**PARAMS).fit(X_GSE, Y_GSE)
     Xd, yd = da.from_array(X_GSE, chunks=(750, 100)), da.from_array(Y_GSE, chunks=750)
     dist = _in_thread(RFFNetRegressor(**PARAMS).fit, Xd, yd, shards=shards)
     r2_single, r2_dist = single.score(X_TEST, Y_TEST), dist.score(X_TEST, Y_TEST)
@@ -151,6 +150,27 @@ def test_fit_is_deterministic_and_depends_on_the_seed(client):
     np.testing.assert_array_equal(a.relevances_, b.relevances_)
     assert a.loss_curve_ == b.loss_curve_
     assert not np.array_equal(a.coef_, c.coef_)
+
+
+def test_several_starts_on_dask_keep_the_least_validation_loss(client):
+    # n_init as in memory: each start its own draw of (W, b, B), START_EPOCHS data-parallel epochs,
+    # the one of least validation loss goes on (gse2's 100 inputs: "auto" gives 5 starts)
+    from rffkern.rffnet import N_INIT_AUTO, START_EPOCHS
+
+    Xd, yd = da.from_array(X_GSE, chunks=(750, 100)), da.from_array(Y_GSE, chunks=750)
+    p = dict(PARAMS, n_init="auto", max_iter=START_EPOCHS + 2, n_components=32)
+    dist = _in_thread(RFFNetRegressor(**p).fit, Xd, yd, shards=2)
+    assert dist.start_losses_.shape == (N_INIT_AUTO,) and np.all(np.isfinite(dist.start_losses_))
+    assert len(set(dist.start_losses_.tolist())) == N_INIT_AUTO
+    assert dist.n_iter_ == len(dist.validation_loss_curve_) == START_EPOCHS + 2
+    assert min(dist.validation_loss_curve_[:START_EPOCHS]) == dist.start_losses_.min()
+    again = _in_thread(RFFNetRegressor(**p).fit, Xd, yd, shards=2)
+    np.testing.assert_array_equal(again.relevances_, dist.relevances_)
+    np.testing.assert_array_equal(again.weights_, dist.weights_)
+    one = _in_thread(RFFNetRegressor(**dict(p, n_init=1)).fit, Xd, yd, shards=2)
+    assert one.start_losses_ is None
+    if int(np.argmin(dist.start_losses_)) > 0:  # another start kept: another map
+        assert not np.array_equal(one.weights_[:, :32], dist.weights_[:, :32])
 
 
 def test_an_input_constant_on_the_training_rows_has_relevance_zero(client):
@@ -257,8 +277,6 @@ def test_bad_input_is_refused(client):
     Xd = da.from_array(X_GSE[:400], chunks=(200, 100))
     with pytest.raises(ValueError, match="init='regressor' is not supported on Dask"):
         RFFNetRegressor(16, init="regressor").fit(Xd, Y_GSE[:400])
-    with pytest.raises(ValueError, match="n_init=2 is not supported on Dask"):
-        RFFNetRegressor(16, n_init=2).fit(Xd, Y_GSE[:400])
     X_nan = X_GSE[:400].copy()
     X_nan[123, 4] = np.nan
     with pytest.raises(ValueError, match="NaN or infinity"):

@@ -310,6 +310,14 @@ def test_n_init_with_every_start_rule(init):
     assert clf.start_losses_.shape == (2,)
 
 
+def test_n_init_when_every_start_diverges_the_error_is_one_starts():
+    X, y, _ = make_jse2(300, random_state=0)
+    for n_init in (1, 3):
+        with pytest.raises(ValueError, match="training diverged"):
+            RFFNetRegressor(20, solver="sgd", learning_rate=1e3, n_init=n_init, max_iter=5,
+                            random_state=0, n_jobs=1).fit(X, y)
+
+
 # ------------------------------------------------------------------ recovery (fixed seeds)
 def _top(est, k):
     return set(np.argsort(-est.feature_importances_, kind="stable")[:k].tolist())

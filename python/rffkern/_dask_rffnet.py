@@ -49,6 +49,7 @@ its rows from and unmaps, so a worker's memory holds a few chunks, not the file.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import time
 
@@ -310,6 +311,25 @@ def _shards(n_chunks, n_shards):
     return [list(range(bounds[k], bounds[k + 1])) for k in range(n_shards) if bounds[k + 1] > bounds[k]]
 
 
+class _DaskStart:
+    """One start of the data-parallel training: its map (on the workers through ``ctx_key``), its
+    parameters, its learning-rate schedule and early-stopping state, and its curves."""
+
+    def __init__(self, weights, offsets, ctx_key, params, epoch_rng, learning_rate):
+        self.weights, self.offsets, self.ctx_key, self.params = weights, offsets, ctx_key, params
+        self.epoch_rng, self.lr = epoch_rng, float(learning_rate)
+        self.best_value, self.best, self.best_epoch = np.inf, None, None
+        self.no_improve = self.n_decays = self.n_iter = self.t = 0
+        self.stopped = self.diverged = False
+        self.loss_curve: list = []
+        self.validation_loss_curve: list = []
+        self.validation_scores: list = []
+
+    def least_loss(self):
+        """The least monitored loss so far (inf for a start that diverged before any)."""
+        return np.inf if self.diverged and self.best is None else self.best_value
+
+
 def fit_rffnet(est, X, y):
     """Fit ``RFFNetRegressor`` / ``RFFNetClassifier`` ``est`` on Dask arrays, data-parallel.
 
@@ -318,8 +338,9 @@ def fit_rffnet(est, X, y):
     est : RFFNetRegressor or RFFNetClassifier
         Its parameters are used as in ``fit``; ``init`` must be ``"median"`` (the median distance
         is taken on the first at most 2000 rows), ``"constant"`` or an array (``"regressor"`` and
-        ``"restarter"`` need the whole data set on one machine); one start (``n_init`` 1 or
-        "auto").
+        ``"restarter"`` need the whole data set on one machine). ``n_init`` as in memory: the
+        starts each train ``START_EPOCHS`` data-parallel epochs, the one of least validation loss
+        goes on.
         ``n_jobs=None`` runs each task on one thread (Dask runs one task per worker thread);
         an integer is the compiled kernels' thread count inside every task.
     X : dask.array.Array of shape (n_samples, n_features)
@@ -338,7 +359,7 @@ def fit_rffnet(est, X, y):
     ------
     ValueError
         Non-finite values, fewer than 2 training rows, a column-chunked X, an unsupported
-        ``init`` or ``n_init``, or targets that would overflow the training dtype.
+        ``init``, or targets that would overflow the training dtype.
     """
     import dask
     import dask.array as da
@@ -351,10 +372,6 @@ def fit_rffnet(est, X, y):
     if isinstance(est.init, str) and est.init not in ("constant", "median"):
         raise ValueError(f"init={est.init!r} is not supported on Dask arrays (it needs all the rows on "
                          "one machine); use init='median', 'constant' or an array of initial relevances")
-    if est.n_init != "auto" and est.n_init > 1:
-        raise ValueError(f"n_init={est.n_init!r} is not supported on Dask arrays (the data-parallel fit "
-                         "trains one start); use n_init=1 or 'auto' (one start on Dask arrays)")
-    est.start_losses_ = None
     est.__dict__.pop("feature_names_in_", None)
     X = _row_chunked(X, "fit")
     if X.shape[0] == 0:
@@ -457,8 +474,6 @@ def fit_rffnet(est, X, y):
         _check_initial_relevances(est.init, d)
         theta = np.asarray(est.init, dtype=dtype)
     theta = zero_constant_relevances(np.array(theta, dtype=dtype, order="C"), constant)
-    est._state = TrainingState(coef.shape, d, dtype, est._palm)
-    params = _Params(theta, np.ascontiguousarray(coef), est._state)
 
     ctx_key = _shared(ctx)
     use_validation = split_seed is not None and stats["n_val"] > 0
@@ -475,84 +490,117 @@ def fit_rffnet(est, X, y):
     est.n_shards_ = len(groups)
     epoch_rng = np.random.default_rng(int(rng.integers(2**32 - 1)))
     est._rng = rng
-    est.loss_curve_, est.validation_loss_curve_, est.validation_scores_ = [], [], []
-    est.n_iter_, est.t_, est.best_epoch_ = 0, 0, None
-    lr = float(est.learning_rate)
-    best_value, best, no_improve, n_decays, diverged = np.inf, None, 0, 0, False
     log.event(f"data-parallel fit: {n_chunks} chunks in {len(groups)} shard(s), "
               f"{n_train} training rows, {stats['n_val']} validation rows")
-    for epoch in range(est.max_iter):
-        tic = time.perf_counter()
-        seed = int(epoch_rng.integers(2**32 - 1))
-        order_rng = np.random.default_rng(seed)
-        orders = [[int(i) for i in order_rng.permutation(group)] for group in groups]
-        ends = [params] * len(groups)
-        # Waves of CHUNKS_PER_WAVE chunks per shard, one graph each: within one graph the chunk
-        # reads (tasks without dependencies) would run ahead of the sequential chain of training
-        # tasks and hold a whole shard in memory; a wave holds at most CHUNKS_PER_WAVE of them.
-        for w in range(0, max(map(len, orders)), CHUNKS_PER_WAVE):
-            wave = []
-            for order, end in zip(orders, ends):
-                p = dask.delayed(end, pure=False, traverse=False)
-                for i in order[w:w + CHUNKS_PER_WAVE]:
-                    p = dask.delayed(_train_chunk, pure=True)(ctx_key, p, i, seed, lr * len(groups),
-                                                              x_blocks[i], y_blocks[i])
-                wave.append(p)
-            ends = list(dask.compute(*wave))
-        new = _average(*ends)
-        if use_validation:
-            # a second graph, not the same one: a chunk read for training is then released at
-            # once instead of being held until the averaged model can be validated on it
-            new_key = _shared(new)
-            (val,) = dask.compute(_tree_reduce([dask.delayed(_validate_chunk, pure=True)(ctx_key, new_key, i, xb, yb)
-                                                for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))], _add))
-        train_loss = new.loss_sum / max(new.rows, 1)
-        params = _Params(new.theta, new.coef, new.state)
-        est.n_iter_ += 1
-        est.t_ += new.rows
-        est.loss_curve_.append(train_loss)
-        diverged = not (np.isfinite(train_loss) and np.isfinite(new.theta).all() and np.isfinite(new.coef).all())
-        if diverged:
-            log.event(f"epoch {est.n_iter_}: training diverged (non-finite loss or parameters)")
-            break
-        val_loss = None
-        if use_validation:
-            val_loss = float(val[0] / n_val)
-            est.validation_loss_curve_.append(val_loss)
-            if classifier:
-                score = float(val[1] / n_val)
+
+    def epochs(run, count):
+        """Up to ``count`` epochs of the start ``run`` (its map, parameters, schedule and curves)."""
+        for _ in range(0 if run.stopped or run.diverged else count):
+            tic = time.perf_counter()
+            seed = int(run.epoch_rng.integers(2**32 - 1))
+            order_rng = np.random.default_rng(seed)
+            orders = [[int(i) for i in order_rng.permutation(group)] for group in groups]
+            ends = [run.params] * len(groups)
+            # Waves of CHUNKS_PER_WAVE chunks per shard, one graph each: within one graph the chunk
+            # reads (tasks without dependencies) would run ahead of the sequential chain of training
+            # tasks and hold a whole shard in memory; a wave holds at most CHUNKS_PER_WAVE of them.
+            for w in range(0, max(map(len, orders)), CHUNKS_PER_WAVE):
+                wave = []
+                for order, end in zip(orders, ends):
+                    p = dask.delayed(end, pure=False, traverse=False)
+                    for i in order[w:w + CHUNKS_PER_WAVE]:
+                        p = dask.delayed(_train_chunk, pure=True)(run.ctx_key, p, i, seed, run.lr * len(groups),
+                                                                  x_blocks[i], y_blocks[i])
+                    wave.append(p)
+                ends = list(dask.compute(*wave))
+            new = _average(*ends)
+            if use_validation:
+                # a second graph, not the same one: a chunk read for training is then released at
+                # once instead of being held until the averaged model can be validated on it
+                new_key = _shared(new)
+                (val,) = dask.compute(_tree_reduce([dask.delayed(_validate_chunk, pure=True)(run.ctx_key, new_key, i, xb, yb)
+                                                    for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))], _add))
+            train_loss = new.loss_sum / max(new.rows, 1)
+            run.params = _Params(new.theta, new.coef, new.state)
+            run.n_iter += 1
+            run.t += new.rows
+            run.loss_curve.append(train_loss)
+            run.diverged = not (np.isfinite(train_loss) and np.isfinite(new.theta).all() and np.isfinite(new.coef).all())
+            if run.diverged:
+                log.event(f"epoch {run.n_iter}: training diverged (non-finite loss or parameters)")
+                break
+            val_loss = None
+            if use_validation:
+                val_loss = float(val[0] / n_val)
+                run.validation_loss_curve.append(val_loss)
+                if classifier:
+                    score = float(val[1] / n_val)
+                else:
+                    sse = val[2:]
+                    assert sst is not None  # computed whenever there is a validation split
+                    score = _r2_from_sums(sse, sst)
+                run.validation_scores.append(score)
+            value = val_loss if val_loss is not None else train_loss
+            if value < run.best_value - est.tol:
+                run.best_value, run.best_epoch, run.no_improve = value, run.n_iter, 0
+                if est.checkpoint:
+                    run.best = (run.params.theta.copy(), run.params.coef.copy())
             else:
-                sse = val[2:]
-                assert sst is not None  # computed whenever there is a validation split
-                score = _r2_from_sums(sse, sst)
-            est.validation_scores_.append(score)
-        value = val_loss if val_loss is not None else train_loss
-        if value < best_value - est.tol:
-            best_value, est.best_epoch_, no_improve = value, est.n_iter_, 0
-            if est.checkpoint:
-                best = (params.theta.copy(), params.coef.copy())
-        else:
-            no_improve += 1
-        details = f"train loss {train_loss:.6g}"
-        if val_loss is not None:
-            details += f", validation loss {val_loss:.6g}"
-        log.step("epoch", est.n_iter_, est.max_iter, f"{details} ({time.perf_counter() - tic:.3f} s)")
-        if no_improve >= est.n_iter_no_change and est.learning_rate_schedule == "adaptive" and n_decays < MAX_LR_DECAYS:
-            lr /= LR_DECAY
-            n_decays, no_improve = n_decays + 1, 0
-            log.event(f"learning rate lowered to {lr:.3g} (no improvement for {est.n_iter_no_change} epochs)")
-        elif est.early_stopping and no_improve >= est.n_iter_no_change:
-            log.event(f"early stopping: no improvement for {no_improve} epochs; best epoch {est.best_epoch_}")
-            break
-    if diverged and best is None:
+                run.no_improve += 1
+            details = f"train loss {train_loss:.6g}"
+            if val_loss is not None:
+                details += f", validation loss {val_loss:.6g}"
+            log.step("epoch", run.n_iter, est.max_iter, f"{details} ({time.perf_counter() - tic:.3f} s)")
+            if (run.no_improve >= est.n_iter_no_change and est.learning_rate_schedule == "adaptive"
+                    and run.n_decays < MAX_LR_DECAYS):
+                run.lr /= LR_DECAY
+                run.n_decays, run.no_improve = run.n_decays + 1, 0
+                log.event(f"learning rate lowered to {run.lr:.3g} (no improvement for {est.n_iter_no_change} epochs)")
+            elif est.early_stopping and run.no_improve >= est.n_iter_no_change:
+                log.event(f"early stopping: no improvement for {run.no_improve} epochs; best epoch {run.best_epoch}")
+                run.stopped = True
+                break
+
+    run = _DaskStart(est.weights_, est.offsets_, ctx_key, _Params(theta, np.ascontiguousarray(coef),
+                     TrainingState(coef.shape, d, dtype, est._palm)), epoch_rng, est.learning_rate)
+    n_starts = est._n_starts(d, use_validation)
+    est.start_losses_ = None
+    if n_starts > 1:  # as RFFNet's in-memory fit: the start of least monitored loss after START_EPOCHS
+        from rffkern.rffnet import START_EPOCHS
+
+        seeds = rng.integers(np.iinfo(np.int64).max, size=n_starts - 1)
+        runs = [run]
+        for seed in seeds:
+            g = np.random.default_rng(seed)
+            W = draw_frequencies(est.kernel, d, est.n_components, 1.0, g, dtype)
+            b = draw_offsets(est.n_components, g, dtype)
+            B = g.uniform(-bound, bound, (est.n_components, n_out)).astype(dtype)
+            ctx_k = copy.copy(ctx)
+            ctx_k.runner = dataclasses.replace(runner, weights=W, offsets=b)
+            runs.append(_DaskStart(W, b, _shared(ctx_k), _Params(theta.copy(), B, TrainingState(B.shape, d, dtype, est._palm)),
+                                   np.random.default_rng(int(g.integers(2**32 - 1))), est.learning_rate))
+        for k, r in enumerate(runs):
+            epochs(r, min(START_EPOCHS, est.max_iter))
+            log.event(f"start {k + 1}/{n_starts}: least {'validation' if use_validation else 'training'} loss "
+                      f"{r.least_loss():.6g}")
+        est.start_losses_ = np.array([r.least_loss() for r in runs])
+        k = int(np.argmin(est.start_losses_))
+        est._epochs_in_dropped_starts = sum(r.n_iter for i, r in enumerate(runs) if i != k)
+        run = runs[k]
+        log.event(f"continuing from start {k + 1}")
+    epochs(run, est.max_iter - run.n_iter)
+    if run.diverged and run.best is None:
         raise ValueError(
             "RFFNet training diverged (non-finite loss or parameters): lower learning_rate, or "
             "check the scale of X (standardize=True) and of y")
-    est.learning_rate_ = float(lr)
-    est.relevances_, est.coef_ = params.theta, params.coef
-    est._state = params.state
-    if best is not None:
-        est.relevances_, est.coef_ = best[0], best[1]
+    est.weights_, est.offsets_ = run.weights, run.offsets
+    est.loss_curve_, est.validation_loss_curve_ = run.loss_curve, run.validation_loss_curve
+    est.validation_scores_, est.n_iter_, est.t_, est.best_epoch_ = run.validation_scores, run.n_iter, run.t, run.best_epoch
+    est.learning_rate_ = float(run.lr)
+    est.relevances_, est.coef_ = run.params.theta, run.params.coef
+    est._state = run.params.state
+    if run.best is not None:
+        est.relevances_, est.coef_ = run.best[0], run.best[1]
     est.refit_alpha_ = None
     if est.refit_coef:
         (_closing_softmax if classifier else _closing_ridge)(est, X, y)

@@ -836,7 +836,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         With more than one start (``n_init``): each start's least validation loss (training loss
         without early stopping) in its first ``START_EPOCHS`` epochs; the least one's start went on
         (its epochs are counted in ``n_iter_`` and the curves, the others' are not). None with one
-        start, and for a fit on Dask arrays.
+        start.
     n_features_in_ : int
         Number of features seen during fit.
 
