@@ -154,8 +154,8 @@ def test_fit_is_deterministic_and_depends_on_the_seed(client):
 
 def test_several_starts_on_dask_keep_the_least_validation_loss(client):
     # n_init as in memory: each start its own draw of (W, b, B), START_EPOCHS data-parallel epochs,
-    # the one of least validation loss goes on (gse2's 100 inputs: "auto" gives 5 starts)
-    from rffkern.rffnet import N_INIT_AUTO, START_EPOCHS
+    # the best two train on, the better goes on (gse2's 100 inputs: "auto" gives 5 starts)
+    from rffkern.rffnet import N_INIT_AUTO, N_INIT_FINALISTS, START_EPOCHS
 
     Xd, yd = da.from_array(X_GSE, chunks=(750, 100)), da.from_array(Y_GSE, chunks=750)
     p = dict(PARAMS, n_init="auto", max_iter=START_EPOCHS + 2, n_components=32)
@@ -163,7 +163,7 @@ def test_several_starts_on_dask_keep_the_least_validation_loss(client):
     assert dist.start_losses_.shape == (N_INIT_AUTO,) and np.all(np.isfinite(dist.start_losses_))
     assert len(set(dist.start_losses_.tolist())) == N_INIT_AUTO
     assert dist.n_iter_ == len(dist.validation_loss_curve_) == START_EPOCHS + 2
-    assert min(dist.validation_loss_curve_[:START_EPOCHS]) == dist.start_losses_.min()
+    assert min(dist.validation_loss_curve_[:START_EPOCHS]) in np.sort(dist.start_losses_)[:N_INIT_FINALISTS]
     again = _in_thread(RFFNetRegressor(**p).fit, Xd, yd, shards=2)
     np.testing.assert_array_equal(again.relevances_, dist.relevances_)
     np.testing.assert_array_equal(again.weights_, dist.weights_)

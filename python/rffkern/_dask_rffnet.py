@@ -566,7 +566,7 @@ def fit_rffnet(est, X, y):
     n_starts = est._n_starts(d, use_validation)
     est.start_losses_ = None
     if n_starts > 1:  # as RFFNet's in-memory fit: the start of least monitored loss after START_EPOCHS
-        from rffkern.rffnet import START_EPOCHS
+        from rffkern.rffnet import N_INIT_FINALISTS, START_EPOCHS
 
         seeds = rng.integers(np.iinfo(np.int64).max, size=n_starts - 1)
         runs = [run]
@@ -584,7 +584,10 @@ def fit_rffnet(est, X, y):
             log.event(f"start {k + 1}/{n_starts}: least {'validation' if use_validation else 'training'} loss "
                       f"{r.least_loss():.6g}")
         est.start_losses_ = np.array([r.least_loss() for r in runs])
-        k = int(np.argmin(est.start_losses_))
+        finalists = [int(i) for i in np.argsort(est.start_losses_, kind="stable")[:N_INIT_FINALISTS]]
+        for i in finalists:  # the second round, as in memory
+            epochs(runs[i], min(START_EPOCHS, est.max_iter - START_EPOCHS))
+        k = min(finalists, key=lambda i: runs[i].least_loss())
         est._epochs_in_dropped_starts = sum(r.n_iter for i, r in enumerate(runs) if i != k)
         run = runs[k]
         log.event(f"continuing from start {k + 1}")

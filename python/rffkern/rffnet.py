@@ -106,6 +106,7 @@ def _accuracy(labels, predicted, sample_weight=None):
 N_INIT_AUTO = 5
 N_INIT_MIN_FEATURES = 100
 START_EPOCHS = 5
+N_INIT_FINALISTS = 2
 
 
 class _BaseRFFNet(DeferredSummaries, BaseEstimator):
@@ -410,7 +411,20 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             log.event(f"start {k + 1}/{n_starts}: least {kind} loss {loss:.6g} in {epochs} epochs")
             starts.append((loss, {name: getattr(self, name) for name in names}, runner, generator, schedule))
         self.start_losses_ = np.array([entry[0] for entry in starts])
-        k = int(np.argmin(self.start_losses_))  # (the first of equal losses)
+        # a second round: the best N_INIT_FINALISTS starts train START_EPOCHS more epochs (a start
+        # that has found some relevant inputs may still find the others), the best goes on
+        finalists = [int(i) for i in np.argsort(self.start_losses_, kind="stable")[:N_INIT_FINALISTS]]
+        more = min(START_EPOCHS, self.max_iter - epochs)
+        for k in finalists if more > 0 else []:
+            _, attrs, runner, generator, schedule = starts[k]
+            for name, value in attrs.items():
+                setattr(self, name, value)
+            schedule = train_epochs(self, runner, Xs, Y, w, Xs_val, Y_val, w_val, generator, max_epochs=more,
+                                    monitor=True, finish=False)
+            loss = np.inf if schedule.diverged and schedule.best is None else schedule.best_value
+            log.event(f"start {k + 1}: least {kind} loss {loss:.6g} after {epochs + more} epochs")
+            starts[k] = (loss, {name: getattr(self, name) for name in names}, runner, generator, schedule)
+        k = min(finalists, key=lambda i: starts[i][0])  # (the first of equal losses)
         # the dropped starts' epochs (not in n_iter_: the demo's throughput counts them)
         self._epochs_in_dropped_starts = sum(entry[1]["n_iter_"] for i, entry in enumerate(starts) if i != k)
         _, attrs, runner, generator, schedule = starts[k]
