@@ -339,8 +339,8 @@ def fit_rffnet(est, X, y):
         Its parameters are used as in ``fit``; ``init`` must be ``"median"`` (the median distance
         is taken on the first at most 2000 rows), ``"constant"`` or an array (``"regressor"`` and
         ``"restarter"`` need the whole data set on one machine). ``n_init`` as in memory: the
-        starts each train ``START_EPOCHS`` data-parallel epochs, the one of least validation loss
-        goes on.
+        starts each train ``START_EPOCHS`` data-parallel epochs, the best two as many more, and
+        the better goes on.
         ``n_jobs=None`` runs each task on one thread (Dask runs one task per worker thread);
         an integer is the compiled kernels' thread count inside every task.
     X : dask.array.Array of shape (n_samples, n_features)
