@@ -277,6 +277,40 @@ def test_n_init_goes_on_from_the_start_of_least_validation_loss():
     assert short.n_iter_ == 2 and short.start_losses_.shape == (3,)
 
 
+def test_n_init_second_round_keeps_each_starts_best_epoch_from_the_first():
+    # a case whose best epoch is early: every start's validation loss rises after epoch 1 or 2.
+    # Each finalist's second round continues its own schedule, so a start is ranked by its least
+    # loss over all its epochs, and the kept model is that best epoch's (an earlier version began
+    # the second round afresh: it kept start 3's epoch 6, 0.529, over start 4's epoch 2, 0.491)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 120))
+    y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.standard_normal(600)
+    est = RFFNetRegressor(n_components=64, max_iter=START_EPOCHS + 2, n_init=4, tol=0.0, random_state=1,
+                          n_jobs=1, refit_coef=False).fit(X, y)
+    curve = np.asarray(est.validation_loss_curve_)
+    assert est.best_epoch_ == int(np.argmin(curve)) + 1 <= START_EPOCHS
+    assert curve.min() == est.start_losses_.min()  # the first round's best start, still the best
+
+
+def test_best_of_starts_ranks_the_finalists_by_their_loss_after_the_second_round():
+    from rffkern._rffnet_training import best_of_starts
+
+    first = [0.5, 0.3, 0.4, 0.3, np.inf]  # start 4 diverged
+    second = {1: 0.29, 2: 0.2, 3: 0.25}
+    calls = []
+
+    def train(k, count):
+        calls.append((k, count))
+        return first[k] if len(calls) <= len(first) else second[k]
+
+    losses, kept = best_of_starts(5, train, 5, 3, 2)
+    np.testing.assert_array_equal(losses, first)
+    # the two least after the first round (the first of equal losses first) train on; 2 does not
+    assert calls == [(k, 5) for k in range(5)] + [(1, 3), (3, 3)] and kept == 3
+    calls.clear()
+    assert best_of_starts(5, train, 5, 0, 2)[1] == 1  # no epochs left: the first round decides
+
+
 def test_n_init_auto_runs_several_starts_only_for_the_l1_penalty_on_many_inputs():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((80, N_INIT_MIN_FEATURES))

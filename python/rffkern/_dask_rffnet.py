@@ -59,8 +59,8 @@ from rffkern._dask import _aligned_targets, _Moments, _row_chunked, _tree_reduce
 from rffkern._data import standardized_rows
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
-from rffkern._rffnet_training import (LR_DECAY, MAX_LR_DECAYS, EpochRunner, TrainingState, median_init,
-                                      zero_constant_relevances)
+from rffkern._rffnet_training import (MAX_LR_DECAYS, EpochRunner, Schedule, TrainingState, best_of_starts,
+                                      median_init, zero_constant_relevances)
 from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -317,17 +317,13 @@ class _DaskStart:
 
     def __init__(self, weights, offsets, ctx_key, params, epoch_rng, learning_rate):
         self.weights, self.offsets, self.ctx_key, self.params = weights, offsets, ctx_key, params
-        self.epoch_rng, self.lr = epoch_rng, float(learning_rate)
-        self.best_value, self.best, self.best_epoch = np.inf, None, None
-        self.no_improve = self.n_decays = self.n_iter = self.t = 0
-        self.stopped = self.diverged = False
+        self.epoch_rng = epoch_rng
+        self.schedule = Schedule(float(learning_rate))
+        self.best_epoch = None
+        self.n_iter = self.t = 0
         self.loss_curve: list = []
         self.validation_loss_curve: list = []
         self.validation_scores: list = []
-
-    def least_loss(self):
-        """The least monitored loss so far (inf for a start that diverged before any)."""
-        return np.inf if self.diverged and self.best is None else self.best_value
 
 
 def fit_rffnet(est, X, y):
@@ -495,7 +491,8 @@ def fit_rffnet(est, X, y):
 
     def epochs(run, count):
         """Up to ``count`` epochs of the start ``run`` (its map, parameters, schedule and curves)."""
-        for _ in range(0 if run.stopped or run.diverged else count):
+        sched = run.schedule
+        for _ in range(0 if sched.stopped or sched.diverged else count):
             tic = time.perf_counter()
             seed = int(run.epoch_rng.integers(2**32 - 1))
             order_rng = np.random.default_rng(seed)
@@ -509,7 +506,7 @@ def fit_rffnet(est, X, y):
                 for order, end in zip(orders, ends):
                     p = dask.delayed(end, pure=False, traverse=False)
                     for i in order[w:w + CHUNKS_PER_WAVE]:
-                        p = dask.delayed(_train_chunk, pure=True)(run.ctx_key, p, i, seed, run.lr * len(groups),
+                        p = dask.delayed(_train_chunk, pure=True)(run.ctx_key, p, i, seed, sched.learning_rate * len(groups),
                                                                   x_blocks[i], y_blocks[i])
                     wave.append(p)
                 ends = list(dask.compute(*wave))
@@ -525,8 +522,8 @@ def fit_rffnet(est, X, y):
             run.n_iter += 1
             run.t += new.rows
             run.loss_curve.append(train_loss)
-            run.diverged = not (np.isfinite(train_loss) and np.isfinite(new.theta).all() and np.isfinite(new.coef).all())
-            if run.diverged:
+            sched.diverged = not (np.isfinite(train_loss) and np.isfinite(new.theta).all() and np.isfinite(new.coef).all())
+            if sched.diverged:
                 log.event(f"epoch {run.n_iter}: training diverged (non-finite loss or parameters)")
                 break
             val_loss = None
@@ -541,24 +538,19 @@ def fit_rffnet(est, X, y):
                     score = _r2_from_sums(sse, sst)
                 run.validation_scores.append(score)
             value = val_loss if val_loss is not None else train_loss
-            if value < run.best_value - est.tol:
-                run.best_value, run.best_epoch, run.no_improve = value, run.n_iter, 0
-                if est.checkpoint:
-                    run.best = (run.params.theta.copy(), run.params.coef.copy())
-            else:
-                run.no_improve += 1
+            if sched.observe(value, est.tol, run.params.theta, run.params.coef, est.checkpoint):
+                run.best_epoch = run.n_iter
             details = f"train loss {train_loss:.6g}"
             if val_loss is not None:
                 details += f", validation loss {val_loss:.6g}"
             log.step("epoch", run.n_iter, est.max_iter, f"{details} ({time.perf_counter() - tic:.3f} s)")
-            if (run.no_improve >= est.n_iter_no_change and est.learning_rate_schedule == "adaptive"
-                    and run.n_decays < MAX_LR_DECAYS):
-                run.lr /= LR_DECAY
-                run.n_decays, run.no_improve = run.n_decays + 1, 0
-                log.event(f"learning rate lowered to {run.lr:.3g} (no improvement for {est.n_iter_no_change} epochs)")
-            elif est.early_stopping and run.no_improve >= est.n_iter_no_change:
-                log.event(f"early stopping: no improvement for {run.no_improve} epochs; best epoch {run.best_epoch}")
-                run.stopped = True
+            change = sched.after_plateau(est.n_iter_no_change, est.learning_rate_schedule == "adaptive",
+                                         MAX_LR_DECAYS, est.early_stopping)
+            if change == "lowered":
+                log.event(f"learning rate lowered to {sched.learning_rate:.3g} (no improvement for "
+                          f"{est.n_iter_no_change} epochs)")
+            elif change == "stopped":
+                log.event(f"early stopping: no improvement for {sched.no_improve} epochs; best epoch {run.best_epoch}")
                 break
 
     run = _DaskStart(est.weights_, est.offsets_, ctx_key, _Params(theta, np.ascontiguousarray(coef),
@@ -579,31 +571,33 @@ def fit_rffnet(est, X, y):
             ctx_k.runner = dataclasses.replace(runner, weights=W, offsets=b)
             runs.append(_DaskStart(W, b, _shared(ctx_k), _Params(theta.copy(), B, TrainingState(B.shape, d, dtype, est._palm)),
                                    np.random.default_rng(int(g.integers(2**32 - 1))), est.learning_rate))
-        for k, r in enumerate(runs):
-            epochs(r, min(START_EPOCHS, est.max_iter))
-            log.event(f"start {k + 1}/{n_starts}: least {'validation' if use_validation else 'training'} loss "
-                      f"{r.least_loss():.6g}")
-        est.start_losses_ = np.array([r.least_loss() for r in runs])
-        finalists = [int(i) for i in np.argsort(est.start_losses_, kind="stable")[:N_INIT_FINALISTS]]
-        for i in finalists:  # the second round, as in memory
-            epochs(runs[i], min(START_EPOCHS, est.max_iter - START_EPOCHS))
-        k = min(finalists, key=lambda i: runs[i].least_loss())
+        kind = "validation" if use_validation else "training"
+
+        def train(k, count):
+            epochs(runs[k], count)
+            least = runs[k].schedule.least_loss()
+            log.event(f"start {k + 1}/{n_starts}: least {kind} loss {least:.6g} after {runs[k].n_iter} epochs")
+            return least
+
+        # as in memory: a second round for the best N_INIT_FINALISTS
+        est.start_losses_, k = best_of_starts(n_starts, train, min(START_EPOCHS, est.max_iter),
+                                              min(START_EPOCHS, est.max_iter - START_EPOCHS), N_INIT_FINALISTS)
         est._epochs_in_dropped_starts = sum(r.n_iter for i, r in enumerate(runs) if i != k)
         run = runs[k]
         log.event(f"continuing from start {k + 1}")
     epochs(run, est.max_iter - run.n_iter)
-    if run.diverged and run.best is None:
+    if run.schedule.diverged and run.schedule.best is None:
         raise ValueError(
             "RFFNet training diverged (non-finite loss or parameters): lower learning_rate, or "
             "check the scale of X (standardize=True) and of y")
     est.weights_, est.offsets_ = run.weights, run.offsets
     est.loss_curve_, est.validation_loss_curve_ = run.loss_curve, run.validation_loss_curve
     est.validation_scores_, est.n_iter_, est.t_, est.best_epoch_ = run.validation_scores, run.n_iter, run.t, run.best_epoch
-    est.learning_rate_ = float(run.lr)
+    est.learning_rate_ = float(run.schedule.learning_rate)
     est.relevances_, est.coef_ = run.params.theta, run.params.coef
     est._state = run.params.state
-    if run.best is not None:
-        est.relevances_, est.coef_ = run.best[0], run.best[1]
+    if run.schedule.best is not None:
+        est.relevances_, est.coef_ = run.schedule.best
     est.refit_alpha_ = None
     if est.refit_coef:
         (_closing_softmax if classifier else _closing_ridge)(est, X, y)

@@ -236,7 +236,8 @@ def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, res
 @dataclass
 class Schedule:
     """Where the early stopping and learning-rate schedule of one training stand, carried from one
-    :func:`train_epochs` call to the next (the starts of ``n_init`` continue in a second call)."""
+    :func:`train_epochs` call to the next (the starts of ``n_init`` continue in a second call). The
+    data-parallel training on Dask (:mod:`rffkern._dask_rffnet`) keeps one per start as well."""
 
     learning_rate: float
     best_value: float = np.inf
@@ -245,6 +246,53 @@ class Schedule:
     n_decays: int = 0
     stopped: bool = False  # early stopping ended the training
     diverged: bool = False
+
+    def least_loss(self):
+        """The least monitored loss so far; inf for a training that diverged before any."""
+        return np.inf if self.diverged and self.best is None else self.best_value
+
+    def observe(self, value, tol, theta, coef, checkpoint):
+        """Record an epoch's monitored loss; True where it improved on the best by more than
+        ``tol`` (then ``(theta, coef)`` are copied as the best checkpoint, with ``checkpoint``)."""
+        if value < self.best_value - tol:
+            self.best_value = value
+            self.no_improve = 0
+            if checkpoint:
+                self.best = (theta.copy(), coef.copy())
+            return True
+        self.no_improve += 1
+        return False
+
+    def after_plateau(self, patience, adaptive, max_decays, early_stopping):
+        """After ``patience`` epochs without improvement: lower the learning rate by ``LR_DECAY``
+        (``adaptive``, at most ``max_decays`` times), else stop (``early_stopping``). Returns
+        "lowered", "stopped" or None."""
+        if self.no_improve < patience:
+            return None
+        if adaptive and self.n_decays < max_decays:
+            self.learning_rate /= LR_DECAY
+            self.n_decays += 1
+            self.no_improve = 0
+            return "lowered"
+        if early_stopping:
+            self.stopped = True
+            return "stopped"
+        return None
+
+
+def best_of_starts(n_starts, train, epochs, more, n_finalists):
+    """The two rounds of ``n_init``: every start trains ``epochs`` epochs, the ``n_finalists`` of
+    least monitored loss ``more`` epochs on top, and the least of those is kept (the first of equal
+    losses).
+
+    ``train(k, count)`` trains start ``k`` (creating it on its first call) for ``count`` more
+    epochs and returns its least monitored loss (:meth:`Schedule.least_loss`). Returns the first
+    round's losses and the index of the start kept.
+    """
+    losses = np.array([train(k, epochs) for k in range(n_starts)])
+    finalists = [int(i) for i in np.argsort(losses, kind="stable")[:n_finalists]]
+    final = {k: train(k, more) if more > 0 else losses[k] for k in finalists}
+    return losses, min(finalists, key=final.__getitem__)
 
 
 def train_epochs(est, runner, Xs, Y, w, Xs_val, Y_val, w_val, rng, *, max_epochs, monitor,
@@ -286,30 +334,23 @@ def train_epochs(est, runner, Xs, Y, w, Xs_val, Y_val, w_val, rng, *, max_epochs
             break
         if monitor:
             value = val_loss if val_loss is not None else train_loss
-            if value < sched.best_value - est.tol:
-                sched.best_value = value
+            if sched.observe(value, est.tol, theta, coef, est.checkpoint):
                 est.best_epoch_ = est.n_iter_
-                sched.no_improve = 0
-                if est.checkpoint:
-                    sched.best = (theta.copy(), coef.copy())
-            else:
-                sched.no_improve += 1
         if log.enabled():
             details = f"train loss {train_loss:.6g}"
             if val_loss is not None:
                 details += f", validation loss {val_loss:.6g}"
             log.step("epoch", est.n_iter_, epoch_total, details)
-        if (monitor and sched.no_improve >= est.n_iter_no_change
-                and est.learning_rate_schedule == "adaptive" and sched.n_decays < max_decays):
-            sched.learning_rate /= LR_DECAY
-            sched.n_decays += 1
-            sched.no_improve = 0
+        if not monitor:
+            continue
+        change = sched.after_plateau(est.n_iter_no_change, est.learning_rate_schedule == "adaptive", max_decays,
+                                     est.early_stopping)
+        if change == "lowered":
             log.event(f"learning rate lowered to {sched.learning_rate:.3g} after {est.n_iter_no_change} "
                       "epochs without improvement")
-        elif monitor and est.early_stopping and sched.no_improve >= est.n_iter_no_change:
+        elif change == "stopped":
             log.event(f"early stopping: no improvement for {sched.no_improve} epochs; best epoch "
                       f"{est.best_epoch_}")
-            sched.stopped = True
             break
     if not finish:
         return sched

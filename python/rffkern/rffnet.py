@@ -41,6 +41,7 @@ from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import (
     EpochRunner,
     TrainingState,
+    best_of_starts,
     constant_init,
     initial_relevances,
     train_epochs,
@@ -397,41 +398,43 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         names = ("weights_", "offsets_", "relevances_", "coef_", "_state", "loss_curve_",
                  "validation_loss_curve_", "validation_scores_", "n_iter_", "t_", "best_epoch_",
                  "learning_rate_")
-        starts = []
-        for k in range(n_starts):
-            generator = rng
-            if k:
-                generator = np.random.default_rng(seeds[k - 1])
-                self.weights_ = draw_frequencies(self.kernel, d, s, 1.0, generator, dtype)
-                self.offsets_ = draw_offsets(s, generator, dtype)
-                bound = 1.0 / np.sqrt(s)
-                coef = generator.uniform(-bound, bound, self.coef_.shape).astype(dtype)
-                runner = start(generator, coef, theta0)
-            Xs, Y, w, Xs_val, Y_val, w_val = data
-            schedule = train_epochs(self, runner, Xs, Y, w, Xs_val, Y_val, w_val, generator, max_epochs=epochs,
-                                    monitor=True, finish=False)
-            loss = np.inf if schedule.diverged and schedule.best is None else schedule.best_value
-            kind = "validation" if Xs_val is not None else "training"
-            log.event(f"start {k + 1}/{n_starts}: least {kind} loss {loss:.6g} in {epochs} epochs")
-            starts.append((loss, {name: getattr(self, name) for name in names}, runner, generator, schedule))
-        self.start_losses_ = np.array([entry[0] for entry in starts])
+        Xs, Y, w, Xs_val, Y_val, w_val = data
+        kind = "validation" if Xs_val is not None else "training"
+        starts = []  # per start: its estimator attributes, runner, generator and schedule
+
+        def train(k, count):
+            nonlocal runner
+            if k == len(starts):  # a new start: the first one's map is the one already drawn
+                generator, schedule = rng, None
+                if k:
+                    generator = np.random.default_rng(seeds[k - 1])
+                    self.weights_ = draw_frequencies(self.kernel, d, s, 1.0, generator, dtype)
+                    self.offsets_ = draw_offsets(s, generator, dtype)
+                    bound = 1.0 / np.sqrt(s)
+                    coef = generator.uniform(-bound, bound, self.coef_.shape).astype(dtype)
+                    runner = start(generator, coef, theta0)
+            else:
+                attrs, runner, generator, schedule = starts[k]
+                for name, value in attrs.items():
+                    setattr(self, name, value)
+            schedule = train_epochs(self, runner, Xs, Y, w, Xs_val, Y_val, w_val, generator, max_epochs=count,
+                                    monitor=True, schedule=schedule, finish=False)
+            entry = ({name: getattr(self, name) for name in names}, runner, generator, schedule)
+            if k == len(starts):
+                starts.append(entry)
+                log.event(f"start {k + 1}/{n_starts}: least {kind} loss {schedule.least_loss():.6g} in {count} epochs")
+            else:
+                starts[k] = entry
+                log.event(f"start {k + 1}: least {kind} loss {schedule.least_loss():.6g} after {self.n_iter_} epochs")
+            return schedule.least_loss()
+
         # a second round: the best N_INIT_FINALISTS starts train START_EPOCHS more epochs (a start
         # that has found some relevant inputs may still find the others), the best goes on
-        finalists = [int(i) for i in np.argsort(self.start_losses_, kind="stable")[:N_INIT_FINALISTS]]
-        more = min(START_EPOCHS, self.max_iter - epochs)
-        for k in finalists if more > 0 else []:
-            _, attrs, runner, generator, schedule = starts[k]
-            for name, value in attrs.items():
-                setattr(self, name, value)
-            schedule = train_epochs(self, runner, Xs, Y, w, Xs_val, Y_val, w_val, generator, max_epochs=more,
-                                    monitor=True, finish=False)
-            loss = np.inf if schedule.diverged and schedule.best is None else schedule.best_value
-            log.event(f"start {k + 1}: least {kind} loss {loss:.6g} after {epochs + more} epochs")
-            starts[k] = (loss, {name: getattr(self, name) for name in names}, runner, generator, schedule)
-        k = min(finalists, key=lambda i: starts[i][0])  # (the first of equal losses)
+        self.start_losses_, k = best_of_starts(n_starts, train, epochs, min(START_EPOCHS, self.max_iter - epochs),
+                                               N_INIT_FINALISTS)
         # the dropped starts' epochs (not in n_iter_: the demo's throughput counts them)
-        self._epochs_in_dropped_starts = sum(entry[1]["n_iter_"] for i, entry in enumerate(starts) if i != k)
-        _, attrs, runner, generator, schedule = starts[k]
+        self._epochs_in_dropped_starts = sum(entry[0]["n_iter_"] for i, entry in enumerate(starts) if i != k)
+        attrs, runner, generator, schedule = starts[k]
         for name, value in attrs.items():
             setattr(self, name, value)
         log.event(f"continuing from start {k + 1}")
