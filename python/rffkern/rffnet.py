@@ -648,15 +648,17 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     n_init : int or "auto", default="auto"
         Starts of the training (not in the paper): each draws its own frequencies, phases and
         output weights, starts from the same ``init`` and trains ``START_EPOCHS`` (5) epochs; the
-        two of least validation loss (training loss without early stopping) train 5 more, and the
-        better goes on training, the others are dropped (``start_losses_``). "auto": 5 starts where ``relevance_penalty > 0``,
+        two of least validation loss (training loss without early stopping) train 5 more, their
+        early stopping and schedule going on, and the one of least loss over all its epochs goes on
+        training (from its state: its best epoch may be one of the first 5); the others are dropped
+        (``start_losses_``). "auto": 5 starts where ``relevance_penalty > 0``,
         early stopping is on and there are at least 100 inputs, else 1. The l1 penalty holds a
         relevance at 0 unless its gradient beats it, and the gradient of an input that acts through
         an even function or an interaction vanishes as its relevance goes to 0: among many noise
         inputs an unlucky start loses such an input in its first epochs and never finds it again.
         Measured (``bench/rffnet_highdim.py --seeds 0 ... 9``, make_hd5 with d = 1000, n = 5000):
         all 5 relevant inputs on top on 10 of 10 seeds with "auto" against 8 of 10 with one start
-        (mean held-out MSE 0.29 against 0.79), at about 1.25 times the fit time.
+        (mean held-out MSE 0.29 against 0.79), at about 1.25-1.3 times the fit time.
     solver : {"shared-adam", "adam", "palm-adam", "sgd", "palm-sgd"}, default="shared-adam"
         Joint steps on (B, theta), or, for ``palm-*``, every epoch is a pass of steps on B followed
         by a pass on theta (each with its own Adam moments). "adam" is the paper's solver.
