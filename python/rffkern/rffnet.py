@@ -40,6 +40,7 @@ from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import (
     EpochRunner,
+    Schedule,
     TrainingState,
     best_of_starts,
     constant_init,
@@ -400,7 +401,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
                  "learning_rate_")
         Xs, Y, w, Xs_val, Y_val, w_val = data
         kind = "validation" if Xs_val is not None else "training"
-        starts = []  # per start: its estimator attributes, runner, generator and schedule
+        # per start: its estimator attributes, runner, generator and schedule
+        starts: list[tuple[dict[str, Any], Any, np.random.Generator, Schedule]] = []
 
         def train(k, count):
             nonlocal runner
