@@ -7,7 +7,7 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_estimator
 
 import datadep_reference as ref
-from rffkern.adaptive import (PROPOSAL_EIGEN_FLOOR, AdaptiveRFFClassifier, AdaptiveRFFRegressor,
+from rffkern.adaptive import (PROPOSAL_EIGEN_FLOOR, PROPOSAL_FLOAT32_MIN_INPUTS, AdaptiveRFFClassifier, AdaptiveRFFRegressor,
                               RunningCovariance, amplitudes, least_squares, metropolis_accept,
                               metropolis_step)
 
@@ -163,6 +163,30 @@ def test_running_covariance_and_guarded_proposal():
     # below the cap and above the floor the guard leaves the paper's C as it is, bit for bit
     small = RunningCovariance(rng.normal(size=(3, 50)) * [[0.3], [0.5], [0.2]])
     np.testing.assert_array_equal(small.proposal_factor(True), small.proposal_factor("unscaled"))
+
+
+def test_guarded_proposal_in_many_dimensions_is_the_float64_one():
+    """From PROPOSAL_FLOAT32_MIN_INPUTS inputs on the guarded proposal is factored from a float32
+    eigendecomposition as V diag(g)^(1/2): its covariance is the float64 construction's (floor and
+    cap included) to float32 round-off, below the floor and the cap alike."""
+    d = PROPOSAL_FLOAT32_MIN_INPUTS + 44
+    rng = np.random.default_rng(3)
+    scales = np.geomspace(1e-3, 30.0, d)[:, None]  # eigenvalues over 1e-6..1e3: floored and capped
+    for factor in (1.0, 1e-3):  # mean eigenvalue above 1 (capped) and below it (only floored)
+        running = RunningCovariance(rng.normal(size=(d, 200)) * scales * factor)
+        for _ in range(3):
+            running.update(rng.normal(size=(d, 200)) * scales * factor)
+        L = running.proposal_factor(True)
+        assert np.abs(np.triu(L, 1)).max() > 0  # V diag(g)^(1/2), not a Cholesky factor
+        C = running.scatter / running.count
+        ev, V = np.linalg.eigh(0.5 * (C + C.T))
+        g = np.maximum(ev / ev.mean(), PROPOSAL_EIGEN_FLOOR)
+        g *= min(ev.mean(), 1.0) / g.mean()
+        expected = (V * g) @ V.T
+        assert np.abs(L @ L.T - expected).max() < 1e-5 * g.max()
+        ev_l = np.linalg.eigvalsh(L @ L.T)
+        assert ev_l.min() >= g.min() * (1 - 1e-4) and g.min() < g.max() * 1e-3  # the floor holds, and binds
+        np.testing.assert_allclose(np.trace(L @ L.T), min(ev.mean(), 1.0) * d, rtol=1e-5)
 
 
 def test_classifier_history_and_resampling():
