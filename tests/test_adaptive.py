@@ -189,6 +189,21 @@ def test_guarded_proposal_in_many_dimensions_is_the_float64_one():
         np.testing.assert_allclose(np.trace(L @ L.T), min(ev.mean(), 1.0) * d, rtol=1e-5)
 
 
+def test_many_inputs_chain_is_reproducible_whatever_the_threads():
+    """The float32 factorisation of the proposal (from PROPOSAL_FLOAT32_MIN_INPUTS inputs on) runs
+    on one BLAS thread: the same random_state gives the same chain with one or two threads."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, PROPOSAL_FLOAT32_MIN_INPUTS + 4))
+    y = (X[:, 0] * X[:, 1] + X[:, 2] > 0).astype(int)
+    kw = dict(n_components=16, n_iter=12, burn_in=0.25, random_state=0)
+    one = AdaptiveRFFClassifier(n_jobs=1, **kw).fit(X, y)
+    two = AdaptiveRFFClassifier(n_jobs=2, **kw).fit(X, y)
+    np.testing.assert_array_equal(one.frequencies_, two.frequencies_)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    L = np.linalg.cholesky(one.proposal_covariance_)  # the proposal in use after the burn-in
+    assert np.isfinite(L).all() and not np.allclose(one.proposal_covariance_, np.eye(X.shape[1]))
+
+
 def test_classifier_history_and_resampling():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(400, 2))
