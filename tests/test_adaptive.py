@@ -7,9 +7,9 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_estimator
 
 import datadep_reference as ref
-from rffkern.adaptive import (PROPOSAL_EIGEN_FLOOR, PROPOSAL_FLOAT32_MIN_INPUTS, AdaptiveRFFClassifier, AdaptiveRFFRegressor,
-                              RunningCovariance, amplitudes, least_squares, metropolis_accept,
-                              metropolis_step)
+from rffkern.adaptive import (PROPOSAL_EIGEN_FLOOR, PROPOSAL_FLOAT32_MIN_INPUTS, AdaptiveRFFClassifier,
+                              AdaptiveRFFRegressor, RunningCovariance, amplitudes, least_squares,
+                              metropolis_accept, metropolis_step)
 
 
 def test_acceptance_rule_on_a_seeded_uniform_stream():
