@@ -627,24 +627,44 @@ def test_isas_agree_with_each_other_closely():
         np.testing.assert_allclose(G, base[1], rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.skipif("avx2" not in available_isas(), reason="the CPU has no AVX2")
-@pytest.mark.xfail(strict=False, reason=(  # not strict: the -O1 sanitizer build rounds differently and passes
+def test_float32_theta_gradient_on_a_cancelling_example_is_the_phase_rounding():
+    """A float32 example (found by Hypothesis) where the SIMD builds' theta-gradient of the squared
+    loss is 1.5x outside ``assert_within``'s normwise bound (|diff| 6.3e-7 against 4.2e-7, 1.3e-3
+    relative; the baseline build 3.8e-7, inside), explained.
 
-    "known, not yet explained: on this cancellation-heavy float32 example (found by Hypothesis) "
-    "the AVX2 theta-gradient of the squared loss is 1.5x outside the first-order rounding bound "
-    "of loss_grad_magnitudes (|diff| 6.3e-7 > 4.2e-7, all 8 entries, relative 1.3e-3; the AVX-512 "
-    "build gives the same values, the baseline build 3.8e-7, inside)"))
-def test_avx2_float32_theta_gradient_on_a_cancelling_example():
+    The 8 columns of W are equal, so every feature has the one phase u = x.w = 1.4416488, and the
+    residual F - y = -4.9e-4 is what is left of F = 0.547: the float32 rounding of u moves all 8
+    features alike, and the cancellation turns it into ~1e-3 of the gradient (the bound scales
+    the worst-case magnitude of such roundings down by CANCEL = 1e-3, for typical data). Each build
+    rounds the 8-term dot product within an ulp or two of u (a float32 sum of 8 terms may be ~8
+    ulps off): recomputed in float64 from u one float32 ulp below the rounded phase the gradient is
+    the baseline build's, from one ulp above the AVX2 / AVX-512 builds', both to 1e-4 relative
+    (measured; not asserted, another compiler may round otherwise). Asserted: every build's
+    gradient lies between the float64 gradients at the phases within 2 ulps of float32(u), up to
+    2e-4 relative (the float32 rounding of the remaining sum), and is within the first-order bound
+    taken whole (``TOL * magnitude``, without CANCEL).
+    """
     f32 = np.float32
     X = np.array([[-1.0] + [1.0626472] * 7], dtype=f32)
     Y = np.array([0.54784673], dtype=f32)
     W = np.full((8, 8), 0.2239096, dtype=f32)
     coef = np.full(8, 1.0625, dtype=f32)
-    with isa("avx2"):
-        got = kernels.loss_and_grad(X, Y, W, None, coef, theta=None, loss="squared", pair=False,
-                                    n_threads=1)
     exp = reference.loss_and_grad(f64(X), f64(Y), f64(W), None, f64(coef), theta=None, loss="squared",
                                   pair=False)
+    u_exact = float((f64(X) @ f64(W))[0, 0])
+    u32 = np.float32(u_exact)
+    shifted = []
+    for k in range(-2, 3):  # the exact gradient with the phase moved to float32(u) + k ulps, through b
+        b = np.full(8, float(u32) + k * float(np.spacing(u32)) - u_exact)
+        shifted.append(reference.loss_and_grad(f64(X), f64(Y), f64(W), b, f64(coef), theta=None, loss="squared",
+                                               pair=False)[2])
+    low, high = np.min(shifted, axis=0), np.max(shifted, axis=0)
+    slack = 2e-4 * np.abs(exp[2])
     mags = loss_grad_magnitudes(X, Y, W, None, None, coef, "squared", False)
-    for name, g, e, mag in zip(("loss", "grad_coef", "grad_theta"), got, exp, mags):
-        assert_within(g, e, mag, f32, f"avx2 squared {name}")
+    for name in available_isas():
+        with isa(name):
+            got = kernels.loss_and_grad(X, Y, W, None, coef, theta=None, loss="squared", pair=False,
+                                        n_threads=1)
+        g = np.asarray(got[2], np.float64)
+        assert np.all((g >= low - slack) & (g <= high + slack)), (name, g, low, high)
+        assert np.all(np.abs(g - exp[2]) <= TOL[f32] * mags[2]), name
