@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+import rffkern
 from rffkern import _core
 
-STUB = Path(_core.__file__).with_name("_core.pyi")
+# beside the package's __init__.py, where the wheel installs it and where it lives in the source
+# tree: an editable install (the README's developer loop) puts only the compiled module elsewhere
+STUB = Path(rffkern.__file__).with_name("_core.pyi")
 
 # pybind11's rendering of a C++ scalar argument -> the annotation the stub uses for it.
 PYBIND_SCALARS = {
