@@ -12,7 +12,7 @@ cheapest rffkern model costs there, so that a target below it is seen to be out 
     ridge     ``RFFRidge()`` / ``RFFRidgeClassifier()`` at its defaults (width and penalty searched)
     fit       ``rffkern.fit(X, y, random_state=seed)``
 
-Each time is the median of ``--reps`` fits (1 where the pipeline takes over ``--long`` seconds),
+Each time is the median of ``--reps`` fits in a row (1 where the pipeline takes over ``--long`` seconds),
 printed with its ratio to the pipeline's, beside the test error (RMSE/sd or 1 - accuracy) and the
 better of the two kernel pipelines' error (``rbf_sampler`` fitted once). One thread for
 everything by default (``OMP_NUM_THREADS=1`` is set before rffkern loads; BLAS pinned by
@@ -41,10 +41,7 @@ import rffkern  # noqa: E402
 
 
 def _error(model, task, X, y):
-    pred = model.predict(X)
-    if task == "regression":
-        return float(np.sqrt(np.mean((pred - y) ** 2)) / np.std(y))
-    return float(np.mean(pred != y))
+    return br.score(model, task, X, y)["err"]  # RMSE/sd or 1 - accuracy, as bench_realdata's tables
 
 
 def _timed(make, X, y, reps):
@@ -64,11 +61,7 @@ def main(argv=None):
     parser.add_argument("--long", type=float, default=5.0,
                         help="one fit only where the pipeline takes longer than this many seconds")
     args = parser.parse_args(argv)
-    if br.CHECKOUT_PACKAGE.is_dir():
-        stale = br.stale_sources(Path(rffkern.__file__).resolve().parent, br.CHECKOUT_PACKAGE)
-        if stale:
-            parser.error(f"the imported rffkern is not this checkout's: {', '.join(stale)} differ from "
-                         f"{br.CHECKOUT_PACKAGE}; run `pip install .` or set PYTHONPATH={br.CHECKOUT_PACKAGE.parent}")
+    br.refuse_stale_rffkern(parser)
     catalogue = br.dataset_catalogue()
     names = args.datasets or list(catalogue)
     warnings.filterwarnings("ignore", message="n_components > n_samples")

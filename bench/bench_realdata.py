@@ -720,6 +720,18 @@ def print_summary(records, markdown=False):
 
 
 # ------------------------------------------------------------------------------------------------
+def refuse_stale_rffkern(parser: argparse.ArgumentParser) -> None:
+    """Exit through ``parser.error`` when the imported rffkern's sources differ from the checkout's
+    (``CHECKOUT_PACKAGE``, where there is one): a bench must measure the code it sits beside."""
+    if not CHECKOUT_PACKAGE.is_dir():
+        return
+    stale = stale_sources(Path(rffkern.__file__).resolve().parent, CHECKOUT_PACKAGE)
+    if stale:
+        parser.error(f"the imported rffkern ({Path(rffkern.__file__).parent}) is not this checkout's: "
+                     f"{', '.join(stale)} differ from {CHECKOUT_PACKAGE}; run `pip install .` or set "
+                     f"PYTHONPATH={CHECKOUT_PACKAGE.parent}")
+
+
 def stale_sources(imported: Path, checkout: Path) -> list[str]:
     """The Python sources of the package directory ``checkout`` that the package directory
     ``imported`` lacks or has different (sorted names; empty when they are one directory).
@@ -798,12 +810,7 @@ def main(argv=None):
     if args.report is not None:
         return report(args.report, markdown=args.markdown)
 
-    if CHECKOUT_PACKAGE.is_dir():
-        stale = stale_sources(Path(rffkern.__file__).resolve().parent, CHECKOUT_PACKAGE)
-        if stale:
-            parser.error(f"the imported rffkern ({Path(rffkern.__file__).parent}) is not this checkout's: "
-                         f"{', '.join(stale)} differ from {CHECKOUT_PACKAGE}; run `pip install .` or set "
-                         f"PYTHONPATH={CHECKOUT_PACKAGE.parent}")
+    refuse_stale_rffkern(parser)
     datasets = args.datasets or (list(QUICK_DATASETS) if args.quick else None)
     seeds = args.seeds or (list(QUICK_SEEDS) if args.quick else [0, 1, 2])
     max_train = args.max_train if args.max_train is not None else (QUICK_MAX_TRAIN if args.quick else None)

@@ -642,7 +642,8 @@ def test_float32_theta_gradient_on_a_cancelling_example_is_the_phase_rounding():
     (measured; not asserted, another compiler may round otherwise). Asserted: every build's
     gradient lies between the float64 gradients at the phases within 2 ulps of float32(u), up to
     2e-4 relative (the float32 rounding of the remaining sum), and is within the first-order bound
-    taken whole (``TOL * magnitude``, without CANCEL).
+    taken whole (``TOL * magnitude``, without CANCEL); the loss and the coefficients' gradient
+    within ``assert_within``'s usual bound, as before.
     """
     f32 = np.float32
     X = np.array([[-1.0] + [1.0626472] * 7], dtype=f32)
@@ -665,6 +666,8 @@ def test_float32_theta_gradient_on_a_cancelling_example_is_the_phase_rounding():
         with isa(name):
             got = kernels.loss_and_grad(X, Y, W, None, coef, theta=None, loss="squared", pair=False,
                                         n_threads=1)
+        for what, value, e, mag in zip(("loss", "grad_coef"), got[:2], exp[:2], mags[:2]):
+            assert_within(value, e, mag, f32, f"{name} squared {what}")  # inside the usual bound
         g = np.asarray(got[2], np.float64)
         assert np.all((g >= low - slack) & (g <= high + slack)), (name, g, low, high)
         assert np.all(np.abs(g - exp[2]) <= TOL[f32] * mags[2]), name
