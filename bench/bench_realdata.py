@@ -164,10 +164,31 @@ def dataset_catalogue(readme: Path | None = None) -> dict[str, dict]:
             cat[loader_cell.group(1)] = {
                 "task": _task_from_text(cells[2]), "loader": f"load_{loader_cell.group(1)}",
                 "rows": int(shape.group(1)), "d": int(shape.group(2))}
+    cat.update(messy_catalogue(readme.parent / "messy" / "MESSY.md"))
     missing = {"abalone", "a9a", "mnist_test10k", "diabetes", "digits"} - cat.keys()
     if missing:
         raise RuntimeError(f"{readme}: tables changed, not found: {sorted(missing)}")
     return dict(sorted(cat.items(), key=lambda kv: kv[1]["rows"] * kv[1]["d"]))
+
+
+def messy_catalogue(path: Path) -> dict[str, dict]:
+    """Name -> {task, rows, d, files} of the messy tables (``messy/MESSY.md``: one section per
+    file, its size line ``N rows x M columns (M-1 predictors + target)``); all are regressions.
+    Empty where the folder is absent."""
+    if not path.exists():
+        return {}
+    cat: dict[str, dict] = {}
+    name = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        head = re.fullmatch(r"## (\w+)\.csv\.gz", line.strip())
+        if head:
+            name = head.group(1)
+            continue
+        size = re.match(r"- \*\*Size:\*\* (\d+) rows x \d+ columns \((\d+) predictors", line.strip())
+        if name and size:
+            cat[name] = {"task": "regression", "rows": int(size.group(1)), "d": int(size.group(2)),
+                         "files": {"all": path.parent / f"{name}.csv.gz"}, "messy": True}
+    return cat
 
 
 _LOADED: dict[str, dict] = {}  # parsed arrays, once per process
@@ -384,8 +405,9 @@ def ovr_macro_auc(y_true, scores, classes) -> float:
     return float(np.mean(aucs)) if aucs else float("nan")
 
 
-def score(est, task, X_test, y_test) -> dict:
-    """Test metrics and predict time."""
+def score(est, task, X_test, y_test, y_train=None) -> dict:
+    """Test metrics and predict time; for regression with ``y_train``, ``absurd``: the test
+    predictions outside the training targets' range widened by half its width on each side."""
     t0 = time.perf_counter()
     pred = np.asarray(est.predict(X_test))
     predict_s = time.perf_counter() - t0
@@ -398,6 +420,9 @@ def score(est, task, X_test, y_test) -> dict:
             raise FloatingPointError(f"{int(np.sum(~np.isfinite(pred)))} non-finite predictions")
         rmse = float(np.sqrt(np.mean((pred - y_test) ** 2)))
         out.update(rmse=rmse, err=rmse / float(np.std(y_test)), r2=float(r2_score(y_test, pred)))
+        if y_train is not None:
+            lo, hi = float(np.min(y_train)), float(np.max(y_train))
+            out["absurd"] = int(np.sum((pred < lo - (hi - lo) / 2) | (pred > hi + (hi - lo) / 2)))
         return out
     accuracy = float(np.mean(pred == y_test))
     out.update(accuracy=accuracy, err=1.0 - accuracy, auc=None, auc_from=None)
@@ -474,7 +499,7 @@ def fit_and_score(factory, task, seed, X_train, y_train, X_test, y_test, hard_li
         rec["fit_s"] = time.perf_counter() - t0
         try:
             rec.update(fitted_summary(est))
-            rec.update(score(est, task, X_test, y_test))
+            rec.update(score(est, task, X_test, y_test, y_train))
         except Exception as exc:
             rec.update(status="error", error=f"predict/score: {type(exc).__name__}: {exc}",
                        traceback=traceback.format_exc(limit=-4))
@@ -681,7 +706,7 @@ def print_dataset_table(name, info, records):
 def summary_rows(records: list[dict]):
     """One row per method over data sets (each data set: the mean over its seeds)."""
     header = ["method", "data sets", "within 2%", "within 10%", "mean rel", "median rel",
-              "median fit/nys", "median predict/nys", "failed/timeout"]
+              "median fit/nys", "median predict/nys", "absurd", "failed/timeout"]
     rows = []
     for method in dict.fromkeys(r["method"] for r in records):
         mine = [r for r in records if r["method"] == method and r["status"] != "n/a"]
@@ -706,6 +731,7 @@ def summary_rows(records: list[dict]):
                      _fmt(float(np.median(rels_arr)) if rels else None, "+.3f"),
                      _fmt(float(np.median(ratios)) if ratios else None, ".2f"),
                      _fmt(float(np.median(predict_ratios)) if predict_ratios else None, ".3f"),
+                     sum(r.get("absurd", 0) for r in mine),
                      ("all" if failed and len(failed) == len(by_ds) else ", ".join(failed)) or "-"])
     return header, rows
 

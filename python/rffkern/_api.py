@@ -1,6 +1,7 @@
 """``rffkern.fit``: one call that picks the right RFFNet estimator for the target."""
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,22 +15,25 @@ from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor
 if TYPE_CHECKING:  # for the annotations only; fit imports them when it runs
     from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 
-__all__ = ["fit", "task_of_target", "explain_task"]
+__all__ = ["fit", "task_of_target", "explain_task", "count_shaped", "TaskWarning"]
 
-#: Integer targets with at most this many distinct values are class labels; more are counts or
-#: measurements (abalone's 28 ring counts, diabetes' 214 progression scores) and are regressed.
+#: Integer targets with more than this many distinct values are counts or measurements
+#: (abalone's 28 ring counts, diabetes' 214 progression scores) and are regressed.
 MAX_INTEGER_CLASSES = 20
+#: Frequencies that rise to one peak and fall away from it, the least of them under this share of
+#: the peak, have the shape of counts, scores or ratings (arrests per year: 72% zeros; ratings 1..10
+#: peaked in the middle), not of class labels, whose frequencies follow no order of the codes.
+COUNT_SHAPE_RATIO = 0.2
+
+
+class TaskWarning(UserWarning):
+    """The task rule (:func:`explain_task`) guessed: pass ``task=`` to say which is meant."""
 
 
 def task_of_target(y: ArrayLike) -> str:
     """Tell "classification" or "regression": what a user most likely means by ``y``.
 
-    - strings, booleans and other non-numeric labels: classification;
-    - floats with a fractional part anywhere, or several output columns: regression;
-    - integer values (of an integer or a float dtype): classification when there are at most
-      ``MAX_INTEGER_CLASSES`` (20) distinct values, regression otherwise.
-
-    Pass ``task=`` to :func:`fit` to override the rule.
+    The rule of :func:`explain_task`; pass ``task=`` to :func:`fit` to override it.
 
     Parameters
     ----------
@@ -51,7 +55,17 @@ def task_of_target(y: ArrayLike) -> str:
 
 
 def explain_task(y: ArrayLike) -> tuple[str, str]:
-    """Return ``(task, reason)``: :func:`task_of_target`'s decision and the rule that made it.
+    """Return ``(task, reason)``: what a user most likely means by ``y``, and the rule that decided.
+
+    - strings, booleans and other non-numeric labels: classification;
+    - floats with a fractional part anywhere, or several output columns: regression;
+    - integer values (of an integer or a float dtype): two distinct values are classes; more than
+      ``MAX_INTEGER_CLASSES`` (20) are counts or measurements, regressed; from 3 to 20 they are
+      class labels where they are the codes ``0..k-1`` or ``1..k`` and their frequencies do not
+      have the shape of counts (:func:`count_shaped`), else they are regressed (years of schooling
+      12..18, arrests 0..12 with gaps, ratings 1..10 peaked in the middle). Regressing such a
+      target is a guess: :func:`fit` and the command line then warn (``TaskWarning``) with what
+      they chose and how to choose the other.
 
     Parameters
     ----------
@@ -69,8 +83,39 @@ def explain_task(y: ArrayLike) -> tuple[str, str]:
     --------
     >>> from rffkern._api import explain_task
     >>> explain_task([0, 1, 1, 2])
-    ('classification', 'integer values, 3 distinct (<= 20)')
+    ('classification', 'class codes 0..2, 3 distinct values')
+    >>> explain_task([0, 0, 0, 0, 0, 0, 1, 1, 2, 5])[0]
+    'regression'
     """
+    return _task_rule(y)[:2]
+
+
+def count_shaped(counts: ArrayLike) -> bool:
+    """Whether the frequencies of consecutive values rise to one peak and fall away from it, the
+    least of them under ``COUNT_SHAPE_RATIO`` of the peak.
+
+    Examples
+    --------
+    >>> from rffkern._api import count_shaped
+    >>> count_shaped([720, 150, 60, 20, 5]), count_shaped([980, 1135, 1032, 1010])
+    (True, False)
+    """
+    counts = np.asarray(counts)
+    peak = int(np.argmax(counts))
+    rising, falling = np.diff(counts[:peak + 1]), np.diff(counts[peak:])
+    return bool((rising >= 0).all() and (falling <= 0).all() and counts.min() < COUNT_SHAPE_RATIO * counts.max())
+
+
+def task_guess_message(task: str, reason: str, option: str) -> str:
+    """What the task rule guessed and how to choose the other task: ``option`` is how the caller
+    names it (``"task='{}'"`` in Python, ``"--task {}"`` on the command line)."""
+    other = "classification" if task == "regression" else "regression"
+    meaning = "class labels" if other == "classification" else "quantities"
+    return (f"y holds {reason}: fitting {task}; pass {option.format(other)} if its values are {meaning}")
+
+
+def _task_rule(y: ArrayLike) -> tuple[str, str, bool]:
+    """``(task, reason, guessed)``: :func:`explain_task`'s decision, and whether the rule guessed."""
     arr = np.asarray(y)
     if arr.size == 0:
         raise ValueError("y is empty")
@@ -83,33 +128,41 @@ def explain_task(y: ArrayLike) -> tuple[str, str]:
             raise ValueError(
                 "y looks like a multilabel indicator matrix (0/1 columns), which rffkern.fit does "
                 "not classify; pass task='regression' to regress the columns")
-        return "regression", f"{arr.shape[1]} numeric output columns"
+        return "regression", f"{arr.shape[1]} numeric output columns", False
     arr = arr.reshape(-1)
     if arr.dtype.kind == "O":
         values = arr.tolist()
         if all(isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
                for v in values):
-            return explain_task(np.asarray(values, dtype=np.float64))
+            return _task_rule(np.asarray(values, dtype=np.float64))
         kinds = {"text" if isinstance(v, (str, bytes)) else "numbers" for v in values}
         if len(kinds) > 1:
             text = next(v for v in values if isinstance(v, (str, bytes)))
             other = next(v for v in values if not isinstance(v, (str, bytes)))
             raise ValueError(f"y mixes text and other labels (e.g. {text!r} and {other!r}); give every class "
                              "label one type, e.g. y.astype(str)")
-        return "classification", "non-numeric labels"
+        return "classification", "non-numeric labels", False
     if arr.dtype.kind in "USb":
-        return "classification", "boolean labels" if arr.dtype.kind == "b" else "text labels"
+        return "classification", "boolean labels" if arr.dtype.kind == "b" else "text labels", False
     if arr.dtype.kind not in "fiu":
         raise ValueError(f"rffkern.fit cannot learn a target of dtype {arr.dtype}")
     if arr.dtype.kind == "f":
         if not np.isfinite(arr).all():
             raise ValueError("y contains NaN or infinity")
         if np.any(arr != np.round(arr)):
-            return "regression", "real values"
-    n_values = np.unique(arr).size
-    if n_values <= MAX_INTEGER_CLASSES:
-        return "classification", f"integer values, {n_values} distinct (<= {MAX_INTEGER_CLASSES})"
-    return "regression", f"integer values, {n_values} distinct (> {MAX_INTEGER_CLASSES})"
+            return "regression", "real values", False
+    values, counts = np.unique(arr, return_counts=True)
+    k = values.size
+    if k <= 2:
+        return "classification", f"integer values, {k} distinct", False
+    if k > MAX_INTEGER_CLASSES:
+        return "regression", f"integer values, {k} distinct (> {MAX_INTEGER_CLASSES})", False
+    span = f"{values[0]:.0f}..{values[-1]:.0f}"
+    if values[0] not in (0, 1) or values[-1] - values[0] != k - 1:
+        return "regression", f"integer values {span}, {k} distinct, not class codes 0..k-1 or 1..k", True
+    if count_shaped(counts):
+        return "regression", f"integer values {span} whose frequencies fall away from one peak, as counts do", True
+    return "classification", f"class codes {span}, {k} distinct values", False
 
 
 #: ``rffkern.fit`` searches the kernel width on a random subset of at most this many training rows
@@ -183,6 +236,9 @@ FIT_LR_DECAYS = 1
 #: elevators, ailerons, higgs_subset and ccpp the choice was the earlier rule's on 23 of 24 splits
 #: (ccpp seed 5: the ridge, 0.2255 against RFFNet's 0.2259).
 LEAD_STANDARD_ERRORS = 1.0
+#: The held-out losses the models are compared by are capped at this quantile of them all
+#: (:func:`capped_losses`).
+LOSS_CAP_QUANTILE = 0.99
 #: The full ridge (when needed) is fitted at that width, its penalty chosen by the exact leave-one-out
 #: error of every training row. (Scoring a random subset of rows, ``RFFRidge(loo_rows=...)``, is cheaper but
 #: measured unreliable here: at small penalties a few rows of leverage near 1 dominate the mean LOO
@@ -199,7 +255,8 @@ def _least_error_width(ridge: Any) -> float:
     the one-standard-error width (1x, where 2x had the least error) gave RMSE/sd 0.2809 against
     0.2541 from the least-error one (seed 2: 0.2729 both).
     """
-    search = getattr(ridge, "_width_search", {}).get(True)  # RFFNet standardizes each input by its own deviation
+    # RFFNet standardizes each input by its own deviation, after the normal scores of "quantile"
+    search = getattr(ridge, "_width_search", {}).get("quantile" if ridge.standardize_ == "quantile" else True)
     if search is None:
         return float(ridge.length_scale_)
     widths, errors = search
@@ -271,13 +328,27 @@ def _lead(losses: np.ndarray, others: np.ndarray, sample_weight: np.ndarray | No
     first model's held-out loss is lower, and how sure that is (NaN for one row: no lead is clear).
     With ``sample_weight`` the mean is weighted and its standard error that of a weighted mean
     (:func:`rffkern.ridge.paired_standard_error`: unchanged when every weight is multiplied by one
-    constant)."""
+    constant). Each row's losses are capped first (:func:`capped_losses`): one held-out row far
+    from the rest does not decide."""
     from rffkern.ridge import paired_standard_error
 
+    losses, others = capped_losses(losses, others)
     if sample_weight is None:
         return float(np.mean(others - losses)), paired_standard_error(others, losses)
     d = np.asarray(others, np.float64) - np.asarray(losses, np.float64)
     return float(np.average(d, weights=sample_weight)), paired_standard_error(others, losses, sample_weight)
+
+
+def capped_losses(*losses: np.ndarray) -> list[np.ndarray]:
+    """The held-out rows' losses of several models, each capped at ``LOSS_CAP_QUANTILE`` of them all
+    (0/1 losses of classes stay as they are): a model's absurd answer on one outlying row counts
+    as a large error, not as one that outweighs every other row."""
+    arrays = [np.asarray(a, np.float64) for a in losses]
+    pooled = np.concatenate(arrays)
+    if pooled.size == 0 or np.isin(pooled, (0.0, 1.0)).all():
+        return arrays
+    cap = float(np.quantile(pooled, LOSS_CAP_QUANTILE))
+    return [np.minimum(a, cap) for a in arrays]
 
 
 def _numeric_inputs(X: ArrayLike) -> np.ndarray:
@@ -468,7 +539,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 
     if task is None:
-        task, reason = explain_task(y)
+        task, reason, guessed = _task_rule(y)
+        if guessed:
+            warnings.warn(task_guess_message(task, reason, "task='{}'"), TaskWarning, stacklevel=3)
     elif task in ("regression", "classification"):
         reason = "task="
     else:
@@ -589,7 +662,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         init = np.full(X.shape[1], 1.0 / net_width)
         if name == "dense" and dense_init is not None:
             init = dense_init
-        net_params = dict(init=init, standardize=True, random_state=seeds[2], n_jobs=n_jobs, **variant)
+        standardize = "quantile" if geometry == "quantile" else True  # (heavy-tailed inputs as normal scores)
+        net_params = dict(init=init, standardize=standardize, random_state=seeds[2], n_jobs=n_jobs, **variant)
         net_params.update(params)  # the caller's parameters apply to both
         key = repr(sorted((k, v) for k, v in net_params.items() if k != "init"))  # init: the same array
         if key in tried:  # the caller fixed what tells the two apart

@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from rffkern._data import pooled_scale, power_of_two_scale
+from rffkern._data import power_of_two_scale
+from rffkern._inputs import column_range, merge_ranges, scaling_from_statistics, set_input_scaling
 from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
 from rffkern._validation import as_generator
 
@@ -94,12 +95,12 @@ class _Moments:
         self.scale = power_of_two_scale(A, axis=0) if self.finite else np.ones(A.shape[1])
         if self.n == 0 or not self.finite:
             self.mean, self.m2 = np.zeros(A.shape[1]), np.zeros(A.shape[1])
-            self.lo, self.hi = np.full(A.shape[1], np.inf), np.full(A.shape[1], -np.inf)
+            self.lo, self.lo2, self.hi = column_range(A[:0])
         else:
             As = A / self.scale
             self.mean = As.mean(0)
             self.m2 = ((As - self.mean) ** 2).sum(0)
-            self.lo, self.hi = A.min(0), A.max(0)  # (which columns are constant)
+            self.lo, self.lo2, self.hi = column_range(A)  # (which columns are constant or two-valued)
 
     def merged(self, other):
         out = copy.copy(self)
@@ -112,7 +113,7 @@ class _Moments:
         if out.n:
             out.mean = ma + delta * (other.n / out.n)
             out.m2 = self.m2 * ra**2 + other.m2 * rb**2 + delta**2 * (self.n * other.n / out.n)
-        out.lo, out.hi = np.minimum(self.lo, other.lo), np.maximum(self.hi, other.hi)
+        out.lo, out.lo2, out.hi = merge_ranges((self.lo, self.lo2, self.hi), (other.lo, other.lo2, other.hi))
         return out
 
     def constant(self):
@@ -126,27 +127,36 @@ class _Moments:
         sd = np.where(constant, 0.0, np.sqrt(self.m2 / max(self.n, 1)) * self.scale)
         return np.where(constant, self.lo, self.mean * self.scale), np.where(sd > 0, sd, 1.0)
 
-    def input_standardization(self, d):
-        """As :func:`rffkern._data.input_standardization` of the first ``d`` columns (the inputs):
-        an infinite scale for the constant ones."""
-        mean, scale = self.mean_and_scale()
-        return mean[:d], np.where(self.constant()[:d], np.inf, scale[:d])
+    def input_standardization(self, d, standardize=True, robust=False, ignore_constant=True):
+        """:func:`rffkern._inputs.scaling_from_statistics` of the first ``d`` columns (the inputs)
+        of all rows: as :func:`rffkern._inputs.fit_input_scaling` in memory (an infinite scale for
+        the constant inputs with ``ignore_constant``)."""
+        constant = self.constant()[:d]
+        sd = np.where(constant, 0.0, np.sqrt(self.m2[:d] / max(self.n, 1)) * self.scale[:d])
+        mean = np.where(constant, self.lo[:d], self.mean[:d] * self.scale[:d])
+        ranges = (self.lo[:d], self.lo2[:d], self.hi[:d])
+        return scaling_from_statistics(mean, np.where(sd > 0, sd, 1.0), constant, ranges, standardize, robust,
+                                       ignore_constant)
 
     def scale_inputs(self, est, d, probe=None):
         """Set ``est``'s ``standardize_`` and ``standardize_errors_`` (for ``"auto"``, ``probe``:
-        :func:`probe_standardization`'s result, or True without one) and ``x_mean_``, ``x_scale_``
-        from the moments of the first ``d`` columns, as the estimator's ``fit`` does (inputs
-        constant on every row standardize to 0; "global": one pooled deviation)."""
+        :func:`probe_standardization`'s result, or True without one) and its input treatment
+        (``x_mean_``, ``x_scale_``, the clipping range) from the moments of the first ``d``
+        columns, as the estimator's ``fit`` does (inputs constant on every row standardize to 0;
+        "global": one pooled deviation)."""
         if est.standardize == "auto":
             est.standardize_, est.standardize_errors_ = probe if probe is not None else (True, None)
         else:
             est.standardize_, est.standardize_errors_ = est.standardize, None
-        if est.standardize_ is False:
-            est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
-            return
-        est.x_mean_, est.x_scale_ = self.input_standardization(d)
-        if est.standardize_ == "global":
-            est.x_scale_ = pooled_scale(est.x_scale_, self.constant()[:d])
+        refuse_quantile(est.standardize_)
+        set_input_scaling(est, self.input_standardization(d, est.standardize_, est.robust_inputs))
+
+
+def refuse_quantile(standardize):
+    """A ``ValueError`` for ``standardize="quantile"`` on Dask arrays."""
+    if standardize == "quantile":
+        raise ValueError("standardize='quantile' needs the order statistics of every row and is not supported "
+                         "when X is a Dask array; use standardize='auto', True or 'global' (or fit on a NumPy array)")
 
 
 def probe_standardization(est, X, y, moments, d, rng, classes=None, keep=None):
@@ -189,7 +199,8 @@ def probe_standardization(est, X, y, moments, d, rng, classes=None, keep=None):
         from sklearn.preprocessing import label_binarize
         Y = label_binarize(np.asarray(y_rows), classes=np.asarray(classes), neg_label=-1, pos_label=1)
         Y = Y.astype(np.float64)
-    return choose_standardization(np.asarray(X_rows, np.float64), Y, None, seed, est.n_jobs)
+    return choose_standardization(np.asarray(X_rows, np.float64), Y, None, seed, est.n_jobs, est.robust_inputs,
+                                  quantile=False)
 
 
 def _tree_reduce(parts, combine):
@@ -368,7 +379,7 @@ def fit_ridge(est, X, y):
     if len(est._geometries()) > 1:
         probe = probe_standardization(est, X, y, moments, d, probe_rng, est.classes_ if classifier else None)
     moments.scale_inputs(est, d, probe)
-    est._column_scale = moments.input_standardization(d)[1]  # the importances' units
+    est._column_scale = moments.input_standardization(d, True, est.robust_inputs).scale  # the importances' units
     est._target_scaler = est._make_target_scaler()
     if est._target_scaler.normalize:
         est._target_scaler.mean_, est._target_scaler.scale_ = mean[d:], scale[d:]

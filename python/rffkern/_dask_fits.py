@@ -58,6 +58,7 @@ import numpy as np
 
 from rffkern._dask import _Moments, _aligned_targets, _row_chunked, _tree_reduce, probe_standardization
 from rffkern._data import TargetScaler, holdout_split
+from rffkern._inputs import set_input_scaling
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._progress import ProgressLog
 from rffkern._calibration import calibration_rows
@@ -1094,10 +1095,7 @@ def fit_srff(est, X, y):
     log = ProgressLog(est, est.verbose)
     moments, _, _ = _moments(data, True)
     est.n_features_in_ = d
-    if est.standardize:
-        est.x_mean_, est.x_scale_ = moments.input_standardization(d)
-    else:
-        est.x_mean_, est.x_scale_ = np.zeros(d), np.ones(d)
+    set_input_scaling(est, moments.input_standardization(d, bool(est.standardize), est.robust_inputs))
     inputs = _Inputs(est.x_mean_, est.x_scale_, None, cast="float64")
     rng = as_generator(est.random_state)
     if est.length_scale in ("auto", "knn"):

@@ -55,7 +55,8 @@ import time
 
 import numpy as np
 
-from rffkern._dask import _aligned_targets, _Moments, _row_chunked, _tree_reduce, probe_standardization
+from rffkern._dask import (_aligned_targets, _Moments, _row_chunked, _tree_reduce, probe_standardization,
+                           refuse_quantile)
 from rffkern._data import standardized_rows
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
@@ -429,11 +430,8 @@ def fit_rffnet(est, X, y):
                          "needed); pass more samples, larger chunks or early_stopping=False")
     mean, sd = stats["moments"].mean_and_scale()
     raw_sd = np.sqrt(stats["moments"].m2 / n_train) * stats["moments"].scale
-    constant = np.zeros(d, dtype=bool)
+    constant = stats["moments"].constant()[:d] if est.standardize else np.zeros(d, dtype=bool)
     if est.standardize:
-        x_sd = raw_sd[:d].copy()
-        constant = stats["moments"].constant()[:d]  # one value on every training row
-        x_sd[constant] = 1.0
         # "auto": the probe ridge on the training rows among at most PROBE_ROWS rows drawn from all
         # of X (in memory, at most PROBE_ROWS training rows), its seed from a copy of rng
         probe = probe_standardization(est, X, y, stats["moments"], d, rng,
@@ -442,10 +440,14 @@ def fit_rffnet(est, X, y):
         est.standardize_, est.standardize_errors_ = probe or (est.standardize, None)
         if probe is not None:
             log.step("standardize", 1, 1, f"{est.standardize_!r} (probe ridge)")
-        est._set_input_scaling(mean[:d], x_sd, constant)  # as RFFNet's in-memory fit
     else:
         est.standardize_, est.standardize_errors_ = False, None
-        est._set_input_scaling(np.zeros(d), np.ones(d), constant)
+    refuse_quantile(est.standardize_)
+    # as RFFNet's in-memory fit (a constant input's scale 1)
+    moments = stats["moments"]
+    est._use_input_scaling(moments.input_standardization(d, est.standardize_, est.robust_inputs, ignore_constant=False),
+                           moments.input_standardization(d, True, False, ignore_constant=False).scale,
+                           constant)
     if classifier:
         intercept, y_scale = np.zeros(n_out), np.ones(n_out)
     else:

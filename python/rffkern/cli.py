@@ -648,7 +648,7 @@ def run_fit(args):
     from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
     from rffkern import RFFNetClassifier, RFFNetRegressor
-    from rffkern._api import explain_task
+    from rffkern._api import _task_rule, task_guess_message
     from rffkern._api import fit as auto_fit
     from rffkern._data import constant_columns
 
@@ -668,9 +668,11 @@ def run_fit(args):
         task, reason = args.task, "set by --task"
     else:
         try:
-            task, reason = explain_task(y)
+            task, reason, guessed = _task_rule(y)
         except ValueError as exc:
             raise CLIError(str(exc)) from None
+        if guessed:
+            print(f"note: {task_guess_message(task, reason, '--task {}')}")
     if task == "regression" and y.dtype.kind not in "iuf":
         raise CLIError(f"regression needs a numeric target; column {args.target!r} holds text labels")
     if args.cv > X.shape[0]:

@@ -40,7 +40,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, check_sample_weight, input_standardization, labels_from_decision
+from rffkern._data import TargetScaler, check_sample_weight, labels_from_decision
+from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._calibration import calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
@@ -246,7 +247,8 @@ class _EERFBase(BaseEstimator):
                          StrOptions({"auto", "knn"})],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],
         "alpha_selection": [StrOptions({"loo", "gcv", "validation"})],
-        "standardize": ["boolean", StrOptions({"auto", "global"})],
+        "standardize": ["boolean", StrOptions({"auto", "global", "quantile"})],
+        "robust_inputs": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
         "verbose": ["verbose"],
@@ -255,7 +257,7 @@ class _EERFBase(BaseEstimator):
     def __init__(self, n_components: int = 1000, *, n_candidates: int | None = None,
                  n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
                  alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
-                 standardize: bool | str = "auto", random_state: RandomStateLike = None,
+                 standardize: bool | str = "auto", robust_inputs: bool = True, random_state: RandomStateLike = None,
                  n_jobs: int | None = None, verbose: int = 0) -> None:
         self.n_components = n_components
         self.n_candidates = n_candidates
@@ -265,6 +267,7 @@ class _EERFBase(BaseEstimator):
         self.alpha = alpha
         self.alpha_selection = alpha_selection
         self.standardize = standardize
+        self.robust_inputs = robust_inputs
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -279,14 +282,14 @@ class _EERFBase(BaseEstimator):
         returns the standardized X."""
         self._progress = ProgressLog(self, self.verbose)  # the first step of every fit
         self.standardize_, self.standardize_errors_ = resolve_standardization(self.standardize, X, Y, sample_weight,
-                                                                              rng, self.n_jobs)
+                                                                              rng, self.n_jobs, self.robust_inputs)
         if self.standardize == "auto":
             self._log("standardize", 1, 1, f"{self.standardize_!r} (probe ridge)")
-        self.x_mean_, self.x_scale_ = input_standardization(X, sample_weight, self.standardize_)
+        set_input_scaling(self, fit_input_scaling(X, sample_weight, self.standardize_, self.robust_inputs))
         return self._transform_input(X)
 
     def _transform_input(self, X):
-        return np.ascontiguousarray(((X - self.x_mean_) / self.x_scale_).astype(X.dtype, copy=False))
+        return scaled_inputs(self, X)
 
     def _candidates(self, Xs, T, rng, sample_weight=None):
         """Draw the scoring subsample and the M0 candidates at unit width; the widths to compare.
@@ -475,7 +478,7 @@ _DOC_PARAMS = """
     alpha_selection : {"loo", "gcv", "validation"}, default="loo"
         How a sequence of alphas is searched: exact leave-one-out, generalised cross-validation or
         a held-out split, as in :class:`rffkern.RFFRidge`.
-    standardize : {"auto", True, "global", False}, default="auto"
+    standardize : {"auto", True, "global", "quantile", False}, default="auto"
         How X is centred and scaled first (sigma is in the scaled units): True, each input by its
         own deviation (the paper's setting); "global", all by one pooled deviation, which keeps
         the inputs' relative spreads (pixels); "auto", the one that
@@ -484,7 +487,19 @@ _DOC_PARAMS = """
         standard error); on Dask arrays the probe runs on
         at most ``PROBE_ROWS`` rows gathered from X. False: X as given. The choice is
         ``standardize_``. Measured (``rffkern.ridge.PROBE_COMPONENTS``): digits 0.0139 -> 0.0083,
-        mnist_test10k 0.1135 -> 0.0660 with the pooled deviation.
+        mnist_test10k 0.1135 -> 0.0660 with the pooled deviation. "quantile": each heavy-tailed input (not two-valued, a
+        training row more than 5 deviations from its mean) mapped to normal scores by
+        scikit-learn's ``QuantileTransformer`` (``input_quantiles_``), then as True; "auto"
+        compares it too (where such inputs exist, with ``robust_inputs``; not on Dask arrays).
+    robust_inputs : bool, default=True
+        Keep rows far from the training data near it: a two-valued input
+        (a one-hot level, a flag) is scaled by half the gap between its values rather than by its
+        deviation (a rare level then lies 2 from the common one, not 30 deviations out); at
+        predict each input is clipped to its training range (``x_min_``, ``x_max_``), as trees do
+        implicitly; and ``standardize="auto"`` also tries "quantile" where an input is
+        heavy-tailed. A finite random-feature model does not fall back to its mean far from the
+        data as the exact kernel does, and answered such rows absurdly. False: the plain
+        standardization.
     random_state : int, Generator, RandomState or None, default=None
         Seed or generator of every random draw; the same value gives the same model whatever
         ``n_jobs``.
@@ -528,6 +543,11 @@ _DOC_ATTRS = """
     x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
         The standardisation of X; the inputs constant on the training rows have an infinite scale:
         they standardize to 0 on every row.
+    x_min_, x_max_ : ndarray of shape (n_features_in_,) or None
+        The training range each input is clipped to at predict (None with ``robust_inputs=False``).
+    input_quantiles_ : sklearn.preprocessing.QuantileTransformer or None
+        With ``standardize_="quantile"``: the normal scores of the heavy-tailed inputs
+        ``quantile_columns_`` (None otherwise).
 """
 
 
@@ -557,12 +577,12 @@ class EERFRegressor(RegressorMixin, _EERFBase):
     def __init__(self, n_components: int = 1000, *, n_candidates: int | None = None,
                  n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
                  alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
-                 standardize: bool | str = "auto", normalize_y: bool = True,
+                 standardize: bool | str = "auto", robust_inputs: bool = True, normalize_y: bool = True,
                  random_state: RandomStateLike = None,
                  n_jobs: int | None = None, verbose: int = 0) -> None:
         super().__init__(n_components, n_candidates=n_candidates, n_subsample=n_subsample, kernel=kernel,
                          length_scale=length_scale, alpha=alpha, alpha_selection=alpha_selection,
-                         standardize=standardize, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
+                         standardize=standardize, robust_inputs=robust_inputs, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.normalize_y = normalize_y
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> EERFRegressor:
@@ -692,11 +712,11 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
     def __init__(self, n_components: int = 1000, *, n_candidates: int | None = None,
                  n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
                  alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
-                 solver: str = "ridge", standardize: bool | str = "auto", random_state: RandomStateLike = None,
+                 solver: str = "ridge", standardize: bool | str = "auto", robust_inputs: bool = True, random_state: RandomStateLike = None,
                  n_jobs: int | None = None, verbose: int = 0) -> None:
         super().__init__(n_components, n_candidates=n_candidates, n_subsample=n_subsample, kernel=kernel,
                          length_scale=length_scale, alpha=alpha, alpha_selection=alpha_selection,
-                         standardize=standardize, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
+                         standardize=standardize, robust_inputs=robust_inputs, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.solver = solver
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> EERFClassifier:

@@ -33,8 +33,9 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
-from rffkern._data import (check_sample_weight, mean_and_scale, mean_scale_constant, pooled_scale,
+from rffkern._data import (check_sample_weight, constant_columns, mean_and_scale, mean_scale_constant,
                            power_of_two_scale, standardized_rows)
+from rffkern._inputs import fit_input_scaling, guarded_inputs, set_input_scaling, widen_input_range
 from rffkern._losses import class_probabilities
 from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
@@ -135,7 +136,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "checkpoint": ["boolean"],
-        "standardize": ["boolean", StrOptions({"auto", "global"})],
+        "standardize": ["boolean", StrOptions({"auto", "global", "quantile"})],
+        "robust_inputs": ["boolean"],
         "feature_scale": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"rff"})],
         "dtype": [StrOptions({"float32", "float64"})],
         "random_state": ["random_state", np.random.Generator],
@@ -162,7 +164,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
                  solver: str = "shared-adam", learning_rate: float = 3e-3, learning_rate_schedule: str = "adaptive",
                  batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
                  validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
-                 checkpoint: bool = True, standardize: bool | str = "auto", feature_scale: float | str = 1.0,
+                 checkpoint: bool = True, standardize: bool | str = "auto", robust_inputs: bool = True, feature_scale: float | str = 1.0,
                  dtype: str = "float32", random_state: RandomStateLike = None, n_jobs: int | None = None,
                  verbose: int = 0, warm_start: bool = False, relevance_penalty: float = 0.1,
                  refit_coef: bool = True, refit_components: int | None = 1000) -> None:
@@ -184,6 +186,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         self.tol = tol
         self.checkpoint = checkpoint
         self.standardize = standardize
+        self.robust_inputs = robust_inputs
         self.feature_scale = feature_scale
         self.dtype = dtype
         self.random_state = random_state
@@ -212,7 +215,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
     def _standardized(self, X):
         """X standardized with the training statistics (in float64; zeros and ones without
         standardization, which leave X as it is), then in the fitted dtype (always a new array)."""
-        return standardized_rows(X, self.x_mean_, self.x_scale_, self.relevances_.dtype)
+        return standardized_rows(guarded_inputs(self, X), self.x_mean_, self.x_scale_, self.relevances_.dtype)
 
     def _runner(self):
         """The compiled epoch with the fitted map and the current optimiser settings."""
@@ -271,6 +274,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         if not first_call:
             self._restore_trained_map()
             self._check_partial_fit_params(dtype)
+            widen_input_range(self, X, weights)
             Xs = self._standardized(X)
             Y = _training_targets(Y, self.intercept_, self.y_scale_, dtype)
             if incremental:
@@ -306,22 +310,19 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
 
         # Standardization and centring statistics come from the training part only (weighted by
         # sample_weight: a row of weight 0 does not count, a row of weight k counts k times).
+        X64 = np.asarray(X_train, dtype=np.float64)
         if self.standardize:
-            # (X.mean(0) and X.std(0) bit for bit, but a constant input's own value and scale 1:
-            # it is 0 on every training row; any input that varies keeps its deviation, however small)
-            X64 = np.asarray(X_train, dtype=np.float64)
-            mean, sd, constant = mean_scale_constant(X64, w_train)
             # "auto": the probe ridge's choice (a seed from a copy of rng: the draws below are those
             # of any other standardize)
             log = ProgressLog(self, self.verbose)
             self.standardize_, self.standardize_errors_ = resolve_standardization(
-                self.standardize, X64, Y_train, w_train, rng, self.n_jobs)
+                self.standardize, X64, Y_train, w_train, rng, self.n_jobs, self.robust_inputs)
             if self.standardize == "auto":
                 log.step("standardize", 1, 1, f"{self.standardize_!r} (probe ridge)")
         else:
             self.standardize_, self.standardize_errors_ = False, None
-            mean, sd, constant = np.zeros(d), np.ones(d), np.zeros(d, dtype=bool)
-        self._set_input_scaling(mean, sd, constant)
+        constant = constant_columns(X64, w_train) if self.standardize else np.zeros(d, dtype=bool)
+        self._set_input_scaling(X64, w_train)
         self.relevances_ = np.ones(d, dtype)  # _standardized reads its dtype
         Xs_train = self._standardized(X_train)
         Xs_val = None if X_val is None else self._standardized(X_val)
@@ -523,17 +524,22 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         if palm != self._palm:
             raise ValueError("solver changed between a PALM and a joint solver since the first fit call")
 
-    def _set_input_scaling(self, mean, sd, constant):
-        """``x_mean_`` and ``x_scale_`` (float64: see ``standardized_rows``) of the resolved
-        ``standardize_`` from the training rows' means and deviations (1 for the ``constant``
-        inputs), and the factor from the pooled units to each input's own for
+    def _set_input_scaling(self, X, sample_weight):
+        """The input treatment of the resolved ``standardize_`` from the training rows X (float64:
+        see ``standardized_rows``; a constant input's own value as its mean and scale 1: it is 0
+        on every training row; any input that varies keeps its deviation, however small)."""
+        _, sd, constant = mean_scale_constant(X, sample_weight)
+        self._use_input_scaling(fit_input_scaling(X, sample_weight, self.standardize_, self.robust_inputs,
+                                                  ignore_constant=False), sd, constant)
+
+    def _use_input_scaling(self, scaling, sd, constant):
+        """Store ``scaling`` (:class:`rffkern._inputs.InputScaling`), and the factor from the pooled
+        units to each input's own deviation ``sd`` (0 for the ``constant`` inputs) for
         :meth:`_relevance_magnitudes` (None but with "global")."""
+        set_input_scaling(self, scaling)
         self._deviation_ratio = None
         if self.standardize_ == "global":
-            pooled = pooled_scale(sd, constant)
-            self._deviation_ratio = np.where(constant, 0.0, sd / pooled)
-            sd = pooled
-        self.x_mean_, self.x_scale_ = mean, sd
+            self._deviation_ratio = np.where(constant, 0.0, sd / scaling.scale)
 
     def _relevance_magnitudes(self):
         """``|relevances_|`` per unit of each input's own deviation: as fitted with
@@ -701,7 +707,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     checkpoint : bool, default=True
         Restore the (B, theta) of the best epoch (by validation loss, or training loss without
         early stopping) at the end.
-    standardize : {"auto", True, "global", False}, default="auto"
+    standardize : {"auto", True, "global", "quantile", False}, default="auto"
         Centre X and scale each input by its own training deviation (True), or every input by one
         pooled deviation, the root mean square of the inputs' deviations ("global": inputs in
         one unit, such as pixels, keep their relative spread, and the relevances compare in that
@@ -712,7 +718,19 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Measured (bench_realdata splits, one thread, ``RFFNetClassifier()``, scratch
         ``/tmp/s/net_var.py``, test errors True -> "global"): mnist_test10k 125/131 -> 116/102 of
         2000 (seeds 0/1), digits 45 -> 31 of 1800 (seeds 0-4). On Dask arrays the probe
-        runs on the training rows among at most ``PROBE_ROWS`` rows drawn from X.
+        runs on the training rows among at most ``PROBE_ROWS`` rows drawn from X. "quantile": each heavy-tailed input (not two-valued, a
+        training row more than 5 deviations from its mean) mapped to normal scores by
+        scikit-learn's ``QuantileTransformer`` (``input_quantiles_``), then as True; "auto"
+        compares it too (where such inputs exist, with ``robust_inputs``; not on Dask arrays).
+    robust_inputs : bool, default=True
+        Keep rows far from the training data near it: a two-valued input
+        (a one-hot level, a flag) is scaled by half the gap between its values rather than by its
+        deviation (a rare level then lies 2 from the common one, not 30 deviations out); at
+        predict each input is clipped to its training range (``x_min_``, ``x_max_``), as trees do
+        implicitly; and ``standardize="auto"`` also tries "quantile" where an input is
+        heavy-tailed. A finite random-feature model does not fall back to its mean far from the
+        data as the exact kernel does, and answered such rows absurdly. False: the plain
+        standardization.
     feature_scale : float or "rff", default=1.0
         The constant ``c``: 1.0 as in the authors' code (the defaults of ``alpha`` and
         ``learning_rate`` were tuned for it), or "rff" for ``sqrt(2 / n_components)``.
@@ -835,6 +853,11 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Standardization statistics (zeros and ones with ``standardize=False``), in float64 whatever
         ``dtype``: X is standardized in float64 before its cast to the training dtype, so an input
         with a large offset (a time stamp, 1e12 + x) keeps its variation.
+    x_min_, x_max_ : ndarray of shape (n_features_in_,) or None
+        The training range each input is clipped to at predict (None with ``robust_inputs=False``).
+    input_quantiles_ : sklearn.preprocessing.QuantileTransformer or None
+        With ``standardize_="quantile"``: the normal scores of the heavy-tailed inputs
+        ``quantile_columns_`` (None otherwise).
     scale_ : float
         c.
     n_iter_ : int
@@ -889,7 +912,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
                  solver: str = "shared-adam", learning_rate: float = 3e-3, learning_rate_schedule: str = "adaptive",
                  batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
                  validation_fraction: float = 0.1, n_iter_no_change: int = 10, tol: float = 0.0,
-                 checkpoint: bool = True, standardize: bool | str = "auto", feature_scale: float | str = 1.0,
+                 checkpoint: bool = True, standardize: bool | str = "auto", robust_inputs: bool = True, feature_scale: float | str = 1.0,
                  dtype: str = "float32", random_state: RandomStateLike = None, n_jobs: int | None = None,
                  verbose: int = 0, warm_start: bool = False, relevance_penalty: float = 0.1,
                  fit_intercept: bool = True, normalize_y: bool = True, refit_coef: bool = True,
@@ -900,7 +923,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
             learning_rate_schedule=learning_rate_schedule, batch_size=batch_size, max_iter=max_iter,
             early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change, tol=tol,
-            checkpoint=checkpoint, standardize=standardize, feature_scale=feature_scale, dtype=dtype,
+            checkpoint=checkpoint, standardize=standardize, robust_inputs=robust_inputs, feature_scale=feature_scale, dtype=dtype,
             random_state=random_state, n_jobs=n_jobs, verbose=verbose, warm_start=warm_start,
             relevance_penalty=relevance_penalty, refit_coef=refit_coef, refit_components=refit_components)
         self.fit_intercept = fit_intercept
@@ -1187,7 +1210,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
     checkpoint : bool, default=True
         Restore the (B, theta) of the best epoch (by validation loss, or training loss without
         early stopping) at the end.
-    standardize : {"auto", True, "global", False}, default="auto"
+    standardize : {"auto", True, "global", "quantile", False}, default="auto"
         Centre X and scale each input by its own training deviation (True), or every input by one
         pooled deviation, the root mean square of the inputs' deviations ("global": inputs in
         one unit, such as pixels, keep their relative spread, and the relevances compare in that
@@ -1198,7 +1221,19 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         Measured (bench_realdata splits, one thread, ``RFFNetClassifier()``, scratch
         ``/tmp/s/net_var.py``, test errors True -> "global"): mnist_test10k 125/131 -> 116/102 of
         2000 (seeds 0/1), digits 45 -> 31 of 1800 (seeds 0-4). On Dask arrays the probe
-        runs on the training rows among at most ``PROBE_ROWS`` rows drawn from X.
+        runs on the training rows among at most ``PROBE_ROWS`` rows drawn from X. "quantile": each heavy-tailed input (not two-valued, a
+        training row more than 5 deviations from its mean) mapped to normal scores by
+        scikit-learn's ``QuantileTransformer`` (``input_quantiles_``), then as True; "auto"
+        compares it too (where such inputs exist, with ``robust_inputs``; not on Dask arrays).
+    robust_inputs : bool, default=True
+        Keep rows far from the training data near it: a two-valued input
+        (a one-hot level, a flag) is scaled by half the gap between its values rather than by its
+        deviation (a rare level then lies 2 from the common one, not 30 deviations out); at
+        predict each input is clipped to its training range (``x_min_``, ``x_max_``), as trees do
+        implicitly; and ``standardize="auto"`` also tries "quantile" where an input is
+        heavy-tailed. A finite random-feature model does not fall back to its mean far from the
+        data as the exact kernel does, and answered such rows absurdly. False: the plain
+        standardization.
     feature_scale : float or "rff", default=1.0
         The constant ``c``: 1.0 as in the authors' code (the defaults of ``alpha`` and
         ``learning_rate`` were tuned for it), or "rff" for ``sqrt(2 / n_components)``.

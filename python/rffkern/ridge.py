@@ -38,8 +38,9 @@ from rffkern._dask import fit_ridge, is_dask_array, map_rows
 from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
                                   temperature_of)
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
-from rffkern._data import (TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, one_spread,
-                           pooled_scale)
+from rffkern._inputs import (fit_input_scaling, guarded_inputs, heavy_tailed_columns, set_input_scaling,
+                             widen_input_range)
+from rffkern._data import TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, one_spread
 from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
@@ -152,7 +153,8 @@ PROBE_ROWS = 3000
 
 def choose_standardization(X: NDArray[np.floating], Y: NDArray[np.floating],
                            sample_weight: NDArray[np.floating] | None, seed: int,
-                           n_jobs: int | None = None) -> tuple[bool | str, dict | None]:
+                           n_jobs: int | None = None, robust_inputs: bool = True,
+                           quantile: bool = True) -> tuple[bool | str, dict | None]:
     """The input standardization of ``standardize="auto"`` for EERF and adaptive RFF: True (each
     input by its own deviation) or "global" (one pooled deviation), as an
     ``RFFRidge(PROBE_COMPONENTS)`` at its defaults keeps it on at most ``PROBE_ROWS`` rows drawn
@@ -168,24 +170,32 @@ def choose_standardization(X: NDArray[np.floating], Y: NDArray[np.floating],
     seed : int
         Seed of the rows and of the probe's features.
     n_jobs : int or None, default=None
+    robust_inputs : bool, default=True
+        The estimator's ``robust_inputs``: the probe's too.
+    quantile : bool, default=True
+        Whether "quantile" is a candidate (with ``robust_inputs``; not on Dask arrays, whose rows
+        are not sorted as a whole).
 
     Returns
     -------
-    standardize : True or "global"
+    standardize : True, "global" or "quantile"
     errors : dict or None
         The probe's ``standardize_errors_`` (None where nothing was compared: one input, inputs
         of one spread, or a probe that could not fit, which keeps True).
     """
-    _, scale, constant = mean_scale_constant(np.asarray(X, dtype=np.float64), sample_weight)
-    if one_spread(scale, constant):  # the two standardizations are one: no probe to fit
+    X64 = np.asarray(X, dtype=np.float64)
+    _, scale, constant = mean_scale_constant(X64, sample_weight)
+    quantile = quantile and robust_inputs and bool(heavy_tailed_columns(X64, sample_weight).any())
+    if one_spread(scale, constant) and not quantile:  # the standardizations are one: no probe to fit
         return True, None
     rows = np.arange(X.shape[0]) if sample_weight is None else np.flatnonzero(sample_weight > 0)
     rng = np.random.default_rng(seed)
     if rows.size > PROBE_ROWS:
         rows = np.sort(rng.choice(rows, PROBE_ROWS, replace=False))
     w = None if sample_weight is None else sample_weight[rows]
-    probe = RFFRidge(PROBE_COMPONENTS, random_state=rng, n_jobs=n_jobs)  # (weights: as the rows repeated)
+    probe = RFFRidge(PROBE_COMPONENTS, random_state=rng, n_jobs=n_jobs, robust_inputs=robust_inputs)
     probe._skip_importances = True
+    probe._quantile_candidate = quantile
     try:
         probe.fit(X[rows], Y[rows], sample_weight=w)
     except ValueError:  # too few rows to compare
@@ -195,14 +205,14 @@ def choose_standardization(X: NDArray[np.floating], Y: NDArray[np.floating],
 
 def resolve_standardization(standardize: bool | str, X: NDArray[np.floating], Y: NDArray[np.floating],
                             sample_weight: NDArray[np.floating] | None, rng: np.random.Generator,
-                            n_jobs: int | None = None) -> tuple[bool | str, dict | None]:
+                            n_jobs: int | None = None, robust_inputs: bool = True) -> tuple[bool | str, dict | None]:
     """``(standardize_, standardize_errors_)`` of an estimator with a ``standardize`` parameter:
     the one asked for, or for "auto" :func:`choose_standardization`'s, seeded from a copy of
     ``rng`` (the estimator's own draws stay what they would be with the kept one given)."""
     if standardize != "auto":
         return standardize, None
     seed = int(copy.deepcopy(rng).integers(2**32 - 1))
-    return choose_standardization(X, Y, sample_weight, seed, n_jobs)
+    return choose_standardization(X, Y, sample_weight, seed, n_jobs, robust_inputs)
 
 
 def pick_width(errors: Sequence[float], row_losses: Sequence[Any] | None = None,
@@ -260,7 +270,8 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
                          StrOptions({"auto", "median"})],
         "pair": ["boolean"],
         "fit_intercept": ["boolean"],
-        "standardize": ["boolean", StrOptions({"auto", "global"})],
+        "standardize": ["boolean", StrOptions({"auto", "global", "quantile"})],
+        "robust_inputs": ["boolean"],
         "alpha_selection": [StrOptions({"loo", "gcv", "validation"})],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "loo_rows": [IntInterval(1, None, closed="left"), None],
@@ -271,7 +282,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
 
     def __init__(self, n_components: int = 1000, *, alpha: float | Sequence[float] = DEFAULT_ALPHAS,
                  kernel: str = "gaussian", length_scale: float | str | Sequence[float] = "auto", pair: bool = False,
-                 fit_intercept: bool = True, standardize: bool | str = "auto", alpha_selection: str = "loo",
+                 fit_intercept: bool = True, standardize: bool | str = "auto", robust_inputs: bool = True, alpha_selection: str = "loo",
                  validation_fraction: float = 0.1, loo_rows: int | None = None,
                  random_state: RandomStateLike = None, n_jobs: int | None = None, verbose: int = 0) -> None:
         self.n_components = n_components
@@ -281,6 +292,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         self.pair = pair
         self.fit_intercept = fit_intercept
         self.standardize = standardize
+        self.robust_inputs = robust_inputs
         self.alpha_selection = alpha_selection
         self.validation_fraction = validation_fraction
         self.loo_rows = loo_rows
@@ -321,29 +333,36 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         searched width ("auto" or "median"; a given width is in the units of inputs standardized
         each by its own deviation), else the one asked for."""
         if self.standardize == "auto":
-            return list(STANDARDIZE_CHOICES) if isinstance(self.length_scale, str) else [True]
+            if not isinstance(self.length_scale, str):
+                return [True]
+            quantile = self.robust_inputs and getattr(self, "_quantile_candidate", True)
+            return list(STANDARDIZE_CHOICES) + ["quantile"] * bool(quantile)
         return [self.standardize]
 
     def _scalings(self, X, sample_weight=None, ignore_constant=False):
-        """``{standardization: (mean, scale)}`` for each of :meth:`_geometries`; with
+        """``{standardization: InputScaling}`` for each of :meth:`_geometries`; with
         ``ignore_constant`` (``fit``, which sees every row) an infinite scale for the inputs
-        constant on the rows (as :func:`rffkern._data.input_standardization`), not in
+        constant on the rows (as :func:`rffkern._inputs.fit_input_scaling`), not in
         ``partial_fit``, whose later batches may vary in them. Also notes the varying inputs."""
         self._note_varying_inputs(X, sample_weight, first=True)
         geometries = self._geometries()
         if geometries == [False]:
-            return {False: (np.zeros(X.shape[1]), np.ones(X.shape[1]))}
-        mean, scale, constant = mean_scale_constant(X.astype(np.float64), sample_weight)
-        if ignore_constant:
-            scale = np.where(constant, np.inf, scale)
-        self._column_scale = scale  # the per-input deviations: the importances' units
-        if len(geometries) > 1 and one_spread(scale, constant):  # "global" would be True again
-            geometries = geometries[:1]
-        return {g: (mean, scale if g is True else pooled_scale(scale, constant)) for g in geometries}
+            return {False: fit_input_scaling(X, sample_weight, False, self.robust_inputs)}
+        own = fit_input_scaling(X, sample_weight, True, self.robust_inputs, ignore_constant)
+        self._column_scale = own.scale  # the per-input scales: the importances' units
+        if "global" in geometries and len(geometries) > 1:
+            _, scale, constant = mean_scale_constant(X.astype(np.float64), sample_weight)
+            if one_spread(scale, constant):  # "global" would be True again
+                geometries.remove("global")
+        if "quantile" in geometries and len(geometries) > 1:
+            if not heavy_tailed_columns(X.astype(np.float64), sample_weight).any():  # it would be True again
+                geometries.remove("quantile")
+        return {g: own if g is True else fit_input_scaling(X, sample_weight, g, self.robust_inputs, ignore_constant)
+                for g in geometries}
 
     def _use_scaling(self, geometry, scalings):
         self.standardize_ = geometry
-        self.x_mean_, self.x_scale_ = scalings[geometry]
+        set_input_scaling(self, scalings[geometry])
 
     def _note_varying_inputs(self, X, sample_weight=None, first=False):
         """Record which inputs vary over the rows seen (of positive weight): the others' importance
@@ -358,6 +377,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
             self._varying_inputs = self._varying_inputs | (hi > lo) | (lo != self._first_values)
 
     def _standardized(self, X):
+        X = guarded_inputs(self, X)
         if self.standardize_ is False:
             return X
         return ((X - self.x_mean_.astype(X.dtype)) / self.x_scale_.astype(X.dtype)).astype(X.dtype, copy=False)
@@ -427,19 +447,24 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         searched = {geometry: (widths_of[geometry], fits)}
         self.standardize_errors_ = None
         if compare:
-            other = geometries[1]
-            probe = evaluate(other, widths_of[other][mid])
             best = min(fits, key=lambda f: f[2])
-            se = np.nan
-            if best[1] is not None and probe[1] is not None and np.isfinite(best[2]) and np.isfinite(probe[2]):
-                se = paired_standard_error(probe[1][0], best[1][0], best[1][1])
-            self.standardize_errors_ = {geometry: best[2], other: probe[2]}
-            if one_se_geometry([best[2], probe[2]], se):
-                geometry = other
-                planned += len(widths_of[other]) - 1
-                fits = [probe if j == mid else evaluate(other, width) for j, width in enumerate(widths_of[other])]
-                searched[other] = (widths_of[other], fits)
-                self.standardize_errors_[other] = min(f[2] for f in fits)
+            self.standardize_errors_ = {geometry: best[2]}
+            winner = None  # the other standardization better than the first's best by one standard error
+            for other in geometries[1:]:
+                probe = evaluate(other, widths_of[other][mid])
+                se = np.nan
+                if best[1] is not None and probe[1] is not None and np.isfinite(best[2]) and np.isfinite(probe[2]):
+                    se = paired_standard_error(probe[1][0], best[1][0], best[1][1])
+                self.standardize_errors_[other] = probe[2]
+                if one_se_geometry([best[2], probe[2]], se) and (winner is None or probe[2] < winner[1][2]):
+                    winner = (other, probe)
+            if winner is not None:
+                geometry, probe = winner
+                planned += len(widths_of[geometry]) - 1
+                fits = [probe if j == mid else evaluate(geometry, width)
+                        for j, width in enumerate(widths_of[geometry])]
+                searched[geometry] = (widths_of[geometry], fits)
+                self.standardize_errors_[geometry] = min(f[2] for f in fits)
         self._use_scaling(geometry, scalings)
         Xs, widths = Xs_of[geometry], widths_of[geometry]
         Xs_of = {}  # (the copies of X for the standardizations not kept are dropped)
@@ -493,6 +518,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
                              f"{self._stats.ZtY.shape[1] - 1}")
         else:
             self._note_varying_inputs(X, w)
+            widen_input_range(self, X, w)
         Ys = self._target_scaler.transform(Y).astype(X.dtype)
         stats = self._stats.add(self._map(), self._standardized(X), Ys, w)
         if len(alphas) == 1:
@@ -626,7 +652,7 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         Use ``[cos, sin]`` features of ``n_components // 2`` frequencies.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept (the Gram matrix is centred).
-    standardize : {"auto", True, "global", False}, default="auto"
+    standardize : {"auto", True, "global", "quantile", False}, default="auto"
         How the inputs are centred and scaled before the kernel (inputs constant on the training
         rows get an infinite scale in ``fit``: they standardize to 0 on every row). True: each by
         its own deviation, so that one width suits inputs in different units. "global": each
@@ -642,7 +668,19 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         ``standardize_``. Measured (bench_realdata splits, seeds 0 and 1, test error True ->
         "auto"): mnist_test10k 0.1005/0.0925 -> 0.0625/0.0675, digits 0.0194/0.0167 ->
         0.0111/0.0083, a9a 0.1516/0.1518 -> 0.1494/0.1478, abalone (seed 0) 0.6383 -> 0.6398; the
-        other eleven sets keep True.
+        other eleven sets keep True. "quantile": each heavy-tailed input (not two-valued, a
+        training row more than 5 deviations from its mean) mapped to normal scores by
+        scikit-learn's ``QuantileTransformer`` (``input_quantiles_``), then as True; "auto"
+        compares it too (where such inputs exist, with ``robust_inputs``; not on Dask arrays).
+    robust_inputs : bool, default=True
+        Keep rows far from the training data near it: a two-valued input
+        (a one-hot level, a flag) is scaled by half the gap between its values rather than by its
+        deviation (a rare level then lies 2 from the common one, not 30 deviations out); at
+        predict each input is clipped to its training range (``x_min_``, ``x_max_``), as trees do
+        implicitly; and ``standardize="auto"`` also tries "quantile" where an input is
+        heavy-tailed. A finite random-feature model does not fall back to its mean far from the
+        data as the exact kernel does, and answered such rows absurdly. False: the plain
+        standardization.
     normalize_y : bool, default=True
         Centre and scale each target (regressor only); False fits y as given.
     alpha_selection : {"loo", "gcv", "validation"}, default="loo"
@@ -685,6 +723,11 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         The standardization (zeros and ones with ``standardize=False``; one value for every varying
         input with "global"); ``fit`` gives the inputs constant on the training rows an infinite
         scale: they standardize to 0 on every row.
+    x_min_, x_max_ : ndarray of shape (n_features_in_,) or None
+        The training range each input is clipped to at predict (None with ``robust_inputs=False``).
+    input_quantiles_ : sklearn.preprocessing.QuantileTransformer or None
+        With ``standardize_="quantile"``: the normal scores of the heavy-tailed inputs
+        ``quantile_columns_`` (None otherwise).
     weights_ : ndarray of shape (n_features_in_, n_frequencies)
         The frequencies, for the standardized inputs and ``length_scale_``.
     offsets_ : ndarray of shape (n_frequencies,)
@@ -721,12 +764,12 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
 
     def __init__(self, n_components: int = 1000, *, alpha: float | Sequence[float] = DEFAULT_ALPHAS,
                  kernel: str = "gaussian", length_scale: float | str | Sequence[float] = "auto", pair: bool = False,
-                 fit_intercept: bool = True, standardize: bool | str = "auto", normalize_y: bool = True,
+                 fit_intercept: bool = True, standardize: bool | str = "auto", robust_inputs: bool = True, normalize_y: bool = True,
                  alpha_selection: str = "loo", validation_fraction: float = 0.1,
                  loo_rows: int | None = None, random_state: RandomStateLike = None,
                  n_jobs: int | None = None, verbose: int = 0) -> None:
         super().__init__(n_components, alpha=alpha, kernel=kernel, length_scale=length_scale, pair=pair,
-                         fit_intercept=fit_intercept, standardize=standardize,
+                         fit_intercept=fit_intercept, standardize=standardize, robust_inputs=robust_inputs,
                          alpha_selection=alpha_selection, validation_fraction=validation_fraction,
                          loo_rows=loo_rows, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.normalize_y = normalize_y
@@ -872,10 +915,22 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         Use ``[cos, sin]`` features of ``n_components // 2`` frequencies.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept (the Gram matrix is centred).
-    standardize : {"auto", True, "global", False}, default="auto"
+    standardize : {"auto", True, "global", "quantile", False}, default="auto"
         How the inputs are centred and scaled, as in :class:`RFFRidge` ("auto": each input by its
         own deviation, or all by one pooled deviation where that has the lower leave-one-out error
-        by more than one standard error; pixels such as digits and mnist take the pooled one).
+        by more than one standard error; pixels such as digits and mnist take the pooled one). "quantile": each heavy-tailed input (not two-valued, a
+        training row more than 5 deviations from its mean) mapped to normal scores by
+        scikit-learn's ``QuantileTransformer`` (``input_quantiles_``), then as True; "auto"
+        compares it too (where such inputs exist, with ``robust_inputs``; not on Dask arrays).
+    robust_inputs : bool, default=True
+        Keep rows far from the training data near it: a two-valued input
+        (a one-hot level, a flag) is scaled by half the gap between its values rather than by its
+        deviation (a rare level then lies 2 from the common one, not 30 deviations out); at
+        predict each input is clipped to its training range (``x_min_``, ``x_max_``), as trees do
+        implicitly; and ``standardize="auto"`` also tries "quantile" where an input is
+        heavy-tailed. A finite random-feature model does not fall back to its mean far from the
+        data as the exact kernel does, and answered such rows absurdly. False: the plain
+        standardization.
     alpha_selection : {"loo", "gcv", "validation"}, default="loo"
         How a list of alphas is searched (exact leave-one-out, generalised CV, or a held-out split).
         ``partial_fit`` always uses GCV for lists.

@@ -38,7 +38,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, check_sample_weight, holdout_split, input_standardization
+from rffkern._data import TargetScaler, check_sample_weight, holdout_split
+from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._progress import ProgressLog
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._sampling import (knn_distances, median_distance, weighted_knn_blocks, weighted_median,
@@ -342,6 +343,15 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         Refit the chosen lambda on all the data (warm-started from the chosen gamma).
     standardize : bool, default=True
         Standardise X (mean 0, std 1 per feature) before fitting.
+    robust_inputs : bool, default=True
+        Keep rows far from the training data near it: a two-valued input
+        (a one-hot level, a flag) is scaled by half the gap between its values rather than by its
+        deviation (a rare level then lies 2 from the common one, not 30 deviations out); at
+        predict each input is clipped to its training range (``x_min_``, ``x_max_``), as trees do
+        implicitly; and ``standardize="auto"`` also tries "quantile" where an input is
+        heavy-tailed. A finite random-feature model does not fall back to its mean far from the
+        data as the exact kernel does, and answered such rows absurdly. False: the plain
+        standardization.
     normalize_y : bool, default=True
         Centre y and divide it by its standard deviation before fitting (the predictions come back
         in y's units). ``False`` only centres y, as the paper does.
@@ -421,6 +431,11 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         The standardisation of X (zeros and ones with ``standardize=False``); the inputs constant
         on the training rows have an infinite scale: they standardize to 0 on every row, and their
         ``gamma_`` is 0.
+    x_min_, x_max_ : ndarray of shape (n_features_in_,) or None
+        The training range each input is clipped to at predict (None with ``robust_inputs=False``).
+    input_quantiles_ : sklearn.preprocessing.QuantileTransformer or None
+        With ``standardize_="quantile"``: the normal scores of the heavy-tailed inputs
+        ``quantile_columns_`` (None otherwise).
     y_mean_, y_scale_ : float
         The scaling of y.
 
@@ -453,6 +468,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "refit": ["boolean"],
         "standardize": ["boolean"],
+        "robust_inputs": ["boolean"],
         "normalize_y": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
@@ -464,7 +480,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
                  length_scale: float | str = "auto", max_iter: int = 30, max_inner_iter: int = 5,
                  tol: float = 1e-3, stall_window: int = 5, step_init: float = 100.0,
                  n_iter_no_change: int = 3, validation_fraction: float = 0.2, refit: bool = False,
-                 standardize: bool = True, normalize_y: bool = True,
+                 standardize: bool = True, robust_inputs: bool = True, normalize_y: bool = True,
                  random_state: RandomStateLike = None, n_jobs: int | None = None,
                  verbose: int = 0, refit_components: int | None = 1000) -> None:
         self.n_components = n_components
@@ -479,6 +495,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.refit = refit
         self.standardize = standardize
+        self.robust_inputs = robust_inputs
         self.normalize_y = normalize_y
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -486,7 +503,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self.refit_components = refit_components
 
     def _standardise(self, X):
-        return (X - self.x_mean_) / self.x_scale_
+        return scaled_inputs(self, X)
 
     def _gamma0(self, d):
         """``1 / length_scale_`` per input, 0 for the inputs constant on the training rows (an
@@ -563,10 +580,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         n, d = X.shape
         rng = as_generator(self.random_state)
         n_threads = resolve_n_threads(self.n_jobs)
-        if self.standardize:
-            self.x_mean_, self.x_scale_ = input_standardization(X, w)
-        else:
-            self.x_mean_, self.x_scale_ = np.zeros(d), np.ones(d)
+        set_input_scaling(self, fit_input_scaling(X, w, bool(self.standardize), self.robust_inputs))
         Xs = np.ascontiguousarray(self._standardise(X))
         if self.length_scale == "auto":
             self.length_scale_ = (median_distance(Xs, rng=rng) if w is None
