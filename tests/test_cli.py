@@ -179,7 +179,7 @@ def test_fit_names_the_columns_it_ignores(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("values, task, reason", [
-    ([0, 1, 1, 0, 2, 1, 0, 2, 2, 1] * 3, "classification", "integer values, 3 distinct (<= 20)"),
+    ([0, 1, 1, 0, 2, 1, 0, 2, 2, 1] * 3, "classification", "class codes 0..2, 3 distinct values"),
     (list(range(30)), "regression", "integer values, 30 distinct (> 20)"),
     ([0.5, 1.25, 3.0] * 10, "regression", "real values"),
 ])
@@ -189,6 +189,17 @@ def test_prints_the_task_and_the_rule(tmp_path, capsys, values, task, reason):
     path = _write_csv(tmp_path / "d.csv", ["x", "y"], rows)
     assert main(["fit", path, "--target", "y", "--max-iter", "1", "--n-components", "8", "--top", "1"]) == 0
     assert f"-> {task} ({reason})" in capsys.readouterr().out
+
+
+def test_a_guessed_task_names_the_flag(tmp_path, capsys):
+    counts = [0] * 20 + [1] * 6 + [2] * 3 + [5]  # arrests per year: counts, regressed
+    rng = np.random.default_rng(0)
+    path = _write_csv(tmp_path / "d.csv", ["x", "y"], [[round(float(v), 4), t] for v, t in
+                                                       zip(rng.normal(size=len(counts)), counts)])
+    assert main(["fit", path, "--target", "y", "--max-iter", "1", "--n-components", "8", "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "fitting regression; pass --task classification if its values are class labels" in out
+    assert "task=" not in out
 
 
 def test_task_override_is_named(regression_csv, capsys):

@@ -420,7 +420,7 @@ def test_standardize_auto_pools_inputs_of_one_unit(capsys):
     X, y = X[:800], y[:800]
     auto = RFFNetClassifier(max_iter=5, random_state=0, verbose=1).fit(X, y)
     assert "[RFFNetClassifier] standardize 1/1: 'global' (probe ridge)" in capsys.readouterr().out
-    assert auto.standardize_ == "global" and set(auto.standardize_errors_) == {True, "global"}
+    assert auto.standardize_ == "global" and {True, "global"} <= set(auto.standardize_errors_)
     assert auto.standardize_errors_["global"] < auto.standardize_errors_[True]
     pooled = RFFNetClassifier(max_iter=5, random_state=0, standardize="global").fit(X, y)
     assert pooled.standardize_errors_ is None

@@ -31,6 +31,12 @@ def _finite_difference_importances(model, X, sample_weight=None):
     """sqrt(weighted mean_i sum_m (df_m/dx_ij)^2) by central differences, times each input's own
     deviation over the training rows (standardized fits), scaled to [0, 1]."""
     X = np.asarray(X, np.float64)
+    if getattr(model, "x_min_", None) is not None:
+        # the derivatives of the fitted function at the rows as the model reads them (clipped to its
+        # training range), not of the clipped function, whose differences at the range's ends are halved
+        X = np.clip(X, model.x_min_, model.x_max_)
+        model = copy.copy(model)
+        model.x_min_ = model.x_max_ = None
     sd = np.sqrt(np.cov(X, rowvar=False, aweights=sample_weight, bias=True).diagonal())
     g = np.empty(X.shape[1])
     for j in range(X.shape[1]):

@@ -189,12 +189,15 @@ def _chunk_statistics(ctx, index, Xb, yb):
     lo = Xt.min(0) if len(train) else np.full(Xb.shape[1], np.inf)
     hi = Xt.max(0) if len(train) else np.full(Xb.shape[1], -np.inf)
     finite = bool(np.isfinite(Xb).all()) and bool(np.isfinite(Y).all())
-    return dict(moments=_Moments(A), lo=lo, hi=hi, finite=finite, n_val=len(val))
+    lo_all = Xb.min(0).astype(np.float64) if Xb.shape[0] else np.full(Xb.shape[1], np.inf)
+    hi_all = Xb.max(0).astype(np.float64) if Xb.shape[0] else np.full(Xb.shape[1], -np.inf)
+    return dict(moments=_Moments(A), lo=lo, hi=hi, lo_all=lo_all, hi_all=hi_all, finite=finite, n_val=len(val))
 
 
 def _merge_statistics(a, b):
     return dict(moments=a["moments"].merged(b["moments"]), lo=np.minimum(a["lo"], b["lo"]),
-                hi=np.maximum(a["hi"], b["hi"]), finite=a["finite"] and b["finite"],
+                hi=np.maximum(a["hi"], b["hi"]), lo_all=np.minimum(a["lo_all"], b["lo_all"]),
+                hi_all=np.maximum(a["hi_all"], b["hi_all"]), finite=a["finite"] and b["finite"],
                 n_val=a["n_val"] + b["n_val"])
 
 
@@ -448,6 +451,8 @@ def fit_rffnet(est, X, y):
     est._use_input_scaling(moments.input_standardization(d, est.standardize_, est.robust_inputs, ignore_constant=False),
                            moments.input_standardization(d, True, False, ignore_constant=False).scale,
                            constant)
+    if est.x_min_ is not None:  # clipped to the range of every row, the validation rows' too (as in memory)
+        est.x_min_, est.x_max_ = stats["lo_all"], stats["hi_all"]
     if classifier:
         intercept, y_scale = np.zeros(n_out), np.ones(n_out)
     else:

@@ -323,6 +323,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             self.standardize_, self.standardize_errors_ = False, None
         constant = constant_columns(X64, w_train) if self.standardize else np.zeros(d, dtype=bool)
         self._set_input_scaling(X64, w_train)
+        if X_val is not None:  # (clipped to the range of every row given, the validation rows' too)
+            widen_input_range(self, X_val, w_val)
         self.relevances_ = np.ones(d, dtype)  # _standardized reads its dtype
         Xs_train = self._standardized(X_train)
         Xs_val = None if X_val is None else self._standardized(X_val)
@@ -1008,6 +1010,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
             raise RuntimeError("no closing-fit statistics kept (set _keep_closing_stats before fit)")
         X = validate_data(self, X, dtype=_INPUT_DTYPES, ensure_all_finite=True, reset=False,
                           order="C")
+        widen_input_range(self, X, sample_weight)  # (the model's rows: read as given, not clipped)
         Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
         Xr = self._standardized(X).astype(np.float64) * self.relevances_.astype(np.float64)
         Yr = (Y - self._trained_intercept()) / self.y_scale_
@@ -1387,6 +1390,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         Z, Y, w, whitening, coef = kept
         X = validate_data(self, X, dtype=_INPUT_DTYPES, ensure_all_finite=True, reset=False,
                           order="C")
+        widen_input_range(self, X, sample_weight)  # (the model's rows: read as given, not clipped)
         _, Y_new, _ = self._encode_targets(y, first_call=False)
         # the new rows' features straight into the joint array (one allocation, no second copy:
         # fresh memory costs ~0.6 s per 260 MB on first touch here)
