@@ -8,8 +8,8 @@ import pytest
 from sklearn.base import clone
 
 from rffkern import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, EERFClassifier, EERFRegressor, Fastfood,
-                     OrthogonalRandomFeatures, RandomFourierFeatures, RFFRidge, RFFRidgeClassifier,
-                     SRFFRegressor, StructuredOrthogonalFeatures)
+                     OrthogonalRandomFeatures, RandomFourierFeatures, RFFNetClassifier, RFFNetRegressor, RFFRidge,
+                     RFFRidgeClassifier, SRFFRegressor, StructuredOrthogonalFeatures)
 from rffkern._constraints import IntInterval
 from rffkern._linalg import simplex_projection
 from rffkern.datasets import make_gse1
@@ -178,3 +178,57 @@ def test_no_silent_nan_for_inputs_near_the_float_limit(est):
     X, y = _data()
     pred = clone(est).fit(X * 1e300, y).predict(X * 1e300)
     assert np.isfinite(pred).all()
+
+
+# every estimator that takes sample_weight (AdaptiveRFF* take none)
+WEIGHTED = [RFFRidge(16, random_state=0, n_jobs=1), RFFRidgeClassifier(16, random_state=0, n_jobs=1),
+            EERFRegressor(8, random_state=0, n_jobs=1), EERFClassifier(8, random_state=0, n_jobs=1),
+            SRFFRegressor(8, max_iter=3, random_state=0, n_jobs=1),
+            RFFNetRegressor(8, max_iter=3, random_state=0, n_jobs=1),
+            RFFNetClassifier(8, max_iter=3, random_state=0, n_jobs=1)]
+
+
+def _outputs(model, X):
+    for method in ("decision_function", "predict_proba", "predict"):
+        if hasattr(model, method):
+            return getattr(model, method)(X)
+
+
+@pytest.mark.parametrize("est", WEIGHTED, ids=_name)
+def test_the_units_of_the_weights_do_not_change_the_model(est):
+    """Weights c w fit the model of w, and equal weights of any value the model of none: weights of
+    1e-20 used to fit RFFRidge at the penalty grid's floor (training R^2 0.00), weights x1e20 moved
+    the predictions by up to 3 sd of y, and weights near 1e160 failed with "cannot convert float
+    NaN to integer"."""
+    X, y = _data()
+    if _name(est).endswith("Classifier"):
+        y = (y > np.median(y)).astype(int)
+    w = np.random.default_rng(1).uniform(0.2, 3.0, len(y))
+    base = _outputs(clone(est).fit(X, y, sample_weight=w), X)
+    for c in (1e-20, 3.0, 1e20, 1e160):
+        scaled = _outputs(clone(est).fit(X, y, sample_weight=c * w), X)
+        np.testing.assert_allclose(scaled, base, rtol=1e-7, atol=1e-9 * np.abs(base).max(), err_msg=f"c={c}")
+    plain = _outputs(clone(est).fit(X, y), X)
+    for value in (1e-20, 3.0, 1e160):
+        np.testing.assert_array_equal(_outputs(clone(est).fit(X, y, sample_weight=np.full(len(y), value)), X), plain)
+
+
+@pytest.mark.parametrize("est", [RFFRidge(16, alpha=[1e-3, 1e-1, 10.0], alpha_selection="gcv", random_state=0, n_jobs=1),
+                                 RFFRidgeClassifier(16, random_state=0, n_jobs=1),
+                                 RFFNetRegressor(8, random_state=0, n_jobs=1)], ids=_name)
+def test_partial_fit_weights_are_relative_to_the_first_chunk(est):
+    """The first chunk's mean weight is the unit of every chunk's weights: chunks weighted c w fit
+    the model of w."""
+    X, y = _data(200)
+    kw = {}
+    if _name(est).endswith("Classifier"):
+        y, kw = (y > np.median(y)).astype(int), {"classes": [0, 1]}
+    w = np.random.default_rng(1).uniform(0.2, 3.0, len(y))
+    fits = []
+    for c in (1.0, 1e-20, 1e20):
+        model = clone(est)
+        for rows in (slice(0, 120), slice(120, 200)):
+            model.partial_fit(X[rows], y[rows], sample_weight=c * w[rows], **kw)
+        fits.append(_outputs(model, X))
+    for scaled in fits[1:]:
+        np.testing.assert_allclose(scaled, fits[0], rtol=1e-7, atol=1e-9 * np.abs(fits[0]).max())

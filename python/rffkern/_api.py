@@ -309,9 +309,8 @@ def _rows_to_add(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, idx_tr: np.
                  idx_val: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The rows that join the returned RFFNet's closing fit: the held-out rows and the training rows
     it did not train on (a class-stratified random subset of those when the closing fit would
-    exceed ``rffnet.CLOSING_MAX_ROWS`` rows), with their weights in the units of RFFNet's closing fit (None
-    without): as given, or relative to the one weight of the rows RFFNet trained on where they all have it
-    (RFFNet then trains unweighted, each of them weighing 1)."""
+    exceed ``rffnet.CLOSING_MAX_ROWS`` rows), with their weights (None without), in the units of the
+    weights RFFNet's fit was given (it divides both by the same unit)."""
     rest = np.setdiff1d(idx_tr, idx_net, assume_unique=True)
     if rest.size:
         from rffkern.rffnet import CLOSING_MAX_ROWS, _stratified_subset
@@ -319,11 +318,7 @@ def _rows_to_add(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, idx_tr: np.
         if rest.size > room:
             rest = rest[_stratified_subset(y[rest], max(room, 0), rng)]
     rows = np.concatenate([rest, idx_val])
-    if w is None:
-        return X[rows], y[rows], None
-    w_net = w[idx_net]
-    # RFFNet trains without weights where its rows weigh alike (w_net[0] each): its closing fit's rows then weigh 1
-    return X[rows], y[rows], w[rows] / w_net[0] if np.all(w_net == w_net[0]) else w[rows]
+    return X[rows], y[rows], None if w is None else w[rows]
 
 
 @single_threaded_blas
@@ -462,7 +457,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     from sklearn.utils import assert_all_finite, check_X_y
     from threadpoolctl import threadpool_limits
 
-    from rffkern._data import check_sample_weight
+    from rffkern._data import relative_sample_weight
     from rffkern._progress import ProgressLog
     from rffkern._validation import as_generator, resolve_n_threads
     from rffkern.ridge import RFFRidge, RFFRidgeClassifier
@@ -489,17 +484,15 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         assert_all_finite(X, input_name="X", estimator_name="rffkern.fit")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
-    w = check_sample_weight(sample_weight, X.shape[0])
+    w = relative_sample_weight(sample_weight, X.shape[0])[0]
     n_dropped = 0 if w is None else int(np.count_nonzero(w == 0))
     if n_dropped:
         # rows of weight 0 take no part: they are validated as the others (finite numbers), then dropped
         check_X_y(X, y, dtype="numeric", ensure_all_finite=True, multi_output=True,
                   y_numeric=not classify)
         X, y, w = X[w > 0], y[w > 0], w[w > 0]
-    if w is not None:
-        # in units of their mean (the penalty grids then mean what they mean without weights, and
-        # multiplying the weights by one constant changes nothing), and equal weights are none
-        w = None if np.all(w == w[0]) else w / np.mean(w)
+        if np.all(w == 1.0):  # (in units of their mean: equal positive weights are none)
+            w = None
     n_fit = X.shape[0] - int(np.ceil(validation_fraction * X.shape[0]))
     if n_fit < 3:
         raise ValueError(f"X is too small for rffkern.fit: {X.shape[0]} samples leave {n_fit} to fit after "

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 __all__ = ["power_of_two_scale", "mean_scale_constant", "mean_and_scale", "constant_columns", "input_standardization",
-           "pooled_scale", "one_spread", "check_sample_weight", "holdout_split", "labels_from_decision", "TargetScaler"]
+           "pooled_scale", "one_spread", "check_sample_weight", "relative_sample_weight", "holdout_split", "labels_from_decision", "TargetScaler"]
 
 
 def power_of_two_scale(A, axis=None):
@@ -228,9 +228,56 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError("sample_weight contains NaN or infinity")
     if (w < 0).any():
         raise ValueError(f"sample_weight must be non-negative; got {int((w < 0).sum())} negative weight(s)")
-    if not w.sum() > 0:
+    if not (w > 0).any():  # (not w.sum(), which overflows for weights near the float limit)
         raise ValueError("sample_weight sums to zero: at least one sample needs a positive weight")
     return w
+
+
+def relative_sample_weight(sample_weight, n_samples, unit=None):
+    """``(weights, unit)``: :func:`check_sample_weight`'s weights divided by ``unit``, and ``unit``.
+
+    Every estimator fits on relative weights, so that multiplying all weights by one constant
+    changes nothing (its penalties and tolerances mean what they mean without weights, whatever
+    the weights' units: weights of 1e-20 fitted the penalty grid's floor), and equal weights fit
+    the model of no weights. ``unit`` None: the mean weight of the rows of positive weight
+    (computed without overflow, so that weights near the float limit work too; rows of weight 0
+    do not change it, as they do not change the model), as ``fit`` and a first ``partial_fit``
+    take it; a later ``partial_fit`` passes the unit the model keeps, so that its chunks keep
+    their relative weights. The weights returned are None where they are all 1 in that unit (None
+    given with unit 1), and ones in it for None with another unit (None means weight 1 in the
+    caller's units).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkern._data import relative_sample_weight
+    >>> relative_sample_weight([2.0, 6.0, 0.0], 3)
+    (array([0.5, 1.5, 0. ]), 4.0)
+    >>> relative_sample_weight(3.0, 2)
+    (None, 3.0)
+    >>> relative_sample_weight(None, 2, unit=4.0)
+    (array([0.25, 0.25]), 4.0)
+    """
+    w = check_sample_weight(sample_weight, n_samples)
+    if unit is None:
+        unit = 1.0 if w is None else _mean_positive(w)
+    if w is None:
+        w = None if unit == 1.0 else np.full(n_samples, 1.0)
+    if w is not None:
+        w = w / unit
+        if not np.isfinite(w).all():
+            raise ValueError(f"sample_weight is too large relative to the model's weight unit {unit:.3g} "
+                             "(the mean positive weight of its first fit): the ratio overflows float64")
+        if np.all(w == 1.0):
+            w = None
+    return w, float(unit)
+
+
+def _mean_positive(w):
+    """The mean of the positive entries of w (at least one), without overflow near the float limit."""
+    positive = w[w > 0]
+    top = float(positive.max())
+    return top * float(np.mean(positive / top))
 
 
 def holdout_split(n, n_val, rng):

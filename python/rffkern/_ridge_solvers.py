@@ -105,6 +105,9 @@ class GramStats:
         self.n: float = 0  # the (weighted) row count
         self.rows = 0
         self.positive_rows = 0  # the rows of positive weight: GCV's row count
+        # the caller's weight that counts 1 in these sums (the estimator's first fit's mean positive
+        # weight, :func:`rffkern._data.relative_sample_weight`): a later chunk's weights are divided by it
+        self.weight_unit = 1.0
         self.y_sum = np.zeros(n_targets)
         self.y_sq = np.zeros(n_targets)
 

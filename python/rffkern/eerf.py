@@ -40,7 +40,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, check_sample_weight, input_standardization, labels_from_decision
+from rffkern._data import TargetScaler, relative_sample_weight, input_standardization, labels_from_decision
 from rffkern._calibration import calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
@@ -579,12 +579,12 @@ class EERFRegressor(RegressorMixin, _EERFBase):
             target scaling, the candidates' scores (weighted means over the scoring subsample,
             which is drawn among the rows of positive weight, so zero weights equal dropped rows)
             and the final ridge fit with its alpha search (weighted Gram, weighted LOO, GCV or
-            held-out error). Integer weights give the objective of repeated rows; the subsample
-            and the alpha search's left-out rows stay those of the given rows. The weights
-            multiply the squared errors (scikit-learn's ``Ridge`` convention): weights ``c w``
-            with ``alpha`` fit as ``w`` with ``alpha / c``.
-            ``length_scale="auto"`` counts integer weights as repeated rows (the neighbours of
-            the rule are weighted). Not supported for a Dask ``X`` (``ValueError``).
+            held-out error). The weights are relative: divided by their mean over the rows of
+            positive weight, so that weights ``c w`` fit the model of ``w`` and equal weights the
+            model of none. Integer weights give the objective of the rows repeated at ``alpha``
+            times their mean positive weight; the subsample and the alpha search's left-out rows
+            stay those of the given rows. The width rules count a row's relative weight as its
+            copies (the neighbours of the rule are weighted). Not supported for a Dask ``X`` (``ValueError``).
 
         Returns
         -------
@@ -605,7 +605,7 @@ class EERFRegressor(RegressorMixin, _EERFBase):
             return fit_eerf(self, X, y)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
-        w = check_sample_weight(sample_weight, X.shape[0])
+        w = relative_sample_weight(sample_weight, X.shape[0])[0]
         scaler = TargetScaler(self.normalize_y).fit(y.reshape(X.shape[0], -1), w)
         Y = scaler.transform(y.reshape(X.shape[0], -1))
         self.y_mean_, self.y_scale_ = scaler.mean_, scaler.scale_
@@ -715,8 +715,8 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             ``solver="ridge"`` with its alpha search as in :class:`rffkern.RFFRidgeClassifier`
             (the weights multiply the squared errors),
             ``solver="logistic"`` through scikit-learn's ``sample_weight`` (its cross-validation
-            folds are those of the given rows). ``length_scale="auto"`` counts integer weights as
-            repeated rows (the neighbours of the rule are weighted). Not supported for a Dask
+            folds are those of the given rows). The weights are relative, as in
+            :meth:`EERFRegressor.fit`: weights ``c w`` fit the model of ``w``. Not supported for a Dask
             ``X`` (``ValueError``).
 
         Returns
@@ -739,7 +739,7 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             return fit_eerf(self, X, y)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        w = check_sample_weight(sample_weight, X.shape[0])
+        w = relative_sample_weight(sample_weight, X.shape[0])[0]
         check_classification_targets(y)
         binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(y)
         self.classes_ = binarizer.classes_

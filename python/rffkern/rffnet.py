@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
-from rffkern._data import (check_sample_weight, mean_and_scale, mean_scale_constant, pooled_scale,
+from rffkern._data import (relative_sample_weight, mean_and_scale, mean_scale_constant, pooled_scale,
                            power_of_two_scale, standardized_rows)
 from rffkern._losses import class_probabilities
 from rffkern._linalg import single_threaded_blas
@@ -250,6 +250,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             from rffkern._dask import _head_sample
 
             self._trained_map = None
+            self._weight_unit = 1.0  # (unweighted)
             fit_rffnet(self, X, y)  # with the regressor's closing fit, not the classifier's
             # the importances over at most IMPORTANCE_ROWS rows from randomly chosen chunks (as
             # the ridge's on Dask arrays; a fixed generator: the estimator's stream is left as it was)
@@ -263,7 +264,10 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             self._validate_params()
         X, y = self._validate_input(X, y, reset=first_call)
         dtype = np.dtype(self.dtype)
-        weights = _check_weights(sample_weight, X)
+        # relative weights (None when equal): the training loss is their weighted mean, and the
+        # closing ridge's penalty and later partial_fit chunks are in units of this fit's mean weight
+        weights, unit = relative_sample_weight(sample_weight, X.shape[0], None if first_call else self._weight_unit)
+        self._weight_unit = unit
         y, Y, self._loss = self._encode_targets(y, first_call, classes)
         Y = np.asarray(Y, dtype=np.float64)  # cast to the training dtype once centred and scaled
         n = X.shape[0]
@@ -972,9 +976,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         return trained[3]
 
     def _closing_fit_add_rows(self, X, y, sample_weight=None):
-        """Add rows (with their ``sample_weight``, in the units of ``fit``'s, where those were not
-        all equal, else relative to that one value) to the closing ridge at its chosen
-        penalty and solve again: the model of the training rows and these. For
+        """Add rows (with their ``sample_weight``, in the caller's units: ``fit``'s weights' unit
+        divides them too) to the closing ridge at its chosen penalty and solve again: the model of the training rows and these. For
         :func:`rffkern.fit`, whose held-out rows join the returned model this way (one Gram pass
         over them and one solve; the relevances, the map and the penalty stay). Needs
         ``_keep_closing_stats`` set before ``fit``; returns self."""
@@ -990,8 +993,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Yr = (Y - self._trained_intercept()) / self.y_scale_
         fmap = FourierFeatureMap(self.weights_.astype(np.float64), self.offsets_.astype(np.float64),
                                  float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
-        # (weights as given: a constant one is not dropped here, the rows already added are weighted)
-        stats.add(fmap, Xr, Yr, None if sample_weight is None else check_sample_weight(sample_weight, X.shape[0]))
+        stats.add(fmap, Xr, Yr, relative_sample_weight(sample_weight, X.shape[0], self._weight_unit)[0])
         self._set_closing_solution(*solve_ridge(stats, self.refit_alpha_, self.fit_intercept))
         return self
 
@@ -1031,8 +1033,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
             Real-valued targets.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights (finite, positive sum). The training objective becomes the
-            weighted mean loss ``sum_i w_i loss_i / sum_i w_i`` (plus the penalty), so only the
-            weights' ratios matter and constant weights fit exactly as None does. Each epoch
+            weighted mean loss ``sum_i w_i loss_i / sum_i w_i`` (plus the penalty), and the
+            closing ridge is fitted on the weights divided by their mean positive weight, so only
+            the weights' ratios matter and constant weights fit exactly as None does. Each epoch
             visits ``n_samples`` rows drawn with probability proportional to the weights (an
             unbiased mini-batch gradient of that objective; a row of weight 0 is never seen); the
             standardization and target statistics are weighted, and so are the validation loss
@@ -1073,7 +1076,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the chunk's rows, as in :meth:`fit`: the pass draws ``n_samples`` rows of
             the chunk with probability proportional to them (relative within the chunk); the
-            first call's statistics are weighted.
+            first call's statistics are weighted. (The weights are in units of the first call's,
+            or ``fit``'s, mean positive weight.)
 
         Returns
         -------
@@ -1340,8 +1344,8 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
 
     def _closing_fit_add_rows(self, X, y, sample_weight=None):
         """Fit the closing logistic / softmax regression again on the training rows and these (with
-        their ``sample_weight``, in the units of ``fit``'s, where those were not all equal, else
-        relative to that one value), at its chosen penalty, from its solution (the
+        their ``sample_weight``, in the caller's units: ``fit``'s weights' unit divides them too),
+        at its chosen penalty, from its solution (the
         relevances and the map stay). For :func:`rffkern.fit`, whose held-out rows join the
         returned model this way. Needs ``_keep_closing_stats`` set before ``fit``; returns self."""
         from rffkern._output_refit import fit_output_layer
@@ -1361,7 +1365,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         self._trained_features(self._standardized(X), out=Z_all[Z_all.shape[0] - X.shape[0]:])
         Z = Z_all
         Y = np.concatenate([Y, np.asarray(Y_new, dtype=np.float64)])
-        w_new = None if sample_weight is None else check_sample_weight(sample_weight, X.shape[0])
+        w_new = relative_sample_weight(sample_weight, X.shape[0], self._weight_unit)[0]
         if w is not None or w_new is not None:  # (unweighted rows weigh 1 beside weighted ones)
             w = np.concatenate([np.ones(Z.shape[0] - X.shape[0]) if w is None else w,
                                 np.ones(X.shape[0]) if w_new is None else w_new])
@@ -1730,15 +1734,3 @@ def _training_targets(Y, intercept, scale, dtype):
     return np.ascontiguousarray(T, dtype=dtype)
 
 
-def _check_weights(sample_weight, X):
-    """sample_weight validated (ValueError naming it); None when absent or constant.
-
-    Constant weights train exactly as no weights do: the objective is the weighted *mean* loss
-    ``sum_i w_i loss_i / sum_i w_i``, unchanged when every weight is multiplied by one constant.
-    """
-    if sample_weight is None:
-        return None
-    w = check_sample_weight(sample_weight, X.shape[0])
-    if np.all(w == w[0]):
-        return None
-    return w

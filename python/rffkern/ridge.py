@@ -38,7 +38,7 @@ from rffkern._dask import fit_ridge, is_dask_array, map_rows
 from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
                                   temperature_of)
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
-from rffkern._data import (TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, one_spread,
+from rffkern._data import (TargetScaler, relative_sample_weight, labels_from_decision, mean_scale_constant, one_spread,
                            pooled_scale)
 from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
@@ -378,7 +378,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     def _fit_targets(self, X, Y, ravel, sample_weight=None):
         self._validate_params()
         log = ProgressLog(self, self.verbose)
-        w = check_sample_weight(sample_weight, X.shape[0])
+        w, weight_unit = relative_sample_weight(sample_weight, X.shape[0])
         alphas = as_alpha_list(self.alpha)
         rng = as_generator(self.random_state)
         unit = self._draw_map(X.shape[1], rng)
@@ -451,6 +451,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         self.length_scale_, out = widths[pick], fits[pick][0]
         self.weights_ = unit / self.length_scale_
         self._store(*out, ravel=ravel)  # type: ignore[misc]  # out: fit_ridge_map's 5-tuple
+        self._stats.weight_unit = weight_unit
         self._store_derivative_norms(Xs, w, rng)
         self._store_calibration(Xs, Y, w)
         chosen = f"standardize {geometry!r}, " if compare else ""
@@ -470,7 +471,9 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     @single_threaded_blas
     def _partial_fit_targets(self, X, Y, ravel, first, sample_weight=None):
         alphas = as_alpha_list(self.alpha)
-        w = check_sample_weight(sample_weight, X.shape[0])
+        # (getattr: statistics pickled before they kept a unit were in the caller's units)
+        w, weight_unit = relative_sample_weight(sample_weight, X.shape[0],
+                                                None if first else getattr(self._stats, "weight_unit", 1.0))
         if first:
             self._validate_params()
             if len(alphas) > 1 and self.alpha_selection == "validation":
@@ -488,6 +491,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
             self.weights_ = unit / self.length_scale_
             self.width_errors_ = self.standardize_errors_ = None
             self._stats = GramStats(self._map().n_out, Y.shape[1], X.dtype)
+            self._stats.weight_unit = weight_unit
         elif Y.shape[1] != self._stats.ZtY.shape[1] - 1:
             raise ValueError(f"y has {Y.shape[1]} outputs, the model was started with "
                              f"{self._stats.ZtY.shape[1] - 1}")
@@ -746,13 +750,15 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Real-valued targets.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the rows (not all zero). They weight the squared errors of the
-            fit, the standardization of X and y, the median heuristic (rows of zero weight are
-            left out) and the selection errors: at one width and one penalty, integer weights give
-            the model of the rows repeated that many times (up to round-off), a zero weight that
-            of the row dropped. The leave-one-out (and GCV) errors that choose the width and
-            penalty leave each row out with all its weight, as scikit-learn's ``RidgeCV``, so that
-            weights ``c w`` score as ``w`` at ``alpha / c`` whatever their units (the rows
+            Non-negative weights of the rows (not all zero), relative: divided by their mean over
+            the rows of positive weight, so that weights ``c w`` fit the model of ``w`` and equal
+            weights the model of none (the penalty means what it means without weights). They
+            weight the squared errors of the fit, the standardization of X and y, the median
+            heuristic (rows of zero weight are left out) and the selection errors: at one width
+            and one penalty, integer weights give the model of the rows repeated that many times
+            at ``alpha`` times their mean positive weight (up to round-off), a zero weight that of
+            the row dropped. The leave-one-out (and GCV) errors that choose the width and penalty
+            leave each row out with all its weight, as scikit-learn's ``RidgeCV`` (the rows
             repeated would be left out one copy at a time). Not supported with Dask arrays.
 
         Returns
@@ -790,7 +796,8 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
             Real-valued targets of the chunk.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights of this chunk's rows, as in :meth:`fit` (the chunk's weights
-            must not all be zero).
+            must not all be zero), relative to the first chunk's (or ``fit``'s) mean positive
+            weight: chunks weighted ``c w`` fit the model of ``w``, and None is weight 1.
 
         Returns
         -------
