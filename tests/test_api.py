@@ -472,3 +472,23 @@ def test_bad_inputs_are_named_as_rffkern_fit_s():
     with pytest.raises(ValueError, match=r"y mixes text and other labels \(e.g. 'neg' and 1\)"):
         rffkern.fit(X, mixed, random_state=0)
     np.testing.assert_array_equal(X_nan[5, 1], np.nan)  # the caller's array as it was
+
+
+def test_a_column_of_class_labels_is_the_label_vector(small_search):
+    """labels[:, None] (or a one-column DataFrame): the model of the 1-D labels, with scikit-learn's
+    DataConversionWarning, as its estimators give; it built an n x n array in the comparison of
+    the held-out losses (3.4 GB at 50,000 rows), then failed with a matmul shape error. Several
+    label columns are refused."""
+    from sklearn.exceptions import DataConversionWarning
+
+    X, y, _ = make_jse3(300, random_state=2)
+    labels = np.array(["low", "high"])[(y > np.median(y)).astype(int)]
+    plain = rffkern.fit(X, labels, random_state=0, max_iter=2)
+    for column in (labels[:, None], (y > np.median(y)).astype(int)[:, None]):
+        with pytest.warns(DataConversionWarning, match="column-vector y"):
+            model = rffkern.fit(X, column, random_state=0, max_iter=2)
+        assert model.predict(X).shape == (300,)
+        if column.dtype.kind == "U":
+            np.testing.assert_array_equal(model.predict(X), plain.predict(X))
+    with pytest.raises(ValueError, match=r"one class label per sample \(a 1-D y\), got y of shape \(300, 2\)"):
+        rffkern.fit(X, np.c_[labels, labels], task="classification", random_state=0)

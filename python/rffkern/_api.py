@@ -274,10 +274,26 @@ def _lead(losses: np.ndarray, others: np.ndarray, sample_weight: np.ndarray | No
     constant)."""
     from rffkern.ridge import paired_standard_error
 
-    if sample_weight is None:
-        return float(np.mean(others - losses)), paired_standard_error(others, losses)
+    se = paired_standard_error(others, losses, sample_weight)  # (first: it checks that the rows pair)
     d = np.asarray(others, np.float64) - np.asarray(losses, np.float64)
-    return float(np.average(d, weights=sample_weight)), paired_standard_error(others, losses, sample_weight)
+    if sample_weight is None:
+        return float(np.mean(d)), se
+    return float(np.average(d, weights=sample_weight)), se
+
+
+def _label_vector(y: np.ndarray) -> np.ndarray:
+    """Class labels as a 1-D vector: a single column (``labels[:, None]``, a one-column DataFrame)
+    is raveled with scikit-learn's ``DataConversionWarning``, as its estimators (and rffkern's)
+    do; more columns are refused. A column left 2-D was subtracted from 1-D predictions, an
+    n x n array (3.4 GB at 50,000 rows) before a shape error."""
+    if y.ndim == 2 and y.shape[1] == 1:
+        from sklearn.utils.validation import column_or_1d
+
+        return column_or_1d(y, warn=True)
+    if y.ndim != 1:
+        raise ValueError(f"classification needs one class label per sample (a 1-D y), got y of shape {y.shape}; "
+                         "rffkern.fit does not fit multilabel or multioutput classes")
+    return y
 
 
 def _numeric_inputs(X: ArrayLike) -> np.ndarray:
@@ -484,6 +500,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         assert_all_finite(X, input_name="X", estimator_name="rffkern.fit")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
+    if classify:
+        y = _label_vector(y)
     w = relative_sample_weight(sample_weight, X.shape[0])[0]
     n_dropped = 0 if w is None else int(np.count_nonzero(w == 0))
     if n_dropped:

@@ -230,7 +230,10 @@ def paired_standard_error(losses: NDArray[np.floating], base: NDArray[np.floatin
     one for equal weights, and unchanged when every weight is multiplied by one constant (as the
     leave-one-out errors the rows are scored by, :meth:`rffkern._ridge_solvers.LooPass.sse`, which
     leave each row out with all its weight). NaN for ``k <= 1``."""
-    d = np.asarray(losses, np.float64) - np.asarray(base, np.float64)
+    losses, base = np.asarray(losses, np.float64), np.asarray(base, np.float64)
+    if losses.shape != base.shape:  # (broadcasting (n, 1) against (n,) would build an n x n array)
+        raise ValueError(f"per-row losses of shapes {losses.shape} and {base.shape} cannot be paired")
+    d = losses - base
     if weights is None:  # (the arithmetic of every earlier version: the same bits)
         if d.size <= 1:
             return float("nan")
