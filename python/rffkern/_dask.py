@@ -408,9 +408,9 @@ def fit_ridge(est, X, y):
     est.width_errors_ = []
     for width, s, errors in zip(widths, stats, errors_per_width):
         alpha = alphas[0]
-        alpha_index.append(0 if errors is None else int(np.argmin(errors)))
         if errors is not None:
             alpha, errors = choose_alpha(alphas, errors, s)
+        alpha_index.append(list(alphas).index(alpha))
         error = np.inf if errors is None else float(np.min(errors))
         est.width_errors_.append(error)
         fits.append((alpha, errors, s))

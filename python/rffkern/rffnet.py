@@ -1076,8 +1076,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the chunk's rows, as in :meth:`fit`: the pass draws ``n_samples`` rows of
             the chunk with probability proportional to them (relative within the chunk); the
-            first call's statistics are weighted. (The weights are in units of the first call's,
-            or ``fit``'s, mean positive weight.)
+            first call's statistics are weighted. The weights are in units of the first call's
+            (or ``fit``'s) mean positive weight.
 
         Returns
         -------

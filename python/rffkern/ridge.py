@@ -615,7 +615,10 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         Number of random features s (even with ``pair=True``).
     alpha : float or sequence of float, default=``DEFAULT_ALPHAS``
         Ridge penalty (in the units of the standardized targets with ``normalize_y=True``); a
-        sequence is searched with ``alpha_selection``.
+        sequence is searched with ``alpha_selection``, over the penalties the Gram resolves: on
+        float32 rows those of at least float32's eps times the Gram's trace (about 1.2e-7 times
+        the row count), below which its rounding outweighs the penalty
+        (:func:`rffkern._ridge_solvers.resolved_alphas`; float64 rows resolve the whole default).
     kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
         The shift-invariant kernel whose spectral density the frequencies are drawn from (see
         :class:`rffkern.RandomFourierFeatures`).
@@ -867,8 +870,8 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
     n_components : int, default=1000
         Number of random features s (even with ``pair=True``).
     alpha : float or sequence of float, default=``DEFAULT_ALPHAS``
-        Ridge penalty (on the +-1 targets); a
-        sequence is searched with ``alpha_selection``.
+        Ridge penalty (on the +-1 targets); a sequence is searched with ``alpha_selection``, over
+        the penalties the Gram resolves, as in :class:`RFFRidge`.
     kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
         The shift-invariant kernel whose spectral density the frequencies are drawn from (see
         :class:`rffkern.RandomFourierFeatures`).
