@@ -262,3 +262,57 @@ def test_resolved_penalties():
     assert resolved_alphas([1e-9, 1e-8], GramStats(4, 1, np.float32)).tolist() == [True, True]  # (an empty Gram)
     stats.G[...] = np.eye(4) * 1e12
     assert resolved_alphas([1e-9, 1e-8], stats).tolist() == [False, True]  # none resolved: the largest
+
+
+PARTIAL = [RFFRidge(16, random_state=0, n_jobs=1), RFFRidgeClassifier(16, random_state=0, n_jobs=1),
+           RFFNetRegressor(8, random_state=0, n_jobs=1), RFFNetClassifier(8, random_state=0, n_jobs=1)]
+
+
+def _partial_fit(model, X, y, **kw):
+    if _name(model).endswith("Classifier"):
+        kw.setdefault("classes", [0, 1])
+    return model.partial_fit(X, y, **kw)
+
+
+@pytest.mark.parametrize("est", PARTIAL, ids=_name)
+def test_a_first_partial_fit_chunk_too_small_for_its_statistics_is_refused(est):
+    """The first chunk fixes the standardization, the target scale and the width for good: one
+    row left RFFNetRegressor at a test R^2 of 0.01 after 20 passes over 400 rows (fit: 0.99), silently."""
+    from rffkern._data import MIN_FIRST_CHUNK_ROWS
+
+    X, y = _data()
+    if _name(est).endswith("Classifier"):
+        y = (y > np.median(y)).astype(int)
+    few = MIN_FIRST_CHUNK_ROWS - 1
+    with pytest.raises(ValueError, match=rf"first chunk has {few} row\(s\); it needs at least "
+                                         rf"{MIN_FIRST_CHUNK_ROWS}.*fit\(X, y\) on the rows at hand"):
+        _partial_fit(clone(est), X[:few], y[:few])
+    w = np.r_[np.zeros(5), np.ones(len(y) - 5)]
+    with pytest.raises(ValueError, match=rf"has {few - 5} row\(s\) of positive weight"):
+        _partial_fit(clone(est), X[:few], y[:few], sample_weight=w[:few])
+    model = _partial_fit(clone(est), X[:MIN_FIRST_CHUNK_ROWS], y[:MIN_FIRST_CHUNK_ROWS])
+    _partial_fit(model, X[:1], y[:1])  # (later chunks: any size)
+    fitted = clone(est).fit(X, y)
+    _partial_fit(fitted, X[:1], y[:1])  # (after fit: fit's statistics)
+
+
+@pytest.mark.parametrize("est", PARTIAL, ids=_name)
+def test_an_input_constant_on_the_first_chunk_only_is_named_once(est):
+    import warnings
+
+    X, y = _data()
+    if _name(est).endswith("Classifier"):
+        y = (y > np.median(y)).astype(int)
+    X = X.copy()
+    X[:40, 1] = 0.5
+    model = _partial_fit(clone(est), X[:40], y[:40])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _partial_fit(model, X[:40], y[:40])  # still constant: nothing to say
+    with pytest.warns(UserWarning, match=r"input\(s\) \[1\] vary in this chunk but were constant on the first "
+                                         r"chunk.*raw units") as record:
+        _partial_fit(model, X[40:80], y[40:80])
+    assert record[0].filename == __file__  # (the caller's line)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _partial_fit(model, X[80:], y[80:])  # named once

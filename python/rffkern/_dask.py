@@ -326,6 +326,7 @@ def fit_ridge(est, X, y):
 
     est._validate_params()
     est.__dict__.pop("_stats", None)  # a previous fit's Gram need not travel to the workers
+    est.__dict__.pop("_first_chunk_constant", None)  # (a previous partial_fit's: this fit sees every row)
     est.__dict__.pop("feature_names_in_", None)
     X = _row_chunked(X, "fit")
     if X.dtype not in (np.float32, np.float64):

@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
-from rffkern._data import (relative_sample_weight, mean_and_scale, mean_scale_constant, pooled_scale,
+from rffkern._data import (check_first_chunk, relative_sample_weight, warn_newly_varying_inputs, mean_and_scale, mean_scale_constant, pooled_scale,
                            power_of_two_scale, standardized_rows)
 from rffkern._losses import class_probabilities
 from rffkern._linalg import single_threaded_blas
@@ -251,6 +251,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
 
             self._trained_map = None
             self._weight_unit = 1.0  # (unweighted)
+            self.__dict__.pop("_first_chunk_constant", None)  # (a previous partial_fit's)
             fit_rffnet(self, X, y)  # with the regressor's closing fit, not the classifier's
             # the importances over at most IMPORTANCE_ROWS rows from randomly chosen chunks (as
             # the ridge's on Dask arrays; a fixed generator: the estimator's stream is left as it was)
@@ -268,6 +269,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         # closing ridge's penalty and later partial_fit chunks are in units of this fit's mean weight
         weights, unit = relative_sample_weight(sample_weight, X.shape[0], None if first_call else self._weight_unit)
         self._weight_unit = unit
+        if first_call and incremental:
+            check_first_chunk(X, weights, type(self).__name__)
         y, Y, self._loss = self._encode_targets(y, first_call, classes)
         Y = np.asarray(Y, dtype=np.float64)  # cast to the training dtype once centred and scaled
         n = X.shape[0]
@@ -278,6 +281,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             Xs = self._standardized(X)
             Y = _training_targets(Y, self.intercept_, self.y_scale_, dtype)
             if incremental:
+                self._first_chunk_constant = warn_newly_varying_inputs(
+                    getattr(self, "_first_chunk_constant", None), self.x_mean_, X, weights, type(self).__name__)
                 train_epochs(self, self._runner(), Xs, Y, weights, None, None, None, self._rng,
                              max_epochs=1, monitor=False)
                 self.refit_alpha_ = None  # B has moved on from any closing fit
@@ -326,6 +331,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             self.standardize_, self.standardize_errors_ = False, None
             mean, sd, constant = np.zeros(d), np.ones(d), np.zeros(d, dtype=bool)
         self._set_input_scaling(mean, sd, constant)
+        self._first_chunk_constant = constant if incremental else None  # (fit: the constant inputs are left out)
         self.relevances_ = np.ones(d, dtype)  # _standardized reads its dtype
         Xs_train = self._standardized(X_train)
         Xs_val = None if X_val is None else self._standardized(X_val)
@@ -1063,7 +1069,10 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
 
         The first call draws W, b and the initial state exactly as :meth:`fit` does with
         ``early_stopping=False`` and takes the standardization statistics and intercept from this
-        first chunk (they stay fixed afterwards); there is no validation split or early stopping.
+        first chunk (they stay fixed afterwards, so it needs at least
+        ``rffkern._data.MIN_FIRST_CHUNK_ROWS`` (10) rows of positive weight, else a ``ValueError``;
+        a later chunk that varies in an input constant on the first one warns, ``UserWarning``:
+        that input is taken in raw units); there is no validation split or early stopping.
         So ``partial_fit(X, y)`` once equals ``fit(X, y)`` with ``max_iter=1,
         early_stopping=False``. A call after :meth:`fit` continues from the fitted state.
 

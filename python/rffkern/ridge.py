@@ -38,7 +38,7 @@ from rffkern._dask import fit_ridge, is_dask_array, map_rows
 from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
                                   temperature_of)
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
-from rffkern._data import (TargetScaler, relative_sample_weight, labels_from_decision, mean_scale_constant, one_spread,
+from rffkern._data import (TargetScaler, check_first_chunk, relative_sample_weight, warn_newly_varying_inputs, labels_from_decision, mean_scale_constant, one_spread,
                            pooled_scale)
 from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
@@ -381,6 +381,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     def _fit_targets(self, X, Y, ravel, sample_weight=None):
         self._validate_params()
         log = ProgressLog(self, self.verbose)
+        self.__dict__.pop("_first_chunk_constant", None)  # (a previous partial_fit's: fit sees every row)
         w, weight_unit = relative_sample_weight(sample_weight, X.shape[0])
         alphas = as_alpha_list(self.alpha)
         rng = as_generator(self.random_state)
@@ -482,6 +483,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
             if len(alphas) > 1 and self.alpha_selection == "validation":
                 raise ValueError("partial_fit cannot hold out validation data; use alpha_selection='gcv' "
                                  "(or 'loo', which partial_fit replaces by GCV)")
+            constant = check_first_chunk(X, w, type(self).__name__)
             rng = as_generator(self.random_state)
             unit = self._draw_map(X.shape[1], rng)
             # the first chunk fixes the standardization, the target scale and the width
@@ -495,11 +497,14 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
             self.width_errors_ = self.standardize_errors_ = None
             self._stats = GramStats(self._map().n_out, Y.shape[1], X.dtype)
             self._stats.weight_unit = weight_unit
+            self._first_chunk_constant = constant if self.standardize_ is not False else None
         elif Y.shape[1] != self._stats.ZtY.shape[1] - 1:
             raise ValueError(f"y has {Y.shape[1]} outputs, the model was started with "
                              f"{self._stats.ZtY.shape[1] - 1}")
         else:
             self._note_varying_inputs(X, w)
+            self._first_chunk_constant = warn_newly_varying_inputs(
+                getattr(self, "_first_chunk_constant", None), self.x_mean_, X, w, type(self).__name__)
         Ys = self._target_scaler.transform(Y).astype(X.dtype)
         stats = self._stats.add(self._map(), self._standardized(X), Ys, w)
         if len(alphas) == 1:
@@ -792,7 +797,10 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         """Add a chunk to the running Gram (``kernels.gram(accumulate=True)``) and re-solve.
 
         The first chunk fixes the standardization, the target scale and the width (the median
-        heuristic on it; "auto" cannot compare widths without a second pass).
+        heuristic on it; "auto" cannot compare widths without a second pass), so it needs at least
+        ``rffkern._data.MIN_FIRST_CHUNK_ROWS`` (10) rows of positive weight (else a
+        ``ValueError``); a later chunk that varies in an input constant on the first one warns
+        (``UserWarning``): that input is taken in raw units, not standardized.
 
         Parameters
         ----------
