@@ -316,3 +316,19 @@ def test_an_input_constant_on_the_first_chunk_only_is_named_once(est):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _partial_fit(model, X[80:], y[80:])  # named once
+
+
+@pytest.mark.parametrize("est", REGRESSORS + CLASSIFIERS + [RFFNetRegressor(8, max_iter=2, random_state=0, n_jobs=1),
+                                                            RFFNetClassifier(8, max_iter=2, random_state=0, n_jobs=1)],
+                         ids=_name)
+def test_inputs_beyond_what_the_standardization_represents_are_named_as_such(est):
+    """Fitted on inputs near 1e308, -1.5e308 standardizes beyond the float range: that is what the
+    error says (it said "X contains NaN or infinity", the overflowed result's check)."""
+    X = np.random.default_rng(0).uniform(0.5, 1.0, (60, 2)) * 1e308
+    y = np.sin(X[:, 0] / 1e308)
+    model = _fit(clone(est), X, y)
+    far = np.full((3, 2), -1.5e308)
+    with pytest.raises(ValueError, match=r"X holds values too large for this model: standardized .* exceeds the "
+                                         r"largest float"):
+        model.predict(far)
+    assert np.isfinite(model.predict(X)).all()

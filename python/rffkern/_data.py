@@ -2,11 +2,13 @@
 and class labels from decision values."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from sklearn.model_selection import train_test_split
 
 __all__ = ["power_of_two_scale", "mean_scale_constant", "mean_and_scale", "constant_columns", "input_standardization",
-           "pooled_scale", "one_spread", "check_sample_weight", "relative_sample_weight", "MIN_FIRST_CHUNK_ROWS",
+           "pooled_scale", "one_spread", "standardizing", "check_sample_weight", "relative_sample_weight", "MIN_FIRST_CHUNK_ROWS",
            "check_first_chunk", "warn_newly_varying_inputs", "holdout_split", "labels_from_decision", "TargetScaler"]
 
 
@@ -93,6 +95,26 @@ def mean_and_scale(A, sample_weight=None):
     return mean_scale_constant(A, sample_weight)[:2]
 
 
+@contextlib.contextmanager
+def standardizing(name="X"):
+    """Standardize rows inside: an overflow is a ``ValueError`` that says what happened.
+
+    The rows are finite (checked before), so an overflow of ``(X - x_mean_) / x_scale_`` means a
+    value farther from the training rows' mean, in units of their deviation, than the dtype
+    represents: a model fitted on inputs near 1e308 and given -1.5e308 reported "X contains NaN
+    or infinity" (the kernels' check of the overflowed result).
+    """
+    try:
+        with np.errstate(over="raise"):
+            yield
+    except FloatingPointError:
+        raise ValueError(
+            f"{name} holds values too large for this model: standardized with the training rows' means and "
+            "deviations, (x - x_mean_) / x_scale_ exceeds the largest float of its dtype. Keep the inputs within "
+            "the float range of the training data's scale (e.g. divide X and the training inputs by one "
+            "constant)") from None
+
+
 def standardized_rows(X, mean, scale, dtype):
     """``(X - mean) / scale`` computed in float64, returned in ``dtype`` (always a new C-contiguous
     array; X is not modified).
@@ -112,17 +134,18 @@ def standardized_rows(X, mean, scale, dtype):
     dtype : numpy dtype of the result
     """
     dtype = np.dtype(dtype)
-    if dtype == np.float64:
-        Z = np.subtract(X, mean, dtype=np.float64)
-        Z /= scale
-        return np.ascontiguousarray(Z)
-    out = np.empty(X.shape, dtype=dtype)
-    step = max(1, _STANDARDIZE_BLOCK_VALUES // max(1, X.shape[1]))
-    for start in range(0, X.shape[0], step):
-        block = np.subtract(X[start:start + step], mean, dtype=np.float64)
-        block /= scale
-        out[start:start + step] = block
-    return out
+    with standardizing():
+        if dtype == np.float64:
+            Z = np.subtract(X, mean, dtype=np.float64)
+            Z /= scale
+            return np.ascontiguousarray(Z)
+        out = np.empty(X.shape, dtype=dtype)
+        step = max(1, _STANDARDIZE_BLOCK_VALUES // max(1, X.shape[1]))
+        for start in range(0, X.shape[0], step):
+            block = np.subtract(X[start:start + step], mean, dtype=np.float64)
+            block /= scale
+            out[start:start + step] = block
+        return out
 
 
 #: ``standardized_rows``' float64 blocks hold at most this many values (8 MB).

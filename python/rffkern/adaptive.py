@@ -41,7 +41,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, holdout_split, input_standardization, labels_from_decision, mean_and_scale
+from rffkern._data import (TargetScaler, holdout_split, input_standardization, labels_from_decision, mean_and_scale,
+                           standardizing)
 from rffkern._calibration import calibration_rows, class_codes, loo_outputs, tempered_log_proba, temperature_of
 from rffkern._linalg import RidgeEigen, ridge_solve, single_threaded_blas
 from rffkern._progress import ProgressLog
@@ -299,7 +300,8 @@ class _AdaptiveRFFBase(BaseEstimator):
         self.verbose = verbose
 
     def _standardise(self, X):
-        return np.ascontiguousarray(((X - self.x_mean_) / self.x_scale_).astype(X.dtype, copy=False))
+        with standardizing():
+            return np.ascontiguousarray(((X - self.x_mean_) / self.x_scale_).astype(X.dtype, copy=False))
 
     @single_threaded_blas
     def _run(self, X, Y):

@@ -40,7 +40,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, relative_sample_weight, input_standardization, labels_from_decision
+from rffkern._data import (TargetScaler, input_standardization, labels_from_decision, relative_sample_weight,
+                           standardizing)
 from rffkern._calibration import calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
@@ -286,7 +287,8 @@ class _EERFBase(BaseEstimator):
         return self._transform_input(X)
 
     def _transform_input(self, X):
-        return np.ascontiguousarray(((X - self.x_mean_) / self.x_scale_).astype(X.dtype, copy=False))
+        with standardizing():
+            return np.ascontiguousarray(((X - self.x_mean_) / self.x_scale_).astype(X.dtype, copy=False))
 
     def _candidates(self, Xs, T, rng, sample_weight=None):
         """Draw the scoring subsample and the M0 candidates at unit width; the widths to compare.

@@ -33,8 +33,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
-from rffkern._data import (check_first_chunk, relative_sample_weight, warn_newly_varying_inputs, mean_and_scale, mean_scale_constant, pooled_scale,
-                           power_of_two_scale, standardized_rows)
+from rffkern._data import (check_first_chunk, mean_and_scale, mean_scale_constant, pooled_scale, power_of_two_scale,
+                           relative_sample_weight, standardized_rows, warn_newly_varying_inputs)
 from rffkern._losses import class_probabilities
 from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog

@@ -38,8 +38,8 @@ from rffkern._dask import fit_ridge, is_dask_array, map_rows
 from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
                                   temperature_of)
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
-from rffkern._data import (TargetScaler, check_first_chunk, relative_sample_weight, warn_newly_varying_inputs, labels_from_decision, mean_scale_constant, one_spread,
-                           pooled_scale)
+from rffkern._data import (TargetScaler, check_first_chunk, labels_from_decision, mean_scale_constant, one_spread,
+                           pooled_scale, relative_sample_weight, standardizing, warn_newly_varying_inputs)
 from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
@@ -363,7 +363,8 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     def _standardized(self, X):
         if self.standardize_ is False:
             return X
-        return ((X - self.x_mean_.astype(X.dtype)) / self.x_scale_.astype(X.dtype)).astype(X.dtype, copy=False)
+        with standardizing():
+            return ((X - self.x_mean_.astype(X.dtype)) / self.x_scale_.astype(X.dtype)).astype(X.dtype, copy=False)
 
     def _store(self, coef, intercept, alpha, errors, stats, ravel):
         scaler = self._target_scaler

@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, relative_sample_weight, holdout_split, input_standardization
+from rffkern._data import TargetScaler, holdout_split, input_standardization, relative_sample_weight, standardizing
 from rffkern._progress import ProgressLog
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._sampling import (knn_distances, median_distance, weighted_knn_blocks, weighted_median,
@@ -486,7 +486,8 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self.refit_components = refit_components
 
     def _standardise(self, X):
-        return (X - self.x_mean_) / self.x_scale_
+        with standardizing():
+            return (X - self.x_mean_) / self.x_scale_
 
     def _gamma0(self, d):
         """``1 / length_scale_`` per input, 0 for the inputs constant on the training rows (an
