@@ -332,3 +332,20 @@ def test_inputs_beyond_what_the_standardization_represents_are_named_as_such(est
                                          r"largest float"):
         model.predict(far)
     assert np.isfinite(model.predict(X)).all()
+
+
+@pytest.mark.parametrize("est", ALL + [RFFNetRegressor(8, random_state=0), RFFNetClassifier(8, random_state=0)],
+                         ids=_name)
+def test_a_feature_count_beyond_any_memory_is_refused_with_the_parameter_named(est):
+    """n_components=2**63 failed with NumPy's "Maximum allowed dimension exceeded"."""
+    import rffkern
+
+    X, y = _data()
+    with pytest.raises(ValueError, match=r"'n_components' parameter of \w+ must be an int in the range \[1, "):
+        _fit(clone(est).set_params(n_components=2**63), X, y)
+    if "n_candidates" in est.get_params():
+        with pytest.raises(ValueError, match=r"'n_candidates' parameter"):
+            _fit(clone(est).set_params(n_candidates=2**63), X, y)
+    if isinstance(est, RFFNetRegressor):
+        with pytest.raises(ValueError, match=r"'n_components' parameter"):
+            rffkern.fit(X, y, n_components=2**63)

@@ -40,7 +40,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
 from rffkern._data import (TargetScaler, holdout_split, input_standardization, labels_from_decision, mean_and_scale,
                            standardizing)
 from rffkern._calibration import calibration_rows, class_codes, loo_outputs, tempered_log_proba, temperature_of
@@ -248,7 +248,7 @@ class RunningCovariance:
 
 class _AdaptiveRFFBase(BaseEstimator):
     _parameter_constraints = {
-        "n_components": [IntInterval(1, None, closed="left")],
+        "n_components": [COMPONENTS],
         "n_iter": [IntInterval(0, None, closed="left")],
         "step": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "gamma": [Interval(numbers.Real, 0, None, closed="neither"), None],

@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
 from rffkern._data import (TargetScaler, input_standardization, labels_from_decision, relative_sample_weight,
                            standardizing)
 from rffkern._calibration import calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
@@ -239,8 +239,8 @@ class _EERFBase(BaseEstimator):
     width_errors_: list[float] | None
     selection_errors_: NDArray[np.float64] | None
     _parameter_constraints = {
-        "n_components": [IntInterval(1, None, closed="left")],
-        "n_candidates": [IntInterval(1, None, closed="left"), None],
+        "n_components": [COMPONENTS],
+        "n_candidates": [COMPONENTS, None],
         "n_subsample": [IntInterval(1, None, closed="left"), None],
         "kernel": [StrOptions(set(EERF_KERNELS))],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"),

@@ -31,6 +31,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rffkern import kernels
+from rffkern._constraints import COMPONENTS
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
 from rffkern._data import (check_first_chunk, mean_and_scale, mean_scale_constant, pooled_scale, power_of_two_scale,
@@ -118,7 +119,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
     """Shared fitting machinery of :class:`RFFNetRegressor` and :class:`RFFNetClassifier`."""
 
     _parameter_constraints = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_components": [COMPONENTS],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "kernel": [StrOptions(set(KERNELS))],
         "init": [StrOptions(set(INITS)), "array-like"],

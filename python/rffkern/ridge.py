@@ -33,7 +33,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
 from rffkern._dask import fit_ridge, is_dask_array, map_rows
 from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
                                   temperature_of)
@@ -256,7 +256,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     width_errors_: list[float] | None  # declared for type checkers only
 
     _parameter_constraints = {
-        "n_components": [IntInterval(1, None, closed="left")],
+        "n_components": [COMPONENTS],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],
         "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"),

@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, holdout_split, input_standardization, relative_sample_weight, standardizing
 from rffkern._progress import ProgressLog
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
@@ -441,7 +441,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     refit_alpha_: float | None
 
     _parameter_constraints = {
-        "n_components": [IntInterval(1, None, closed="left")],
+        "n_components": [COMPONENTS],
         "alpha": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"), None],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto", "knn"})],
         "max_iter": [IntInterval(1, None, closed="left")],
