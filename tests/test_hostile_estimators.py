@@ -349,3 +349,18 @@ def test_a_feature_count_beyond_any_memory_is_refused_with_the_parameter_named(e
     if isinstance(est, RFFNetRegressor):
         with pytest.raises(ValueError, match=r"'n_components' parameter"):
             rffkern.fit(X, y, n_components=2**63)
+
+
+@pytest.mark.parametrize("est", CLASSIFIERS + [RFFNetClassifier(8, max_iter=2, random_state=0)], ids=_name)
+def test_labels_mixing_text_and_numbers_are_refused_with_the_way_out(est):
+    """y = [1, 'a', 2, ...] as an object array: scikit-learn's check called it an "unknown label type"
+    and suggested "a regression target with continuous values"."""
+    X, _ = _data(60)
+    y = np.array([1, "a", 2] * 20, dtype=object)
+    match = r"y mixes text and other labels \(e.g. 'a' and 1\); give every class label one type, e.g. y.astype\(str\)"
+    with pytest.raises(ValueError, match=match):
+        clone(est).fit(X, y)
+    if hasattr(est, "partial_fit"):
+        with pytest.raises(ValueError, match=match):
+            clone(est).partial_fit(X, y, classes=np.array([1, "a", 2], dtype=object))
+    clone(est).fit(X, y.astype(str))

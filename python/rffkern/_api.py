@@ -9,6 +9,7 @@ from numpy.typing import ArrayLike
 from rffkern._data import power_of_two_scale
 from rffkern._linalg import single_threaded_blas
 from rffkern._typing import RandomStateLike
+from rffkern._validation import refuse_mixed_labels
 from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor
 
 if TYPE_CHECKING:  # for the annotations only; fit imports them when it runs
@@ -90,12 +91,7 @@ def explain_task(y: ArrayLike) -> tuple[str, str]:
         if all(isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
                for v in values):
             return explain_task(np.asarray(values, dtype=np.float64))
-        kinds = {"text" if isinstance(v, (str, bytes)) else "numbers" for v in values}
-        if len(kinds) > 1:
-            text = next(v for v in values if isinstance(v, (str, bytes)))
-            other = next(v for v in values if not isinstance(v, (str, bytes)))
-            raise ValueError(f"y mixes text and other labels (e.g. {text!r} and {other!r}); give every class "
-                             "label one type, e.g. y.astype(str)")
+        refuse_mixed_labels(arr)
         return "classification", "non-numeric labels"
     if arr.dtype.kind in "USb":
         return "classification", "boolean labels" if arr.dtype.kind == "b" else "text labels"

@@ -35,7 +35,6 @@ from scipy.linalg import cholesky, eigh
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
@@ -50,7 +49,7 @@ from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
 from rffkern._sampling import median_distance
 from rffkern.eerf import next_width, search_widths
 from rffkern._typing import RandomStateLike
-from rffkern._validation import as_generator, resolve_n_threads
+from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
 from rffkern.ridge import resolve_standardization
 
 __all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda", "RunningCovariance"]
@@ -747,7 +746,7 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
             from rffkern._dask_fits import fit_adaptive
             return fit_adaptive(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_classification_targets(y)
+        check_class_labels(y)
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError(

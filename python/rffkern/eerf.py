@@ -34,7 +34,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
@@ -47,7 +46,7 @@ from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_m
 from rffkern._progress import ProgressLog
 from rffkern._sampling import knn_distances, weighted_knn_blocks
 from rffkern._typing import RandomStateLike
-from rffkern._validation import as_generator, resolve_n_threads
+from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
 from rffkern.ridge import DEFAULT_ALPHAS, _refuse_dask_weights, resolve_standardization
 
 __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
@@ -743,7 +742,7 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         w = relative_sample_weight(sample_weight, X.shape[0])[0]
-        check_classification_targets(y)
+        check_class_labels(y)
         binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(y)
         self.classes_ = binarizer.classes_
         if len(self.classes_) < 2:

@@ -27,7 +27,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rffkern import kernels
@@ -51,7 +50,7 @@ from rffkern._rffnet_training import (
 )
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, widen_map
 from rffkern._typing import RandomStateLike
-from rffkern._validation import as_generator, check_label_chunk, resolve_n_threads
+from rffkern._validation import as_generator, check_class_labels, check_label_chunk, resolve_n_threads
 from rffkern.ridge import resolve_standardization
 
 __all__ = ["RFFNetRegressor", "RFFNetClassifier", "constant_init"]
@@ -1391,7 +1390,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D (one label per sample) for RFFNetClassifier, got shape {y.shape}")
         if first_call and classes is None:
-            check_classification_targets(y)
+            check_class_labels(y)
         else:  # the classes are given or known: a small chunk of many is no regression target
             check_label_chunk(y)
         if first_call:

@@ -29,7 +29,6 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
@@ -47,7 +46,7 @@ from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list,
 from rffkern._sampling import (KERNELS, draw_frequencies, draw_offsets, frequency_count, median_distance,
                                weighted_median_distance)
 from rffkern._typing import RandomStateLike
-from rffkern._validation import as_generator, check_label_chunk, resolve_n_threads
+from rffkern._validation import as_generator, check_class_labels, check_label_chunk, resolve_n_threads
 
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
 
@@ -1032,7 +1031,7 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
             _refuse_dask_weights(sample_weight)
             return fit_ridge(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_classification_targets(y)
+        check_class_labels(y)
         self._set_classes(y)
         Y = self._targets(y)
         return self._fit_targets(X, Y.astype(X.dtype), ravel=Y.shape[1] == 1, sample_weight=sample_weight)
