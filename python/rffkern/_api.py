@@ -467,6 +467,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
 
     from sklearn.model_selection import train_test_split
     from sklearn.utils import assert_all_finite, check_X_y
+    from sklearn.utils._param_validation import validate_parameter_constraints
     from threadpoolctl import threadpool_limits
 
     from rffkern._data import relative_sample_weight
@@ -482,6 +483,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         raise ValueError(f"task must be 'regression', 'classification' or None, got {task!r}")
     if not 0 < validation_fraction < 1:
         raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction!r}")
+    # (the estimators' own rule and message: an int >= 0 or a bool)
+    validate_parameter_constraints({"verbose": ["verbose"]}, {"verbose": verbose}, caller_name="rffkern.fit")
     classify = task == "classification"
     net_cls = RFFNetClassifier if classify else RFFNetRegressor
     net_cls(**params)._validate_params()  # a misspelt or invalid RFFNet parameter fails now, not after the search
