@@ -220,8 +220,11 @@ def test_rows_to_add_respects_the_closing_cap(monkeypatch):
     w = np.full(2000, 4.0)
     w[idx_val] = 2.0
     _, _, wa = _api._rows_to_add(X, y, w, idx_tr, idx_net, idx_val, np.random.default_rng(0))
-    # RFFNet trained on rows that weigh alike (4 each), as unweighted: the added rows' weights relative to 4
-    assert set(wa) == {1.0, 0.5}
+    # in the caller's units: RFFNet, trained on rows that weigh alike (4 each) as unweighted, divides
+    # them by that unit (its closing fit's rows then weigh 1 and 0.5)
+    assert set(wa) == {4.0, 2.0}
+    from rffkern._data import relative_sample_weight
+    assert set(relative_sample_weight(wa, wa.size, unit=4.0)[0]) == {1.0, 0.5}
 
 
 def test_rffnet_starts_from_the_searched_width_of_least_loo_error():
