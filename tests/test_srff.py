@@ -274,7 +274,8 @@ def test_closing_ridge_is_the_exact_ridge_on_its_features():
     Z = c * np.cos((Xs * m.gamma_) @ m.weights_ + m.offsets_)
     zbar, ybar = w @ Z / w.sum(), w @ ys / w.sum()
     Zc, yc = Z - zbar, ys - ybar
-    beta = np.linalg.solve(Zc.T @ (w[:, None] * Zc) + m.refit_alpha_ * np.eye(120), Zc.T @ (w * yc))
+    v = w / w.mean()  # (the weights relative to their mean, as every estimator takes them)
+    beta = np.linalg.solve(Zc.T @ (v[:, None] * Zc) + m.refit_alpha_ * np.eye(120), Zc.T @ (v * yc))
     np.testing.assert_allclose(m.coef_, beta * c, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(m.intercept_, m.y_mean_ + (ybar - zbar @ beta) * m.y_scale_, rtol=1e-9)
 
