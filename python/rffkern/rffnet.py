@@ -117,6 +117,8 @@ N_INIT_FINALISTS = 2
 class _BaseRFFNet(DeferredSummaries, BaseEstimator):
     """Shared fitting machinery of :class:`RFFNetRegressor` and :class:`RFFNetClassifier`."""
 
+    x_mean_: NDArray[np.float64]  # declared for type checkers only (set by _set_input_scaling)
+
     _parameter_constraints = {
         "n_components": [COMPONENTS],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
