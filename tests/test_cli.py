@@ -555,4 +555,5 @@ def test_a_single_class_is_named_with_the_command_s_own_flag(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "pass --task regression to fit a constant" in err and "task=" not in err
     assert main(["fit", str(path), "--target", "y", "--weight", "b", "--task", "classification"]) == 2
-    assert "single value (1) on the rows of positive --weight: as a class label (set by --task)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "single value (1) on the rows of positive --weight: as a class label (set by --task)" in err

@@ -213,7 +213,8 @@ def test_the_units_of_the_weights_do_not_change_the_model(est):
         np.testing.assert_array_equal(_outputs(clone(est).fit(X, y, sample_weight=np.full(len(y), value)), X), plain)
 
 
-@pytest.mark.parametrize("est", [RFFRidge(16, alpha=[1e-3, 1e-1, 10.0], alpha_selection="gcv", random_state=0, n_jobs=1),
+@pytest.mark.parametrize("est", [RFFRidge(16, alpha=[1e-3, 1e-1, 10.0], alpha_selection="gcv", random_state=0,
+                                          n_jobs=1),
                                  RFFRidgeClassifier(16, random_state=0, n_jobs=1),
                                  RFFNetRegressor(8, random_state=0, n_jobs=1)], ids=_name)
 def test_partial_fit_weights_are_relative_to_the_first_chunk(est):

@@ -280,8 +280,8 @@ def _lead(losses: np.ndarray, others: np.ndarray, sample_weight: np.ndarray | No
 def _label_vector(y: np.ndarray) -> np.ndarray:
     """Class labels as a 1-D vector: a single column (``labels[:, None]``, a one-column DataFrame)
     is raveled with scikit-learn's ``DataConversionWarning``, as its estimators (and rffkern's)
-    do; more columns are refused. A column left 2-D was subtracted from 1-D predictions, an
-    n x n array (3.4 GB at 50,000 rows) before a shape error."""
+    do; more columns are refused. (A column left 2-D broadcasts against 1-D predictions into an
+    n x n array: 3.4 GB at 50,000 rows.)"""
     if y.ndim == 2 and y.shape[1] == 1:
         from sklearn.utils.validation import column_or_1d
 

@@ -8,8 +8,9 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 __all__ = ["power_of_two_scale", "mean_scale_constant", "mean_and_scale", "constant_columns", "input_standardization",
-           "pooled_scale", "one_spread", "standardizing", "check_sample_weight", "relative_sample_weight", "MIN_FIRST_CHUNK_ROWS",
-           "check_first_chunk", "warn_newly_varying_inputs", "holdout_split", "labels_from_decision", "TargetScaler"]
+           "pooled_scale", "one_spread", "standardizing", "check_sample_weight", "relative_sample_weight",
+           "MIN_FIRST_CHUNK_ROWS", "check_first_chunk", "warn_newly_varying_inputs", "holdout_split",
+           "labels_from_decision", "TargetScaler"]
 
 
 def power_of_two_scale(A, axis=None):
@@ -101,8 +102,8 @@ def standardizing(name="X"):
 
     The rows are finite (checked before), so an overflow of ``(X - x_mean_) / x_scale_`` means a
     value farther from the training rows' mean, in units of their deviation, than the dtype
-    represents: a model fitted on inputs near 1e308 and given -1.5e308 reported "X contains NaN
-    or infinity" (the kernels' check of the overflowed result).
+    represents (-1.5e308 for a model of inputs near 1e308), which the kernels' later check of the
+    overflowed result would call "NaN or infinity".
     """
     try:
         with np.errstate(over="raise"):
@@ -307,9 +308,9 @@ def _mean_positive(w):
 #: ``partial_fit``'s first chunk fixes the inputs' standardization, the target scale and the kernel
 #: width (RFFRidge) or initial relevances (RFFNet) for every later chunk, so it needs at least this
 #: many rows of positive weight: a deviation from k rows is off by about ``1 / sqrt(2 (k - 1))``
-#: (24% at 10). A first chunk of one row left RFFNetRegressor at a test R^2 of 0.01 after 20 passes
-#: over 400 rows in chunks of 50 (``fit``: 0.99), and RFFRidge at 0.04 after one; two or three rows
-#: did little better (make_jse3, seeds 0-2), ten or more as well as fifty.
+#: (24% at 10). From a first chunk of one row RFFNetRegressor reaches a test R^2 of 0.01 in 20 passes
+#: over 400 rows in chunks of 50 (``fit``: 0.99), and RFFRidge 0.04 in one; two or three rows do
+#: little better (make_jse3, seeds 0-2), ten or more as well as fifty.
 MIN_FIRST_CHUNK_ROWS = 10
 
 

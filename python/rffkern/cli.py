@@ -293,9 +293,9 @@ def _open_text(path):
     return opener(path, "rt", encoding="utf-8-sig", newline="")
 
 
-#: The longest header line read (in characters): a million columns of 60-character names. A file of
-#: one 1 GB line (no line breaks) was split into its fields in memory and reported as "out of
-#: memory; lower --n-components".
+#: The longest header line read (in characters): a million columns of 60-character names. Read
+#: whole, a file of one 1 GB line (no line breaks) is split into its fields in memory and runs out
+#: of it before any check.
 MAX_HEADER_CHARS = 64 * 2**20
 
 

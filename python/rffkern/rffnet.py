@@ -985,8 +985,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
 
     def _closing_fit_add_rows(self, X, y, sample_weight=None):
         """Add rows (with their ``sample_weight``, in the caller's units: ``fit``'s weights' unit
-        divides them too) to the closing ridge at its chosen penalty and solve again: the model of the training rows and these. For
-        :func:`rffkern.fit`, whose held-out rows join the returned model this way (one Gram pass
+        divides them too) to the closing ridge at its chosen penalty and solve again: the model of
+        the training rows and these. For :func:`rffkern.fit`, whose held-out rows join the
+        returned model this way (one Gram pass
         over them and one solve; the relevances, the map and the penalty stay). Needs
         ``_keep_closing_stats`` set before ``fit``; returns self."""
         from rffkern._ridge_solvers import FourierFeatureMap, solve_ridge

@@ -527,8 +527,9 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weight of each sample (None: all 1), relative: divided by their mean
             over the rows of positive weight, so that weights ``c w`` fit the model of ``w`` and
-            equal weights the model of none. Rows of zero weight are dropped first; the others weight the standardisation, the target scaling, the objective's data
-            term (``sum_i w_i (y_i - f(x_i))^2 / (2 sum_i w_i)``, in the coefficient step and in the
+            equal weights the model of none. Rows of zero weight are dropped first; the others
+            weight the standardisation, the target scaling, the objective's data term
+            (``sum_i w_i (y_i - f(x_i))^2 / (2 sum_i w_i)``, in the coefficient step and in the
             gamma step), the lambda grid (``||X.T diag(w) X||_2``), the held-out error that
             chooses lambda and the closing ridge's sums and leave-one-out errors. The held-out
             split is drawn over the rows of positive weight, and ``length_scale="auto"`` counts a
