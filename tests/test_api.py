@@ -63,7 +63,8 @@ def test_the_dense_variant_starts_from_the_pooled_kernel_where_the_search_kept_i
     monkeypatch.setattr(api, "RFFNetRegressor", Recording)
     rng = np.random.default_rng(0)
     p = np.r_[np.full(8, 0.5), np.geomspace(0.005, 0.05, 40)]
-    X = (rng.random((700, p.size)) < p).astype(float)
+    # pixels inked at intensities (two-valued ones are scaled alike by robust_inputs: one unit for all)
+    X = (rng.random((700, p.size)) < p) * np.round(rng.uniform(0.5, 1.0, (700, p.size)), 2)
     y = np.sin(1.2 * X[:, :8] @ np.linspace(0.5, 1.5, 8)) + 0.05 * rng.normal(size=700)
     model = rffkern.fit(X, y, random_state=0, max_iter=3)
     report = model.selection_report_
@@ -73,7 +74,7 @@ def test_the_dense_variant_starts_from_the_pooled_kernel_where_the_search_kept_i
     # (taken on the search's rows, 80% of these: the rare inputs' deviations move)
     ratio = starts[0] / starts[0].max()
     sd = X.std(axis=0)
-    assert np.corrcoef(ratio, sd)[0, 1] > 0.97
+    assert np.corrcoef(ratio, sd)[0, 1] > 0.9  # (measured 0.93: the search rows are a subset)
     np.testing.assert_allclose(ratio[:8], 1.0, rtol=0.1)
     assert ratio[8:].max() < 0.55  # (sqrt(0.05 * 0.95) / 0.5 = 0.44 for the most frequent of them)
     starts.clear()
@@ -220,8 +221,11 @@ def test_rows_to_add_respects_the_closing_cap(monkeypatch):
     w = np.full(2000, 4.0)
     w[idx_val] = 2.0
     _, _, wa = _api._rows_to_add(X, y, w, idx_tr, idx_net, idx_val, np.random.default_rng(0))
-    # RFFNet trained on rows that weigh alike (4 each), as unweighted: the added rows' weights relative to 4
-    assert set(wa) == {1.0, 0.5}
+    # in the caller's units: RFFNet, trained on rows that weigh alike (4 each) as unweighted, divides
+    # them by that unit (its closing fit's rows then weigh 1 and 0.5)
+    assert set(wa) == {4.0, 2.0}
+    from rffkern._data import relative_sample_weight
+    assert set(relative_sample_weight(wa, wa.size, unit=4.0)[0]) == {1.0, 0.5}
 
 
 def test_rffnet_starts_from_the_searched_width_of_least_loo_error():
@@ -472,3 +476,23 @@ def test_bad_inputs_are_named_as_rffkern_fit_s():
     with pytest.raises(ValueError, match=r"y mixes text and other labels \(e.g. 'neg' and 1\)"):
         rffkern.fit(X, mixed, random_state=0)
     np.testing.assert_array_equal(X_nan[5, 1], np.nan)  # the caller's array as it was
+
+
+def test_a_column_of_class_labels_is_the_label_vector(small_search):
+    """labels[:, None] (or a one-column DataFrame): the model of the 1-D labels, with scikit-learn's
+    DataConversionWarning, as its estimators give; it built an n x n array in the comparison of
+    the held-out losses (3.4 GB at 50,000 rows), then failed with a matmul shape error. Several
+    label columns are refused."""
+    from sklearn.exceptions import DataConversionWarning
+
+    X, y, _ = make_jse3(300, random_state=2)
+    labels = np.array(["low", "high"])[(y > np.median(y)).astype(int)]
+    plain = rffkern.fit(X, labels, random_state=0, max_iter=2)
+    for column in (labels[:, None], (y > np.median(y)).astype(int)[:, None]):
+        with pytest.warns(DataConversionWarning, match="column-vector y"):
+            model = rffkern.fit(X, column, random_state=0, max_iter=2)
+        assert model.predict(X).shape == (300,)
+        if column.dtype.kind == "U":
+            np.testing.assert_array_equal(model.predict(X), plain.predict(X))
+    with pytest.raises(ValueError, match=r"one class label per sample \(a 1-D y\), got y of shape \(300, 2\)"):
+        rffkern.fit(X, np.c_[labels, labels], task="classification", random_state=0)

@@ -47,7 +47,8 @@ def test_eerf_temperature_is_fitted_to_brute_force_leave_one_out_decisions(n_cla
     Z = clf._map().features(clf._transform_input(X)).astype(np.float64)
     Y = np.where(y[:, None] == clf.classes_[None, :], 1.0, -1.0)
     Y = Y[:, 1:] if n_classes == 2 else Y
-    loo = _brute_loo(Z, Y, np.ones(len(y)) if w is None else w, clf.alpha_, True)
+    # (the weights relative to their mean, as every estimator takes them)
+    loo = _brute_loo(Z, Y, np.ones(len(y)) if w is None else w / w.mean(), clf.alpha_, True)
     expected = fit_temperature(class_scores(loo), class_codes(Y), w)
     assert clf.temperature_ > 0
     np.testing.assert_allclose(clf.temperature_, expected, rtol=1e-5)

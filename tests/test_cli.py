@@ -530,3 +530,41 @@ def test_fit_model_choice(regression_csv, capsys, model, shown):
 def test_fit_model_choice_is_validated(regression_csv, capsys):
     assert main(["fit", regression_csv, "--target", "target", "--model", "svm"]) == 2
     assert "--model" in capsys.readouterr().err
+
+
+def test_a_header_line_too_long_is_a_malformed_file_not_out_of_memory(tmp_path, capsys, monkeypatch):
+    """A file of one 1 GB line (no line breaks) was split into fields in memory and reported as
+    "out of memory; lower --n-components" (here the cap is lowered to keep the file small)."""
+    from rffkern import cli
+
+    monkeypatch.setattr(cli, "MAX_HEADER_CHARS", 1000)
+    _assert_one_line_error(tmp_path, capsys, ",".join(["1"] * 2000),
+                           "the header line of", "--target", "y")
+    path = tmp_path / "data.csv"
+    assert main(["fit", str(path), "--target", "y"]) == 2
+    assert "is longer than 1,000 characters" in capsys.readouterr().err
+    # a header within the cap, then a table that does not fit in memory: said as such
+    path.write_text("a,y\n1,2\n3,4\n")
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(cli.np, "loadtxt", no_memory)
+    assert main(["fit", str(path), "--target", "y"]) == 2
+    err = capsys.readouterr().err
+    assert f"out of memory reading {path}" in err and "a line is malformed" in err and "--n-components" not in err
+
+
+def test_a_single_class_is_named_with_the_command_s_own_flag(tmp_path, capsys):
+    """The models' advice "pass task='regression'" is rffkern.fit's keyword; the command says --task."""
+    rows = [[i, i % 3, 1] for i in range(20)]
+    for model in ("auto", "rffnet"):
+        _assert_one_line_error(tmp_path, capsys, "a,b,y\n" + "".join(f"{a},{b},{c}\n" for a, b, c in rows),
+                               "holds a single value (1): as a class label", "--target", "y", "--model", model)
+    path = tmp_path / "data.csv"
+    assert main(["fit", str(path), "--target", "y"]) == 2
+    err = capsys.readouterr().err
+    assert "pass --task regression to fit a constant" in err and "task=" not in err
+    assert main(["fit", str(path), "--target", "y", "--weight", "b", "--task", "classification"]) == 2
+    err = capsys.readouterr().err
+    assert "single value (1) on the rows of positive --weight: as a class label (set by --task)" in err

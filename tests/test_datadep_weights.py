@@ -13,6 +13,12 @@ def _data(n=120, seed=0):
     return X, y, w
 
 
+def _unit(w):
+    """The weights' unit: their mean over the rows of positive weight (the estimators fit on
+    ``w / unit``, so integer weights give the model of the rows repeated at ``alpha * unit``)."""
+    return float(np.mean(w[w > 0]))
+
+
 def _kw(kernel):
     kw = dict(n_components=3 if kernel == "linear" else 20, kernel=kernel, random_state=0)
     if kernel == "gaussian":
@@ -26,7 +32,7 @@ def test_eerf_integer_weights_equal_repeated_rows(kernel):
     X, y, w = _data()
     rep = np.repeat(np.arange(len(y)), w.astype(int))
     a = EERFRegressor(alpha=0.1, **_kw(kernel)).fit(X, y, sample_weight=w)
-    b = EERFRegressor(alpha=0.1, **_kw(kernel)).fit(X[rep], y[rep])
+    b = EERFRegressor(alpha=0.1 * _unit(w), **_kw(kernel)).fit(X[rep], y[rep])
     np.testing.assert_allclose(a.scores_, b.scores_, rtol=1e-8)
     np.testing.assert_allclose(a.x_mean_, b.x_mean_, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(a.y_scale_, b.y_scale_, rtol=1e-8)
@@ -34,25 +40,19 @@ def test_eerf_integer_weights_equal_repeated_rows(kernel):
 
 
 def test_eerf_defaults_with_integer_weights_equal_repeated_rows():
-    # the k-NN rule (weighted neighbours) and the default width search at one penalty: the same
-    # widths, choice and model (a searched penalty is chosen by leaving each row out with all its
-    # weight, as scikit-learn's RidgeCV, where the repeated rows are left out one copy at a time:
+    # the k-NN rule (weighted neighbours) and the default width search at one penalty: at the
+    # weighted fit's width, the model of the rows repeated at the penalty alpha * unit (the width
+    # rules count a row's copies in units of the mean weight, so they choose their own widths; a
+    # searched penalty is chosen by leaving each row out with all its weight, as scikit-learn's
+    # RidgeCV, where the repeated rows are left out one copy at a time:
     # test_ridge.py::test_weighted_loo_leaves_each_row_out_with_its_weight)
     X, y, w = _data()
     rep = np.repeat(np.arange(len(y)), w.astype(int))
-    kw = dict(n_components=20, alpha=0.1, length_scale="knn", random_state=0)
-    a = EERFRegressor(**kw).fit(X, y, sample_weight=w)
-    b = EERFRegressor(**kw).fit(X[rep], y[rep])
-    np.testing.assert_allclose(a.length_scale_, b.length_scale_, rtol=1e-10)
-    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-8, atol=1e-10)
-    # the default width search: the same candidate widths (the LOO errors that choose among them
-    # leave each row out with all its weight), and at the weighted fit's choice the same model
-    kw.pop("length_scale")
-    a = EERFRegressor(**kw).fit(X, y, sample_weight=w)
-    b = EERFRegressor(**kw).fit(X[rep], y[rep])
-    np.testing.assert_allclose(a.widths_, b.widths_, rtol=1e-10)
-    b = EERFRegressor(**dict(kw, length_scale=a.length_scale_)).fit(X[rep], y[rep])
-    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-5, atol=1e-7)
+    for length_scale in ("knn", "auto"):
+        kw = dict(n_components=20, length_scale=length_scale, random_state=0)
+        a = EERFRegressor(alpha=0.1, **kw).fit(X, y, sample_weight=w)
+        b = EERFRegressor(**dict(kw, alpha=0.1 * _unit(w), length_scale=a.length_scale_)).fit(X[rep], y[rep])
+        np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-5, atol=1e-7)
 
 
 def test_weighted_knn_rule_with_fractional_weights():
@@ -74,9 +74,9 @@ def test_eerf_classifier_integer_weights_equal_repeated_rows(solver):
     X, _, w = _data()
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     rep = np.repeat(np.arange(len(y)), w.astype(int))
-    kw = dict(n_components=20, random_state=0, alpha=0.1, length_scale=1.5, solver=solver)
-    a = EERFClassifier(**kw).fit(X, y, sample_weight=w)
-    b = EERFClassifier(**kw).fit(X[rep], y[rep])
+    kw = dict(n_components=20, random_state=0, length_scale=1.5, solver=solver)
+    a = EERFClassifier(alpha=0.1, **kw).fit(X, y, sample_weight=w)
+    b = EERFClassifier(alpha=0.1 * _unit(w), **kw).fit(X[rep], y[rep])
     np.testing.assert_allclose(a.scores_, b.scores_, rtol=1e-8)
     tol = 1e-8 if solver == "ridge" else 1e-4  # lbfgs stops at its own tolerance
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), rtol=tol, atol=tol)
@@ -106,11 +106,11 @@ def test_eerf_uniform_weights_equal_no_weights():
     assert a.alpha_ == b.alpha_
     np.testing.assert_allclose(a.scores_, b.scores_, rtol=1e-10)
     np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-10, atol=1e-12)
-    # weights multiply the squared errors of the ridge fit (scikit-learn's Ridge convention) and
-    # the scores are weighted means: c * w with alpha is w with alpha / c
+    # weights are relative (divided by their mean): equal weights of any value are no weights at
+    # the same penalty
     kw = dict(n_components=15, n_subsample=60, random_state=1, length_scale=1.5)
     scaled = EERFRegressor(alpha=0.5, **kw).fit(X, y, sample_weight=np.full(len(y), 2.5))
-    plain = EERFRegressor(alpha=0.2, **kw).fit(X, y)
+    plain = EERFRegressor(alpha=0.5, **kw).fit(X, y)
     np.testing.assert_allclose(scaled.scores_, plain.scores_, rtol=1e-10)
     np.testing.assert_allclose(scaled.predict(X), plain.predict(X), rtol=1e-8, atol=1e-10)
 
@@ -200,14 +200,16 @@ def test_srff_integer_weights_equal_repeated_rows(length_scale):
     # one lambda (no held-out split, whose draw depends on the row count); the paper's model: the
     # closing ridge (refit_components) chooses its penalty by leave-one-out, which leaves out a
     # row of weight k where the repeated rows leave out one of k copies (its weighted sums are
-    # checked in test_srff.py::test_closing_ridge_is_the_exact_ridge_on_its_features)
+    # checked in test_srff.py::test_closing_ridge_is_the_exact_ridge_on_its_features). SRFF's
+    # objective is a weighted mean (its lambda needs no unit); its median heuristic counts a
+    # row's copies in units of the mean weight: "auto" is compared at the weighted fit's width
     X, y, w = _data(100)
     w[w == 0] = 1  # zero weights are dropped rows: tested below
     rep = np.repeat(np.arange(len(y)), w.astype(int))
     kw = dict(n_components=30, alpha=0.01, max_iter=5, length_scale=length_scale, random_state=0,
               refit_components=None)
     a = SRFFRegressor(**kw).fit(X, y, sample_weight=w)
-    b = SRFFRegressor(**kw).fit(X[rep], y[rep])
+    b = SRFFRegressor(**dict(kw, length_scale=a.length_scale_)).fit(X[rep], y[rep])
     np.testing.assert_allclose(a.length_scale_, b.length_scale_, rtol=1e-12)
     np.testing.assert_allclose(a.gamma_, b.gamma_, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-8)

@@ -170,13 +170,8 @@ def test_logistic_solver_searches_an_alpha_list():
     EERFClassifier(20, solver="logistic", alpha=1.0, random_state=0, n_jobs=1),  # one alpha: the checks refit it ~100 times
 ], ids=["EERFRegressor", "EERFRegressor-arccos1", "EERFClassifier", "EERFClassifier-logistic"])
 def test_sklearn_estimator_checks(est):
-    expected = {}
-    if isinstance(est.alpha, tuple):
-        # a searched penalty: its leave-one-out leaves each row out with all its weight (as
-        # scikit-learn's RidgeCV), the repeated rows one copy at a time, so the two may choose
-        # differently (the fits at one penalty are the same: test_datadep_weights.py); and with the
-        # gaussian kernel the width search keeps the widest width on the check's few rows, where
-        # alphas down to 1e-8 make an ill-conditioned solve: the round-off of the two Gram
-        # summations (compiled kernel vs weighted BLAS) reaches ~1e-7 on predictions near 0
-        expected["check_sample_weight_equivalence_on_dense_data"] = "LOO leaves a row out with all its weight"
+    # weights are relative (divided by their mean positive weight, so that their units do not
+    # matter): integer weights give the model of the rows repeated at the penalty alpha times that
+    # mean (test_datadep_weights.py), not at alpha, as the check expects
+    expected = {"check_sample_weight_equivalence_on_dense_data": "weights are relative to their mean"}
     check_estimator(clone(est), expected_failed_checks=expected)

@@ -8,8 +8,8 @@ import pytest
 from sklearn.base import clone
 
 from rffkern import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, EERFClassifier, EERFRegressor, Fastfood,
-                     OrthogonalRandomFeatures, RandomFourierFeatures, RFFRidge, RFFRidgeClassifier,
-                     SRFFRegressor, StructuredOrthogonalFeatures)
+                     OrthogonalRandomFeatures, RandomFourierFeatures, RFFNetClassifier, RFFNetRegressor, RFFRidge,
+                     RFFRidgeClassifier, SRFFRegressor, StructuredOrthogonalFeatures)
 from rffkern._constraints import IntInterval
 from rffkern._linalg import simplex_projection
 from rffkern.datasets import make_gse1
@@ -178,3 +178,192 @@ def test_no_silent_nan_for_inputs_near_the_float_limit(est):
     X, y = _data()
     pred = clone(est).fit(X * 1e300, y).predict(X * 1e300)
     assert np.isfinite(pred).all()
+
+
+# every estimator that takes sample_weight (AdaptiveRFF* take none)
+WEIGHTED = [RFFRidge(16, random_state=0, n_jobs=1), RFFRidgeClassifier(16, random_state=0, n_jobs=1),
+            EERFRegressor(8, random_state=0, n_jobs=1), EERFClassifier(8, random_state=0, n_jobs=1),
+            SRFFRegressor(8, max_iter=3, random_state=0, n_jobs=1),
+            RFFNetRegressor(8, max_iter=3, random_state=0, n_jobs=1),
+            RFFNetClassifier(8, max_iter=3, random_state=0, n_jobs=1)]
+
+
+def _outputs(model, X):
+    for method in ("decision_function", "predict_proba", "predict"):
+        if hasattr(model, method):
+            return getattr(model, method)(X)
+
+
+@pytest.mark.parametrize("est", WEIGHTED, ids=_name)
+def test_the_units_of_the_weights_do_not_change_the_model(est):
+    """Weights c w fit the model of w, and equal weights of any value the model of none: weights of
+    1e-20 used to fit RFFRidge at the penalty grid's floor (training R^2 0.00), weights x1e20 moved
+    the predictions by up to 3 sd of y, and weights near 1e160 failed with "cannot convert float
+    NaN to integer"."""
+    X, y = _data()
+    if _name(est).endswith("Classifier"):
+        y = (y > np.median(y)).astype(int)
+    w = np.random.default_rng(1).uniform(0.2, 3.0, len(y))
+    base = _outputs(clone(est).fit(X, y, sample_weight=w), X)
+    for c in (1e-20, 3.0, 1e20, 1e160):
+        scaled = _outputs(clone(est).fit(X, y, sample_weight=c * w), X)
+        np.testing.assert_allclose(scaled, base, rtol=1e-7, atol=1e-9 * np.abs(base).max(), err_msg=f"c={c}")
+    plain = _outputs(clone(est).fit(X, y), X)
+    for value in (1e-20, 3.0, 1e160):
+        np.testing.assert_array_equal(_outputs(clone(est).fit(X, y, sample_weight=np.full(len(y), value)), X), plain)
+
+
+@pytest.mark.parametrize("est", [RFFRidge(16, alpha=[1e-3, 1e-1, 10.0], alpha_selection="gcv", random_state=0,
+                                          n_jobs=1),
+                                 RFFRidgeClassifier(16, random_state=0, n_jobs=1),
+                                 RFFNetRegressor(8, random_state=0, n_jobs=1)], ids=_name)
+def test_partial_fit_weights_are_relative_to_the_first_chunk(est):
+    """The first chunk's mean weight is the unit of every chunk's weights: chunks weighted c w fit
+    the model of w."""
+    X, y = _data(200)
+    kw = {}
+    if _name(est).endswith("Classifier"):
+        y, kw = (y > np.median(y)).astype(int), {"classes": [0, 1]}
+    w = np.random.default_rng(1).uniform(0.2, 3.0, len(y))
+    fits = []
+    for c in (1.0, 1e-20, 1e20):
+        model = clone(est)
+        for rows in (slice(0, 120), slice(120, 200)):
+            model.partial_fit(X[rows], y[rows], sample_weight=c * w[rows], **kw)
+        fits.append(_outputs(model, X))
+    for scaled in fits[1:]:
+        np.testing.assert_allclose(scaled, fits[0], rtol=1e-7, atol=1e-9 * np.abs(fits[0]).max())
+
+
+@pytest.mark.parametrize("Est", [RFFRidge, EERFRegressor], ids=lambda c: c.__name__)
+def test_float32_rows_choose_a_penalty_their_gram_resolves(Est):
+    """Penalties below float32's resolution of the Gram (eps times its trace) are not searched: on
+    500 noise-free rows in float32 both chose alpha 1e-8 and scored a test R^2 of 0.37 (RFFRidge)
+    and -8.4 (EERFRegressor) where float64 scored 0.998 and 0.9999. float64 rows search every
+    penalty of the default grid."""
+    from rffkern.datasets import make_jse3
+
+    X, y, _ = make_jse3(1500, noise=0.0, random_state=2)
+    X32 = X.astype(np.float32)
+    model = Est(random_state=0, n_jobs=1).fit(X32[:500], y[:500])
+    # (the floor: eps * trace ~ 1.2e-7 * 500, the trace near the row count for these feature maps)
+    assert model.alpha_ > 1e-5
+    assert model.score(X32[500:], y[500:]) > 0.99
+    assert Est(random_state=0, n_jobs=1).fit(X[:500], y[:500]).alpha_ < 1e-5
+
+
+def test_resolved_penalties():
+    from rffkern._ridge_solvers import GramStats, resolved_alphas
+
+    for dtype, first in ((np.float32, 8), (np.float64, 0)):  # (float32: from 1e-4 > 6e-5)
+        stats = GramStats(4, 1, dtype)
+        stats.G[...] = np.diag([300.0, 100.0, 50.0, 50.0])  # trace 500
+        resolved = resolved_alphas(list(np.logspace(-8, 3, 23)), stats)
+        assert resolved.tolist() == [False] * first + [True] * (23 - first)
+    assert resolved_alphas([1e-9, 1e-8], GramStats(4, 1, np.float32)).tolist() == [True, True]  # (an empty Gram)
+    stats.G[...] = np.eye(4) * 1e12
+    assert resolved_alphas([1e-9, 1e-8], stats).tolist() == [False, True]  # none resolved: the largest
+
+
+PARTIAL = [RFFRidge(16, random_state=0, n_jobs=1), RFFRidgeClassifier(16, random_state=0, n_jobs=1),
+           RFFNetRegressor(8, random_state=0, n_jobs=1), RFFNetClassifier(8, random_state=0, n_jobs=1)]
+
+
+def _partial_fit(model, X, y, **kw):
+    if _name(model).endswith("Classifier"):
+        kw.setdefault("classes", [0, 1])
+    return model.partial_fit(X, y, **kw)
+
+
+@pytest.mark.parametrize("est", PARTIAL, ids=_name)
+def test_a_first_partial_fit_chunk_too_small_for_its_statistics_is_refused(est):
+    """The first chunk fixes the standardization, the target scale and the width for good: one
+    row left RFFNetRegressor at a test R^2 of 0.01 after 20 passes over 400 rows (fit: 0.99), silently."""
+    from rffkern._data import MIN_FIRST_CHUNK_ROWS
+
+    X, y = _data()
+    if _name(est).endswith("Classifier"):
+        y = (y > np.median(y)).astype(int)
+    few = MIN_FIRST_CHUNK_ROWS - 1
+    with pytest.raises(ValueError, match=rf"first chunk has {few} row\(s\); it needs at least "
+                                         rf"{MIN_FIRST_CHUNK_ROWS}.*fit\(X, y\) on the rows at hand"):
+        _partial_fit(clone(est), X[:few], y[:few])
+    w = np.r_[np.zeros(5), np.ones(len(y) - 5)]
+    with pytest.raises(ValueError, match=rf"has {few - 5} row\(s\) of positive weight"):
+        _partial_fit(clone(est), X[:few], y[:few], sample_weight=w[:few])
+    model = _partial_fit(clone(est), X[:MIN_FIRST_CHUNK_ROWS], y[:MIN_FIRST_CHUNK_ROWS])
+    _partial_fit(model, X[:1], y[:1])  # (later chunks: any size)
+    fitted = clone(est).fit(X, y)
+    _partial_fit(fitted, X[:1], y[:1])  # (after fit: fit's statistics)
+
+
+@pytest.mark.parametrize("est", PARTIAL, ids=_name)
+def test_an_input_constant_on_the_first_chunk_only_is_named_once(est):
+    import warnings
+
+    X, y = _data()
+    if _name(est).endswith("Classifier"):
+        y = (y > np.median(y)).astype(int)
+    X = X.copy()
+    X[:40, 1] = 0.5
+    model = _partial_fit(clone(est), X[:40], y[:40])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _partial_fit(model, X[:40], y[:40])  # still constant: nothing to say
+    with pytest.warns(UserWarning, match=r"input\(s\) \[1\] vary in this chunk but were constant on the first "
+                                         r"chunk.*raw units") as record:
+        _partial_fit(model, X[40:80], y[40:80])
+    assert record[0].filename == __file__  # (the caller's line)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _partial_fit(model, X[80:], y[80:])  # named once
+
+
+@pytest.mark.parametrize("est", REGRESSORS + CLASSIFIERS + [RFFNetRegressor(8, max_iter=2, random_state=0, n_jobs=1),
+                                                            RFFNetClassifier(8, max_iter=2, random_state=0, n_jobs=1)],
+                         ids=_name)
+def test_inputs_beyond_what_the_standardization_represents_are_named_as_such(est):
+    """Fitted on inputs near 1e308, -1.5e308 standardizes beyond the float range: that is what the
+    error says (it said "X contains NaN or infinity", the overflowed result's check). With
+    robust_inputs (the default) the row is clipped to the training range first and answered."""
+    X = np.random.default_rng(0).uniform(0.5, 1.0, (60, 2)) * 1e308
+    y = np.sin(X[:, 0] / 1e308)
+    far = np.full((3, 2), -1.5e308)
+    assert np.isfinite(_fit(clone(est), X, y).predict(far)).all()
+    model = _fit(clone(est).set_params(robust_inputs=False), X, y)
+    with pytest.raises(ValueError, match=r"X holds values too large for this model: standardized .* exceeds the "
+                                         r"largest float"):
+        model.predict(far)
+    assert np.isfinite(model.predict(X)).all()
+
+
+@pytest.mark.parametrize("est", ALL + [RFFNetRegressor(8, random_state=0), RFFNetClassifier(8, random_state=0)],
+                         ids=_name)
+def test_a_feature_count_beyond_any_memory_is_refused_with_the_parameter_named(est):
+    """n_components=2**63 failed with NumPy's "Maximum allowed dimension exceeded"."""
+    import rffkern
+
+    X, y = _data()
+    with pytest.raises(ValueError, match=r"'n_components' parameter of \w+ must be an int in the range \[1, "):
+        _fit(clone(est).set_params(n_components=2**63), X, y)
+    if "n_candidates" in est.get_params():
+        with pytest.raises(ValueError, match=r"'n_candidates' parameter"):
+            _fit(clone(est).set_params(n_candidates=2**63), X, y)
+    if isinstance(est, RFFNetRegressor):
+        with pytest.raises(ValueError, match=r"'n_components' parameter"):
+            rffkern.fit(X, y, n_components=2**63)
+
+
+@pytest.mark.parametrize("est", CLASSIFIERS + [RFFNetClassifier(8, max_iter=2, random_state=0)], ids=_name)
+def test_labels_mixing_text_and_numbers_are_refused_with_the_way_out(est):
+    """y = [1, 'a', 2, ...] as an object array: scikit-learn's check called it an "unknown label type"
+    and suggested "a regression target with continuous values"."""
+    X, _ = _data(60)
+    y = np.array([1, "a", 2] * 20, dtype=object)
+    match = r"y mixes text and other labels \(e.g. 'a' and 1\); give every class label one type, e.g. y.astype\(str\)"
+    with pytest.raises(ValueError, match=match):
+        clone(est).fit(X, y)
+    if hasattr(est, "partial_fit"):
+        with pytest.raises(ValueError, match=match):
+            clone(est).partial_fit(X, y, classes=np.array([1, "a", 2], dtype=object))
+    clone(est).fit(X, y.astype(str))

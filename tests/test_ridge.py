@@ -299,15 +299,10 @@ def test_bad_input_and_no_mutation():
     RFFRidgeClassifier(50, random_state=0, n_jobs=1),
 ], ids=["RFFRidge", "RFFRidge-alpha-list", "RFFRidge-defaults", "RFFRidgeClassifier"])
 def test_sklearn_estimator_checks(est):
-    expected = {}
-    if isinstance(est.alpha, tuple):
-        # the searched penalty's leave-one-out leaves each row out with all its weight (as
-        # scikit-learn's RidgeCV), the repeated rows one copy at a time: they may choose differently
-        # (test_weighted_loo_leaves_each_row_out_with_its_weight); and on 15 rows, 100 features,
-        # alphas down to 1e-8 the interpolating fit amplifies the round-off of the two Gram
-        # summations (compiled kernel vs weighted BLAS) to ~1e-7 on predictions of 0, above the
-        # check's atol=1e-9; test_integer_weights_equal_repeated_rows holds 1e-8 at one penalty
-        expected["check_sample_weight_equivalence_on_dense_data"] = "LOO leaves a row out with all its weight"
+    # weights are relative (divided by their mean positive weight, so that their units do not
+    # matter): integer weights give the model of the rows repeated at the penalty alpha times
+    # that mean (test_integer_weights_equal_repeated_rows), not at alpha, as the check expects
+    expected = {"check_sample_weight_equivalence_on_dense_data": "weights are relative to their mean"}
     check_estimator(clone(est), expected_failed_checks=expected)
 
 
@@ -452,15 +447,16 @@ def _rel(a, b):
 
 @pytest.mark.parametrize("standardize", [True, "global"])
 def test_integer_weights_equal_repeated_rows(standardize):
-    """At one width and one penalty, weights 0..3 against the rows repeated that many times: the
-    same standardization, target scale and model (the searched width and penalty are chosen by
+    """At one width and one penalty, weights 0..3 against the rows repeated that many times at the
+    penalty times the mean positive weight (the weights are relative to it): the same
+    standardization, target scale and model (the searched width and penalty are chosen by
     leaving each row out with all its weight: test_weighted_loo_leaves_each_row_out_with_its_weight)."""
     X, y = _data(n=150, d=4, seed=3)
     X[:, 2] *= 30.0  # the pooled scale differs from each input's own
     w = np.random.default_rng(0).integers(0, 4, size=150)
-    params = dict(n_components=80, alpha=0.01, length_scale=2.0, random_state=0, standardize=standardize)
-    weighted = RFFRidge(**params).fit(X, y, sample_weight=w)
-    repeated = RFFRidge(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    params = dict(n_components=80, length_scale=2.0, random_state=0, standardize=standardize)
+    weighted = RFFRidge(alpha=0.01, **params).fit(X, y, sample_weight=w)
+    repeated = RFFRidge(alpha=0.01 * w[w > 0].mean(), **params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     for name in ("coef_", "intercept_", "x_mean_", "x_scale_"):
         assert _rel(getattr(weighted, name), getattr(repeated, name)) <= 1e-8, name
     assert _rel(weighted.predict(X), repeated.predict(X)) <= 1e-8
@@ -493,20 +489,18 @@ def test_weighted_loo_leaves_each_row_out_with_its_weight():
 
 @pytest.mark.parametrize("selection", ["loo", "gcv"])
 def test_the_units_of_the_weights_do_not_change_the_model(selection):
-    """Weights c w are w at alpha / c: with the penalty grid times c, the same width and model
-    whatever c (leaving one unit of weight out instead made weights in thousands choose alpha 3e-8
-    and a test R^2 of -79 on cal_housing). The widths are given: the weighted median distance
-    counts a row's weight as repetitions (its pairs with itself at distance 0), which moves it a
-    little with the weights' units."""
+    """Weights c w are w: the estimators fit on weights divided by their mean, so the same width,
+    penalty and model whatever c (weights of 1e-20 chose the penalty grid's floor and a training
+    R^2 of 0; leaving one unit of weight out instead of a row made weights in thousands choose
+    alpha 3e-8 and a test R^2 of -79 on cal_housing)."""
     X, y = _data(n=200, d=4, seed=8)
     w = np.random.default_rng(4).uniform(0.5, 1.5, size=200)
-    grid = np.array([1e-4, 1e-3, 1e-2, 0.1, 1.0])
-    kw = dict(n_components=60, length_scale=[1.0, 2.0, 4.0], alpha_selection=selection, random_state=0)
-    base = RFFRidge(alpha=list(grid), **kw).fit(X, y, sample_weight=w)
-    for c in (1e-3, 1e3):  # (exact powers of ten are not: the ratios agree to rounding)
-        scaled = RFFRidge(alpha=list(c * grid), **kw).fit(X, y, sample_weight=c * w)
-        assert scaled.length_scale_ == base.length_scale_ and scaled.standardize_ == base.standardize_
-        assert scaled.alpha_ == pytest.approx(c * base.alpha_, rel=1e-12)
+    kw = dict(n_components=60, alpha_selection=selection, random_state=0)
+    base = RFFRidge(**kw).fit(X, y, sample_weight=w)
+    for c in (1e-20, 1e-3, 3.0, 1e20):
+        scaled = RFFRidge(**kw).fit(X, y, sample_weight=c * w)
+        assert scaled.standardize_ == base.standardize_ and scaled.alpha_ == base.alpha_
+        assert scaled.length_scale_ == pytest.approx(base.length_scale_, rel=1e-12)
         np.testing.assert_allclose(scaled.width_errors_, base.width_errors_, rtol=1e-6)
         assert _rel(scaled.predict(X), base.predict(X)) <= 1e-7
 
@@ -516,9 +510,10 @@ def test_classifier_weights_equal_repeated_rows_and_zero_drops():
     labels = np.digitize(y, np.quantile(y, [0.33, 0.66]))
     w = np.random.default_rng(1).integers(0, 3, size=120)
     params = dict(n_components=60, random_state=0)
-    fixed = dict(params, alpha=0.1, length_scale=2.0)  # (a searched one: each row left out with all its weight)
-    weighted = RFFRidgeClassifier(**fixed).fit(X, labels, sample_weight=w)
-    repeated = RFFRidgeClassifier(**fixed).fit(np.repeat(X, w, axis=0), np.repeat(labels, w))
+    fixed = dict(params, length_scale=2.0)  # (a searched alpha: each row left out with all its weight)
+    weighted = RFFRidgeClassifier(alpha=0.1, **fixed).fit(X, labels, sample_weight=w)
+    repeated = RFFRidgeClassifier(alpha=0.1 * w[w > 0].mean(), **fixed).fit(np.repeat(X, w, axis=0),
+                                                                            np.repeat(labels, w))
     assert _rel(weighted.decision_function(X), repeated.decision_function(X)) <= 1e-8
     zero = w.copy()
     zero[:10] = 0
@@ -542,18 +537,18 @@ def test_zero_weight_drops_the_row_and_uniform_weights_change_nothing():
     uniform = RFFRidge(**params).fit(X, y, sample_weight=np.ones(140))
     assert uniform.alpha_ == plain.alpha_ and uniform.length_scale_ == plain.length_scale_
     assert _rel(uniform.predict(X), plain.predict(X)) <= 1e-8
-    # weights multiply the squared errors (scikit-learn's Ridge convention): c * w with alpha is
-    # w with alpha / c
+    # weights are relative to their mean: equal weights of any value are no weights
     fixed = dict(n_components=70, length_scale=2.0, random_state=0)
     scaled = RFFRidge(alpha=0.5, **fixed).fit(X, y, sample_weight=np.full(140, 2.5))
-    assert _rel(scaled.predict(X), RFFRidge(alpha=0.2, **fixed).fit(X, y).predict(X)) <= 1e-8
+    assert _rel(scaled.predict(X), RFFRidge(alpha=0.5, **fixed).fit(X, y).predict(X)) <= 1e-8
 
 
 def test_partial_fit_with_weights_equals_repeated_chunks():
     X, y = _data(n=200, d=3, seed=6)
     w = np.random.default_rng(2).integers(1, 4, size=200)
-    params = dict(n_components=50, alpha=0.1, length_scale=2.0, random_state=0)
-    a, b = RFFRidge(**params), RFFRidge(**params)
+    # the first chunk's mean weight is the unit of every chunk's weights
+    params = dict(n_components=50, length_scale=2.0, random_state=0)
+    a, b = RFFRidge(alpha=0.1, **params), RFFRidge(alpha=0.1 * w[:120].mean(), **params)
     for rows in (slice(0, 120), slice(120, 200)):
         a.partial_fit(X[rows], y[rows], sample_weight=w[rows])
         b.partial_fit(np.repeat(X[rows], w[rows], axis=0), np.repeat(y[rows], w[rows]))
@@ -562,7 +557,7 @@ def test_partial_fit_with_weights_equals_repeated_chunks():
     c = RFFRidgeClassifier(40, alpha=0.1, length_scale=2.0, random_state=0)
     labels = (y > np.median(y)).astype(int)
     c.partial_fit(X[:100], labels[:100], classes=[0, 1], sample_weight=w[:100])
-    d = RFFRidgeClassifier(40, alpha=0.1, length_scale=2.0, random_state=0)
+    d = RFFRidgeClassifier(40, alpha=0.1 * w[:100].mean(), length_scale=2.0, random_state=0)
     d.partial_fit(np.repeat(X[:100], w[:100], axis=0), np.repeat(labels[:100], w[:100]), classes=[0, 1])
     assert _rel(c.decision_function(X), d.decision_function(X)) <= 1e-8
 

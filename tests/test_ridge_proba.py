@@ -25,11 +25,17 @@ def _data(n=80, n_classes=2, seed=0):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_loo_decisions_are_those_of_the_fit_without_the_row(n_classes, weighted):
     X, y = _data(n_classes=n_classes)
-    w = np.random.default_rng(1).uniform(0.5, 3.0, X.shape[0]) if weighted else None
-    clf = RFFRidgeClassifier(**FIXED).fit(X, y, sample_weight=w)
     rows = np.array([0, 7, 33, 79])
+    w = None
+    if weighted:
+        # the rows left out weigh the mean of the others: the fit without one of them has the same
+        # weight unit (its mean weight), so its penalty is the full fit's
+        w = np.random.default_rng(1).uniform(0.5, 3.0, X.shape[0])
+        w[rows] = np.delete(w, rows).mean()
+    clf = RFFRidgeClassifier(**FIXED).fit(X, y, sample_weight=w)
     Y = clf._target_scaler.transform(clf._targets(y[rows]))
-    loo = loo_decisions(clf._stats, clf._map(), X[rows], Y, clf.alpha_, True, None if w is None else w[rows])
+    # (the Gram holds the weights relative to their mean)
+    loo = loo_decisions(clf._stats, clf._map(), X[rows], Y, clf.alpha_, True, None if w is None else w[rows] / w.mean())
     for k, i in enumerate(rows):
         keep = np.arange(X.shape[0]) != i
         out = RFFRidgeClassifier(**FIXED).fit(X[keep], y[keep], sample_weight=None if w is None else w[keep])

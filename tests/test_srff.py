@@ -135,14 +135,18 @@ def test_bad_input():
 
 @pytest.mark.parametrize("refit_components", [None, 1000])
 def test_sklearn_estimator_checks(refit_components):
-    expected = {}
+    expected, width = {}, {}
     if refit_components is not None:
         # the closing ridge's penalty is chosen by leave-one-out, which leaves out a row of weight
         # k where the repeated rows leave out one of k copies, and its feature count is capped at
         # two per row; refit_components=None keeps the equivalence (and is checked here)
         expected["check_sample_weight_equivalence_on_dense_data"] = "closing ridge: LOO and the cap count rows"
+    else:
+        # at a given width: the median heuristic counts a row's copies in units of the mean weight
+        # (the weights are relative to it, so that their units do not matter), not as repeated rows
+        width["length_scale"] = 4.0  # (the checks' 10-D standardized data need a wide kernel)
     check_estimator(SRFFRegressor(20, alpha=0.1, max_iter=3, max_inner_iter=5, random_state=0, n_jobs=1,
-                                  refit_components=refit_components), expected_failed_checks=expected)
+                                  refit_components=refit_components, **width), expected_failed_checks=expected)
 
 
 def _clustered_problem(n, d=8, seed=0):
@@ -270,7 +274,8 @@ def test_closing_ridge_is_the_exact_ridge_on_its_features():
     Z = c * np.cos((Xs * m.gamma_) @ m.weights_ + m.offsets_)
     zbar, ybar = w @ Z / w.sum(), w @ ys / w.sum()
     Zc, yc = Z - zbar, ys - ybar
-    beta = np.linalg.solve(Zc.T @ (w[:, None] * Zc) + m.refit_alpha_ * np.eye(120), Zc.T @ (w * yc))
+    v = w / w.mean()  # (the weights relative to their mean, as every estimator takes them)
+    beta = np.linalg.solve(Zc.T @ (v[:, None] * Zc) + m.refit_alpha_ * np.eye(120), Zc.T @ (v * yc))
     np.testing.assert_allclose(m.coef_, beta * c, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(m.intercept_, m.y_mean_ + (ybar - zbar @ beta) * m.y_scale_, rtol=1e-9)
 

@@ -81,3 +81,17 @@ def test_progress_log_formats(capsys):
     ProgressLog("Thing", verbose=0).event("silent")
     assert capsys.readouterr().out == ""
 
+
+
+@pytest.mark.parametrize("cls", _verbose_estimators(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("bad", ["yes", -1, 1.5])
+def test_a_bad_verbose_is_refused_with_the_parameter_named(cls, bad):
+    """Every estimator and rffkern.fit, with one message (rffkern.fit took -1 and 1.5 and failed on
+    'yes' with "invalid literal for int()")."""
+    X, y = _data(cls)
+    match = r"'verbose' parameter of {} must be an int in the range \[0, inf\), an instance of 'bool'"
+    with pytest.raises(ValueError, match=match.format(cls.__name__)):
+        cls(**SMALL[cls.__name__], verbose=bad).fit(X, y)
+    if cls.__name__ == "RFFRidge":
+        with pytest.raises(ValueError, match=match.format(r"rffkern\.fit")):
+            rffkern.fit(X, y, verbose=bad)

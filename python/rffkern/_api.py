@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike
 from rffkern._data import power_of_two_scale
 from rffkern._linalg import single_threaded_blas
 from rffkern._typing import RandomStateLike
+from rffkern._validation import refuse_mixed_labels
 from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor
 
 if TYPE_CHECKING:  # for the annotations only; fit imports them when it runs
@@ -135,12 +136,7 @@ def _task_rule(y: ArrayLike) -> tuple[str, str, bool]:
         if all(isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
                for v in values):
             return _task_rule(np.asarray(values, dtype=np.float64))
-        kinds = {"text" if isinstance(v, (str, bytes)) else "numbers" for v in values}
-        if len(kinds) > 1:
-            text = next(v for v in values if isinstance(v, (str, bytes)))
-            other = next(v for v in values if not isinstance(v, (str, bytes)))
-            raise ValueError(f"y mixes text and other labels (e.g. {text!r} and {other!r}); give every class "
-                             "label one type, e.g. y.astype(str)")
+        refuse_mixed_labels(arr)
         return "classification", "non-numeric labels", False
     if arr.dtype.kind in "USb":
         return "classification", "boolean labels" if arr.dtype.kind == "b" else "text labels", False
@@ -333,10 +329,26 @@ def _lead(losses: np.ndarray, others: np.ndarray, sample_weight: np.ndarray | No
     from rffkern.ridge import paired_standard_error
 
     losses, others = capped_losses(losses, others)
-    if sample_weight is None:
-        return float(np.mean(others - losses)), paired_standard_error(others, losses)
+    se = paired_standard_error(others, losses, sample_weight)  # (first: it checks that the rows pair)
     d = np.asarray(others, np.float64) - np.asarray(losses, np.float64)
-    return float(np.average(d, weights=sample_weight)), paired_standard_error(others, losses, sample_weight)
+    if sample_weight is None:
+        return float(np.mean(d)), se
+    return float(np.average(d, weights=sample_weight)), se
+
+
+def _label_vector(y: np.ndarray) -> np.ndarray:
+    """Class labels as a 1-D vector: a single column (``labels[:, None]``, a one-column DataFrame)
+    is raveled with scikit-learn's ``DataConversionWarning``, as its estimators (and rffkern's)
+    do; more columns are refused. (A column left 2-D broadcasts against 1-D predictions into an
+    n x n array: 3.4 GB at 50,000 rows.)"""
+    if y.ndim == 2 and y.shape[1] == 1:
+        from sklearn.utils.validation import column_or_1d
+
+        return column_or_1d(y, warn=True)
+    if y.ndim != 1:
+        raise ValueError(f"classification needs one class label per sample (a 1-D y), got y of shape {y.shape}; "
+                         "rffkern.fit does not fit multilabel or multioutput classes")
+    return y
 
 
 def capped_losses(*losses: np.ndarray) -> list[np.ndarray]:
@@ -380,9 +392,8 @@ def _rows_to_add(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, idx_tr: np.
                  idx_val: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The rows that join the returned RFFNet's closing fit: the held-out rows and the training rows
     it did not train on (a class-stratified random subset of those when the closing fit would
-    exceed ``rffnet.CLOSING_MAX_ROWS`` rows), with their weights in the units of RFFNet's closing fit (None
-    without): as given, or relative to the one weight of the rows RFFNet trained on where they all have it
-    (RFFNet then trains unweighted, each of them weighing 1)."""
+    exceed ``rffnet.CLOSING_MAX_ROWS`` rows), with their weights (None without), in the units of the
+    weights RFFNet's fit was given (it divides both by the same unit)."""
     rest = np.setdiff1d(idx_tr, idx_net, assume_unique=True)
     if rest.size:
         from rffkern.rffnet import CLOSING_MAX_ROWS, _stratified_subset
@@ -390,11 +401,7 @@ def _rows_to_add(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, idx_tr: np.
         if rest.size > room:
             rest = rest[_stratified_subset(y[rest], max(room, 0), rng)]
     rows = np.concatenate([rest, idx_val])
-    if w is None:
-        return X[rows], y[rows], None
-    w_net = w[idx_net]
-    # RFFNet trains without weights where its rows weigh alike (w_net[0] each): its closing fit's rows then weigh 1
-    return X[rows], y[rows], w[rows] / w_net[0] if np.all(w_net == w_net[0]) else w[rows]
+    return X[rows], y[rows], None if w is None else w[rows]
 
 
 @single_threaded_blas
@@ -531,9 +538,10 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
 
     from sklearn.model_selection import train_test_split
     from sklearn.utils import assert_all_finite, check_X_y
+    from sklearn.utils._param_validation import validate_parameter_constraints
     from threadpoolctl import threadpool_limits
 
-    from rffkern._data import check_sample_weight
+    from rffkern._data import relative_sample_weight
     from rffkern._progress import ProgressLog
     from rffkern._validation import as_generator, resolve_n_threads
     from rffkern.ridge import RFFRidge, RFFRidgeClassifier
@@ -548,6 +556,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         raise ValueError(f"task must be 'regression', 'classification' or None, got {task!r}")
     if not 0 < validation_fraction < 1:
         raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction!r}")
+    # (the estimators' own rule and message: an int >= 0 or a bool)
+    validate_parameter_constraints({"verbose": ["verbose"]}, {"verbose": verbose}, caller_name="rffkern.fit")
     classify = task == "classification"
     net_cls = RFFNetClassifier if classify else RFFNetRegressor
     net_cls(**params)._validate_params()  # a misspelt or invalid RFFNet parameter fails now, not after the search
@@ -562,17 +572,17 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         assert_all_finite(X, input_name="X", estimator_name="rffkern.fit")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
-    w = check_sample_weight(sample_weight, X.shape[0])
+    if classify:
+        y = _label_vector(y)
+    w = relative_sample_weight(sample_weight, X.shape[0])[0]
     n_dropped = 0 if w is None else int(np.count_nonzero(w == 0))
     if n_dropped:
         # rows of weight 0 take no part: they are validated as the others (finite numbers), then dropped
         check_X_y(X, y, dtype="numeric", ensure_all_finite=True, multi_output=True,
                   y_numeric=not classify)
         X, y, w = X[w > 0], y[w > 0], w[w > 0]
-    if w is not None:
-        # in units of their mean (the penalty grids then mean what they mean without weights, and
-        # multiplying the weights by one constant changes nothing), and equal weights are none
-        w = None if np.all(w == w[0]) else w / np.mean(w)
+        if np.all(w == 1.0):  # (in units of their mean: equal positive weights are none)
+            w = None
     n_fit = X.shape[0] - int(np.ceil(validation_fraction * X.shape[0]))
     if n_fit < 3:
         raise ValueError(f"X is too small for rffkern.fit: {X.shape[0]} samples leave {n_fit} to fit after "

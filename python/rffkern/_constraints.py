@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, _is_arraylike_not_scalar
 
-__all__ = ["IntInterval", "NonZeroInt", "RealSequence", "N_JOBS"]
+__all__ = ["IntInterval", "NonZeroInt", "RealSequence", "N_JOBS", "MAX_COMPONENTS", "COMPONENTS"]
 
 
 class IntInterval(Interval):
@@ -68,3 +68,11 @@ class RealSequence(Interval):
 
 #: ``n_jobs`` of every estimator: None, or a non-zero int.
 N_JOBS = [NonZeroInt(), None]
+
+#: The most random features an estimator is asked for: one input's float64 frequencies alone would
+#: take 8 TiB. A larger count is refused with the parameter named (2**63 overflowed NumPy's sizes:
+#: "Maximum allowed dimension exceeded"); below it, a size beyond memory is a MemoryError at once.
+MAX_COMPONENTS = 2**40
+
+#: ``n_components`` (and other counts of random features) of every estimator.
+COMPONENTS = IntInterval(1, MAX_COMPONENTS, closed="both")

@@ -337,6 +337,7 @@ def fit_ridge(est, X, y):
 
     est._validate_params()
     est.__dict__.pop("_stats", None)  # a previous fit's Gram need not travel to the workers
+    est.__dict__.pop("_first_chunk_constant", None)  # (a previous partial_fit's: this fit sees every row)
     est.__dict__.pop("feature_names_in_", None)
     X = _row_chunked(X, "fit")
     if X.dtype not in (np.float32, np.float64):
@@ -419,9 +420,9 @@ def fit_ridge(est, X, y):
     est.width_errors_ = []
     for width, s, errors in zip(widths, stats, errors_per_width):
         alpha = alphas[0]
-        alpha_index.append(0 if errors is None else int(np.argmin(errors)))
         if errors is not None:
             alpha, errors = choose_alpha(alphas, errors, s)
+        alpha_index.append(list(alphas).index(alpha))
         error = np.inf if errors is None else float(np.min(errors))
         est.width_errors_.append(error)
         fits.append((alpha, errors, s))

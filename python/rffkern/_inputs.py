@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from sklearn.preprocessing import QuantileTransformer
 
-from rffkern._data import mean_scale_constant, pooled_scale
+from rffkern._data import mean_scale_constant, pooled_scale, standardizing
 
 __all__ = ["HEAVY_TAIL_Z", "InputScaling", "column_range", "merge_ranges", "two_valued", "heavy_tailed_columns",
            "scaling_from_statistics", "fit_input_scaling", "set_input_scaling", "widen_input_range",
@@ -167,4 +167,5 @@ def guarded_inputs(est: Any, X: np.ndarray) -> np.ndarray:
 def scaled_inputs(est: Any, X: np.ndarray) -> np.ndarray:
     """``(guarded X - x_mean_) / x_scale_`` in X's dtype (a new C-contiguous array)."""
     X = guarded_inputs(est, X)
-    return np.ascontiguousarray(((X - est.x_mean_) / est.x_scale_).astype(X.dtype, copy=False))
+    with standardizing():
+        return np.ascontiguousarray(((X - est.x_mean_) / est.x_scale_).astype(X.dtype, copy=False))

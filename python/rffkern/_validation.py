@@ -22,19 +22,40 @@ def float_dtype_of(X) -> np.dtype:
     return np.dtype(np.float64)
 
 
-def check_label_chunk(y) -> None:
-    """scikit-learn's ``check_classification_targets`` for rows of a problem whose classes are
-    given (a ``partial_fit`` chunk): without its warning that more distinct labels than half the
-    rows look like a regression target, which a small chunk of many classes trips (``rffkern.fit``
-    adds its held-out rows this way)."""
-    import warnings
+def refuse_mixed_labels(y) -> None:
+    """A ``ValueError`` where class labels mix text with other values (``[1, 'a', 2]`` as an
+    object array): they have no order to sort into ``classes_``, and scikit-learn's check called
+    them an "unknown label type" that looked like "a regression target with continuous values"."""
+    arr = np.asarray(y)
+    if arr.dtype.kind != "O":
+        return
+    values = arr.ravel().tolist()
+    text = next((v for v in values if isinstance(v, (str, bytes))), None)
+    other = next((v for v in values if not isinstance(v, (str, bytes))), None)
+    if text is not None and other is not None:
+        raise ValueError(f"y mixes text and other labels (e.g. {text!r} and {other!r}); give every class label "
+                         "one type, e.g. y.astype(str)")
 
+
+def check_class_labels(y) -> None:
+    """scikit-learn's ``check_classification_targets``, after :func:`refuse_mixed_labels`."""
     from sklearn.utils.multiclass import check_classification_targets
+
+    refuse_mixed_labels(y)
+    check_classification_targets(y)
+
+
+def check_label_chunk(y) -> None:
+    """:func:`check_class_labels` for rows of a problem whose classes are given (a ``partial_fit``
+    chunk): without scikit-learn's warning that more distinct labels than half the rows look like
+    a regression target, which a small chunk of many classes trips (``rffkern.fit`` adds its
+    held-out rows this way)."""
+    import warnings
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%",
                                 category=UserWarning)
-        check_classification_targets(y)
+        check_class_labels(y)
 
 
 def refuse_sparse(a, name):

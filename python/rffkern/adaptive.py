@@ -35,12 +35,11 @@ from scipy.linalg import cholesky, eigh
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, holdout_split, labels_from_decision, mean_and_scale
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._calibration import calibration_rows, class_codes, loo_outputs, tempered_log_proba, temperature_of
@@ -50,7 +49,7 @@ from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
 from rffkern._sampling import median_distance
 from rffkern.eerf import next_width, search_widths
 from rffkern._typing import RandomStateLike
-from rffkern._validation import as_generator, resolve_n_threads
+from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
 from rffkern.ridge import resolve_standardization
 
 __all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda", "RunningCovariance"]
@@ -248,7 +247,7 @@ class RunningCovariance:
 
 class _AdaptiveRFFBase(BaseEstimator):
     _parameter_constraints = {
-        "n_components": [IntInterval(1, None, closed="left")],
+        "n_components": [COMPONENTS],
         "n_iter": [IntInterval(0, None, closed="left")],
         "step": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "gamma": [Interval(numbers.Real, 0, None, closed="neither"), None],
@@ -765,7 +764,7 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
             from rffkern._dask_fits import fit_adaptive
             return fit_adaptive(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_classification_targets(y)
+        check_class_labels(y)
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError(

@@ -293,11 +293,30 @@ def _open_text(path):
     return opener(path, "rt", encoding="utf-8-sig", newline="")
 
 
+#: The longest header line read (in characters): a million columns of 60-character names. Read
+#: whole, a file of one 1 GB line (no line breaks) is split into its fields in memory and runs out
+#: of it before any check.
+MAX_HEADER_CHARS = 64 * 2**20
+
+
+def _header_lines(fh, path):
+    """The lines of ``fh``, each read at most ``MAX_HEADER_CHARS`` at a time: a ``CLIError`` for a
+    longer one (no header row of names is that long: a malformed file)."""
+    while True:
+        line = fh.readline(MAX_HEADER_CHARS + 1)
+        if len(line) > MAX_HEADER_CHARS:
+            raise CLIError(f"the header line of {path} is longer than {MAX_HEADER_CHARS:,} characters: it should be a "
+                           "row naming the columns, one row per line; is the file CSV text with line breaks?")
+        if not line:
+            return
+        yield line
+
+
 def _read_header(path):
     """The stripped column names of ``path``'s first non-blank line, and the lines up to it."""
     try:
         with _open_text(path) as fh:
-            reader = csv.reader(fh, skipinitialspace=True)
+            reader = csv.reader(_header_lines(fh, path), skipinitialspace=True)
             for row in reader:
                 if row and any(cell.strip() for cell in row):
                     return [cell.strip() for cell in row], reader.line_num
@@ -447,6 +466,10 @@ def read_csv(path, target, weight=None):
         table, labels = _load_table(path, header, t, header_lines)
     except UnicodeDecodeError as exc:  # a ValueError: caught first
         raise _not_utf8(path, exc) from None
+    except MemoryError:
+        raise CLIError(f"out of memory reading {path} ({os.path.getsize(path) / 2**30:.3g} GiB on disk) as a table of "
+                       f"{len(header)} columns: the data do not fit in memory as float64, or a line is malformed "
+                       "(far longer than a row of that many values)") from None
     except (OSError, EOFError, lzma.LZMAError, csv.Error) as exc:
         raise CLIError(f"cannot read {path}: {exc}") from None
     if table.shape[0] == 0:
@@ -496,6 +519,18 @@ def _weight_column(X, names, column, target, path):
     if X.shape[1] == 1:
         raise CLIError(f"{path} has no feature columns besides the target {target!r} and the weights {column!r}")
     return np.ascontiguousarray(np.delete(X, j, axis=1)), w, names[:j] + names[j + 1:]
+
+
+def _check_classes(y, w, task, reason, target):
+    """A ``CLIError`` for a single class (on the rows of positive weight ``w``, where given), in the
+    command's own words: the models would say ``task='regression'`` for ``--task regression``."""
+    labels = np.unique(y if w is None else y[w > 0])
+    if task != "classification" or labels.size > 1:
+        return
+    where = "" if w is None else " on the rows of positive --weight"
+    hint = "; pass --task regression to fit a constant" if y.dtype.kind in "iuf" else ""
+    raise CLIError(f"column {target!r} holds a single value ({labels[0].item()!r}){where}: as a class label "
+                   f"({reason}) that is one class, and a classifier needs at least 2{hint}")
 
 
 def _load_table(path, header, t, header_lines):
@@ -675,6 +710,7 @@ def run_fit(args):
             print(f"note: {task_guess_message(task, reason, '--task {}')}")
     if task == "regression" and y.dtype.kind not in "iuf":
         raise CLIError(f"regression needs a numeric target; column {args.target!r} holds text labels")
+    _check_classes(y, w, task, reason, args.target)
     if args.cv > X.shape[0]:
         raise CLIError(f"--cv {args.cv} needs at least {args.cv} samples; {args.file} has {X.shape[0]}")
     _check_fits_in_memory(_model_option(args, "n_components") * X.shape[1] * 8 * 8,

@@ -34,20 +34,19 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, check_sample_weight, labels_from_decision
+from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
+from rffkern._data import TargetScaler, labels_from_decision, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._calibration import calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
 from rffkern._sampling import knn_distances, weighted_knn_blocks
 from rffkern._typing import RandomStateLike
-from rffkern._validation import as_generator, resolve_n_threads
+from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
 from rffkern.ridge import DEFAULT_ALPHAS, _refuse_dask_weights, resolve_standardization
 
 __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
@@ -239,8 +238,8 @@ class _EERFBase(BaseEstimator):
     width_errors_: list[float] | None
     selection_errors_: NDArray[np.float64] | None
     _parameter_constraints = {
-        "n_components": [IntInterval(1, None, closed="left")],
-        "n_candidates": [IntInterval(1, None, closed="left"), None],
+        "n_components": [COMPONENTS],
+        "n_candidates": [COMPONENTS, None],
         "n_subsample": [IntInterval(1, None, closed="left"), None],
         "kernel": [StrOptions(set(EERF_KERNELS))],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"),
@@ -473,8 +472,9 @@ _DOC_PARAMS = """
         widths, kin40k a narrower one).
     alpha : float or sequence of float, default=rffkern.ridge.DEFAULT_ALPHAS
         Ridge penalty of the final fit (``||y - Z c||^2 + alpha ||c||^2``); a sequence is searched
-        as in :class:`rffkern.RFFRidge`. The default is RFFRidge's: 19 values from 1e-8 to 10
-        (regression: in units of the scaled targets), chosen by exact leave-one-out.
+        as in :class:`rffkern.RFFRidge` (over the penalties the Gram resolves: on float32 rows,
+        none below about 1.2e-7 times the row count). The default is RFFRidge's: 23 values from
+        1e-8 to 1e3 (regression: in units of the scaled targets), chosen by exact leave-one-out.
     alpha_selection : {"loo", "gcv", "validation"}, default="loo"
         How a sequence of alphas is searched: exact leave-one-out, generalised cross-validation or
         a held-out split, as in :class:`rffkern.RFFRidge`.
@@ -599,12 +599,12 @@ class EERFRegressor(RegressorMixin, _EERFBase):
             target scaling, the candidates' scores (weighted means over the scoring subsample,
             which is drawn among the rows of positive weight, so zero weights equal dropped rows)
             and the final ridge fit with its alpha search (weighted Gram, weighted LOO, GCV or
-            held-out error). Integer weights give the objective of repeated rows; the subsample
-            and the alpha search's left-out rows stay those of the given rows. The weights
-            multiply the squared errors (scikit-learn's ``Ridge`` convention): weights ``c w``
-            with ``alpha`` fit as ``w`` with ``alpha / c``.
-            ``length_scale="auto"`` counts integer weights as repeated rows (the neighbours of
-            the rule are weighted). Not supported for a Dask ``X`` (``ValueError``).
+            held-out error). The weights are relative: divided by their mean over the rows of
+            positive weight, so that weights ``c w`` fit the model of ``w`` and equal weights the
+            model of none. Integer weights give the objective of the rows repeated at ``alpha``
+            times their mean positive weight; the subsample and the alpha search's left-out rows
+            stay those of the given rows. The width rules count a row's relative weight as its
+            copies (the neighbours of the rule are weighted). Not supported for a Dask ``X`` (``ValueError``).
 
         Returns
         -------
@@ -625,7 +625,7 @@ class EERFRegressor(RegressorMixin, _EERFBase):
             return fit_eerf(self, X, y)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
-        w = check_sample_weight(sample_weight, X.shape[0])
+        w = relative_sample_weight(sample_weight, X.shape[0])[0]
         scaler = TargetScaler(self.normalize_y).fit(y.reshape(X.shape[0], -1), w)
         Y = scaler.transform(y.reshape(X.shape[0], -1))
         self.y_mean_, self.y_scale_ = scaler.mean_, scaler.scale_
@@ -735,8 +735,8 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             ``solver="ridge"`` with its alpha search as in :class:`rffkern.RFFRidgeClassifier`
             (the weights multiply the squared errors),
             ``solver="logistic"`` through scikit-learn's ``sample_weight`` (its cross-validation
-            folds are those of the given rows). ``length_scale="auto"`` counts integer weights as
-            repeated rows (the neighbours of the rule are weighted). Not supported for a Dask
+            folds are those of the given rows). The weights are relative, as in
+            :meth:`EERFRegressor.fit`: weights ``c w`` fit the model of ``w``. Not supported for a Dask
             ``X`` (``ValueError``).
 
         Returns
@@ -759,8 +759,8 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             return fit_eerf(self, X, y)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        w = check_sample_weight(sample_weight, X.shape[0])
-        check_classification_targets(y)
+        w = relative_sample_weight(sample_weight, X.shape[0])[0]
+        check_class_labels(y)
         binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(y)
         self.classes_ = binarizer.classes_
         if len(self.classes_) < 2:

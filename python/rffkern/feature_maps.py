@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._constraints import IntInterval, N_JOBS
+from rffkern._constraints import COMPONENTS, N_JOBS
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, frequency_count
 from rffkern._typing import RandomStateLike
@@ -76,7 +76,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     """
 
     _parameter_constraints = {
-        "n_components": [IntInterval(1, None, closed="left")],
+        "n_components": [COMPONENTS],
         "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither")],
         "pair": ["boolean"],

@@ -27,14 +27,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rffkern import kernels
+from rffkern._constraints import COMPONENTS
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
-from rffkern._data import (check_sample_weight, constant_columns, mean_and_scale, mean_scale_constant,
-                           power_of_two_scale, standardized_rows)
+from rffkern._data import (check_first_chunk, constant_columns, mean_and_scale, mean_scale_constant,
+                           power_of_two_scale, relative_sample_weight, standardized_rows, warn_newly_varying_inputs)
 from rffkern._inputs import fit_input_scaling, guarded_inputs, set_input_scaling, widen_input_range
 from rffkern._losses import class_probabilities
 from rffkern._linalg import single_threaded_blas
@@ -51,7 +51,7 @@ from rffkern._rffnet_training import (
 )
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, widen_map
 from rffkern._typing import RandomStateLike
-from rffkern._validation import as_generator, check_label_chunk, resolve_n_threads
+from rffkern._validation import as_generator, check_class_labels, check_label_chunk, resolve_n_threads
 from rffkern.ridge import resolve_standardization
 
 __all__ = ["RFFNetRegressor", "RFFNetClassifier", "constant_init"]
@@ -118,8 +118,10 @@ N_INIT_FINALISTS = 2
 class _BaseRFFNet(DeferredSummaries, BaseEstimator):
     """Shared fitting machinery of :class:`RFFNetRegressor` and :class:`RFFNetClassifier`."""
 
+    x_mean_: NDArray[np.float64]  # declared for type checkers only (set by _set_input_scaling)
+
     _parameter_constraints = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_components": [COMPONENTS],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "kernel": [StrOptions(set(KERNELS))],
         "init": [StrOptions(set(INITS)), "array-like"],
@@ -253,6 +255,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             from rffkern._dask import _head_sample
 
             self._trained_map = None
+            self._weight_unit = 1.0  # (unweighted)
+            self.__dict__.pop("_first_chunk_constant", None)  # (a previous partial_fit's)
             fit_rffnet(self, X, y)  # with the regressor's closing fit, not the classifier's
             # the importances over at most IMPORTANCE_ROWS rows from randomly chosen chunks (as
             # the ridge's on Dask arrays; a fixed generator: the estimator's stream is left as it was)
@@ -266,7 +270,12 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             self._validate_params()
         X, y = self._validate_input(X, y, reset=first_call)
         dtype = np.dtype(self.dtype)
-        weights = _check_weights(sample_weight, X)
+        # relative weights (None when equal): the training loss is their weighted mean, and the
+        # closing ridge's penalty and later partial_fit chunks are in units of this fit's mean weight
+        weights, unit = relative_sample_weight(sample_weight, X.shape[0], None if first_call else self._weight_unit)
+        self._weight_unit = unit
+        if first_call and incremental:
+            check_first_chunk(X, weights, type(self).__name__)
         y, Y, self._loss = self._encode_targets(y, first_call, classes)
         Y = np.asarray(Y, dtype=np.float64)  # cast to the training dtype once centred and scaled
         n = X.shape[0]
@@ -278,6 +287,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             Xs = self._standardized(X)
             Y = _training_targets(Y, self.intercept_, self.y_scale_, dtype)
             if incremental:
+                self._first_chunk_constant = warn_newly_varying_inputs(
+                    getattr(self, "_first_chunk_constant", None), self.x_mean_, X, weights, type(self).__name__)
                 train_epochs(self, self._runner(), Xs, Y, weights, None, None, None, self._rng,
                              max_epochs=1, monitor=False)
                 self.refit_alpha_ = None  # B has moved on from any closing fit
@@ -325,6 +336,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         self._set_input_scaling(X64, w_train)
         if X_val is not None:  # (clipped to the range of every row given, the validation rows' too)
             widen_input_range(self, X_val, w_val)
+        self._first_chunk_constant = constant if incremental else None  # (fit: the constant inputs are left out)
         self.relevances_ = np.ones(d, dtype)  # _standardized reads its dtype
         Xs_train = self._standardized(X_train)
         Xs_val = None if X_val is None else self._standardized(X_val)
@@ -997,10 +1009,10 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         return trained[3]
 
     def _closing_fit_add_rows(self, X, y, sample_weight=None):
-        """Add rows (with their ``sample_weight``, in the units of ``fit``'s, where those were not
-        all equal, else relative to that one value) to the closing ridge at its chosen
-        penalty and solve again: the model of the training rows and these. For
-        :func:`rffkern.fit`, whose held-out rows join the returned model this way (one Gram pass
+        """Add rows (with their ``sample_weight``, in the caller's units: ``fit``'s weights' unit
+        divides them too) to the closing ridge at its chosen penalty and solve again: the model of
+        the training rows and these. For :func:`rffkern.fit`, whose held-out rows join the
+        returned model this way (one Gram pass
         over them and one solve; the relevances, the map and the penalty stay). Needs
         ``_keep_closing_stats`` set before ``fit``; returns self."""
         from rffkern._ridge_solvers import FourierFeatureMap, solve_ridge
@@ -1016,8 +1028,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Yr = (Y - self._trained_intercept()) / self.y_scale_
         fmap = FourierFeatureMap(self.weights_.astype(np.float64), self.offsets_.astype(np.float64),
                                  float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
-        # (weights as given: a constant one is not dropped here, the rows already added are weighted)
-        stats.add(fmap, Xr, Yr, None if sample_weight is None else check_sample_weight(sample_weight, X.shape[0]))
+        stats.add(fmap, Xr, Yr, relative_sample_weight(sample_weight, X.shape[0], self._weight_unit)[0])
         self._set_closing_solution(*solve_ridge(stats, self.refit_alpha_, self.fit_intercept))
         return self
 
@@ -1057,8 +1068,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
             Real-valued targets.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights (finite, positive sum). The training objective becomes the
-            weighted mean loss ``sum_i w_i loss_i / sum_i w_i`` (plus the penalty), so only the
-            weights' ratios matter and constant weights fit exactly as None does. Each epoch
+            weighted mean loss ``sum_i w_i loss_i / sum_i w_i`` (plus the penalty), and the
+            closing ridge is fitted on the weights divided by their mean positive weight, so only
+            the weights' ratios matter and constant weights fit exactly as None does. Each epoch
             visits ``n_samples`` rows drawn with probability proportional to the weights (an
             unbiased mini-batch gradient of that objective; a row of weight 0 is never seen); the
             standardization and target statistics are weighted, and so are the validation loss
@@ -1086,7 +1098,10 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
 
         The first call draws W, b and the initial state exactly as :meth:`fit` does with
         ``early_stopping=False`` and takes the standardization statistics and intercept from this
-        first chunk (they stay fixed afterwards); there is no validation split or early stopping.
+        first chunk (they stay fixed afterwards, so it needs at least
+        ``rffkern._data.MIN_FIRST_CHUNK_ROWS`` (10) rows of positive weight, else a ``ValueError``;
+        a later chunk that varies in an input constant on the first one warns, ``UserWarning``:
+        that input is taken in raw units); there is no validation split or early stopping.
         So ``partial_fit(X, y)`` once equals ``fit(X, y)`` with ``max_iter=1,
         early_stopping=False``. A call after :meth:`fit` continues from the fitted state.
 
@@ -1099,7 +1114,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the chunk's rows, as in :meth:`fit`: the pass draws ``n_samples`` rows of
             the chunk with probability proportional to them (relative within the chunk); the
-            first call's statistics are weighted.
+            first call's statistics are weighted. The weights are in units of the first call's
+            (or ``fit``'s) mean positive weight.
 
         Returns
         -------
@@ -1378,8 +1394,8 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
 
     def _closing_fit_add_rows(self, X, y, sample_weight=None):
         """Fit the closing logistic / softmax regression again on the training rows and these (with
-        their ``sample_weight``, in the units of ``fit``'s, where those were not all equal, else
-        relative to that one value), at its chosen penalty, from its solution (the
+        their ``sample_weight``, in the caller's units: ``fit``'s weights' unit divides them too),
+        at its chosen penalty, from its solution (the
         relevances and the map stay). For :func:`rffkern.fit`, whose held-out rows join the
         returned model this way. Needs ``_keep_closing_stats`` set before ``fit``; returns self."""
         from rffkern._output_refit import fit_output_layer
@@ -1400,7 +1416,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         self._trained_features(self._standardized(X), out=Z_all[Z_all.shape[0] - X.shape[0]:])
         Z = Z_all
         Y = np.concatenate([Y, np.asarray(Y_new, dtype=np.float64)])
-        w_new = None if sample_weight is None else check_sample_weight(sample_weight, X.shape[0])
+        w_new = relative_sample_weight(sample_weight, X.shape[0], self._weight_unit)[0]
         if w is not None or w_new is not None:  # (unweighted rows weigh 1 beside weighted ones)
             w = np.concatenate([np.ones(Z.shape[0] - X.shape[0]) if w is None else w,
                                 np.ones(X.shape[0]) if w_new is None else w_new])
@@ -1416,7 +1432,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D (one label per sample) for RFFNetClassifier, got shape {y.shape}")
         if first_call and classes is None:
-            check_classification_targets(y)
+            check_class_labels(y)
         else:  # the classes are given or known: a small chunk of many is no regression target
             check_label_chunk(y)
         if first_call:
@@ -1769,15 +1785,3 @@ def _training_targets(Y, intercept, scale, dtype):
     return np.ascontiguousarray(T, dtype=dtype)
 
 
-def _check_weights(sample_weight, X):
-    """sample_weight validated (ValueError naming it); None when absent or constant.
-
-    Constant weights train exactly as no weights do: the objective is the weighted *mean* loss
-    ``sum_i w_i loss_i / sum_i w_i``, unchanged when every weight is multiplied by one constant.
-    """
-    if sample_weight is None:
-        return None
-    w = check_sample_weight(sample_weight, X.shape[0])
-    if np.all(w == w[0]):
-        return None
-    return w

@@ -29,18 +29,18 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._constraints import IntInterval, N_JOBS, RealSequence
+from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
 from rffkern._dask import fit_ridge, is_dask_array, map_rows
 from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
                                   temperature_of)
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
+from rffkern._data import (TargetScaler, check_first_chunk, labels_from_decision, mean_scale_constant, one_spread,
+                           relative_sample_weight, standardizing, warn_newly_varying_inputs)
 from rffkern._inputs import (fit_input_scaling, guarded_inputs, heavy_tailed_columns, set_input_scaling,
                              widen_input_range)
-from rffkern._data import TargetScaler, check_sample_weight, labels_from_decision, mean_scale_constant, one_spread
 from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
@@ -48,7 +48,7 @@ from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list,
 from rffkern._sampling import (KERNELS, draw_frequencies, draw_offsets, frequency_count, median_distance,
                                weighted_median_distance)
 from rffkern._typing import RandomStateLike
-from rffkern._validation import as_generator, check_label_chunk, resolve_n_threads
+from rffkern._validation import as_generator, check_class_labels, check_label_chunk, resolve_n_threads
 
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
 
@@ -240,7 +240,10 @@ def paired_standard_error(losses: NDArray[np.floating], base: NDArray[np.floatin
     one for equal weights, and unchanged when every weight is multiplied by one constant (as the
     leave-one-out errors the rows are scored by, :meth:`rffkern._ridge_solvers.LooPass.sse`, which
     leave each row out with all its weight). NaN for ``k <= 1``."""
-    d = np.asarray(losses, np.float64) - np.asarray(base, np.float64)
+    losses, base = np.asarray(losses, np.float64), np.asarray(base, np.float64)
+    if losses.shape != base.shape:  # (broadcasting (n, 1) against (n,) would build an n x n array)
+        raise ValueError(f"per-row losses of shapes {losses.shape} and {base.shape} cannot be paired")
+    d = losses - base
     if weights is None:  # (the arithmetic of every earlier version: the same bits)
         if d.size <= 1:
             return float("nan")
@@ -263,7 +266,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     width_errors_: list[float] | None  # declared for type checkers only
 
     _parameter_constraints = {
-        "n_components": [IntInterval(1, None, closed="left")],
+        "n_components": [COMPONENTS],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],
         "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"),
@@ -380,7 +383,8 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         X = guarded_inputs(self, X)
         if self.standardize_ is False:
             return X
-        return ((X - self.x_mean_.astype(X.dtype)) / self.x_scale_.astype(X.dtype)).astype(X.dtype, copy=False)
+        with standardizing():
+            return ((X - self.x_mean_.astype(X.dtype)) / self.x_scale_.astype(X.dtype)).astype(X.dtype, copy=False)
 
     def _store(self, coef, intercept, alpha, errors, stats, ravel):
         scaler = self._target_scaler
@@ -398,7 +402,8 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     def _fit_targets(self, X, Y, ravel, sample_weight=None):
         self._validate_params()
         log = ProgressLog(self, self.verbose)
-        w = check_sample_weight(sample_weight, X.shape[0])
+        self.__dict__.pop("_first_chunk_constant", None)  # (a previous partial_fit's: fit sees every row)
+        w, weight_unit = relative_sample_weight(sample_weight, X.shape[0])
         alphas = as_alpha_list(self.alpha)
         rng = as_generator(self.random_state)
         unit = self._draw_map(X.shape[1], rng)
@@ -476,6 +481,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         self.length_scale_, out = widths[pick], fits[pick][0]
         self.weights_ = unit / self.length_scale_
         self._store(*out, ravel=ravel)  # type: ignore[misc]  # out: fit_ridge_map's 5-tuple
+        self._stats.weight_unit = weight_unit
         self._store_derivative_norms(Xs, w, rng)
         self._store_calibration(Xs, Y, w)
         chosen = f"standardize {geometry!r}, " if compare else ""
@@ -495,12 +501,15 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     @single_threaded_blas
     def _partial_fit_targets(self, X, Y, ravel, first, sample_weight=None):
         alphas = as_alpha_list(self.alpha)
-        w = check_sample_weight(sample_weight, X.shape[0])
+        # (getattr: statistics pickled before they kept a unit were in the caller's units)
+        w, weight_unit = relative_sample_weight(sample_weight, X.shape[0],
+                                                None if first else getattr(self._stats, "weight_unit", 1.0))
         if first:
             self._validate_params()
             if len(alphas) > 1 and self.alpha_selection == "validation":
                 raise ValueError("partial_fit cannot hold out validation data; use alpha_selection='gcv' "
                                  "(or 'loo', which partial_fit replaces by GCV)")
+            constant = check_first_chunk(X, w, type(self).__name__)
             rng = as_generator(self.random_state)
             unit = self._draw_map(X.shape[1], rng)
             # the first chunk fixes the standardization, the target scale and the width
@@ -513,11 +522,15 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
             self.weights_ = unit / self.length_scale_
             self.width_errors_ = self.standardize_errors_ = None
             self._stats = GramStats(self._map().n_out, Y.shape[1], X.dtype)
+            self._stats.weight_unit = weight_unit
+            self._first_chunk_constant = constant if self.standardize_ is not False else None
         elif Y.shape[1] != self._stats.ZtY.shape[1] - 1:
             raise ValueError(f"y has {Y.shape[1]} outputs, the model was started with "
                              f"{self._stats.ZtY.shape[1] - 1}")
         else:
             self._note_varying_inputs(X, w)
+            self._first_chunk_constant = warn_newly_varying_inputs(
+                getattr(self, "_first_chunk_constant", None), self.x_mean_, X, w, type(self).__name__)
             widen_input_range(self, X, w)
         Ys = self._target_scaler.transform(Y).astype(X.dtype)
         stats = self._stats.add(self._map(), self._standardized(X), Ys, w)
@@ -634,7 +647,10 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         Number of random features s (even with ``pair=True``).
     alpha : float or sequence of float, default=``DEFAULT_ALPHAS``
         Ridge penalty (in the units of the standardized targets with ``normalize_y=True``); a
-        sequence is searched with ``alpha_selection``.
+        sequence is searched with ``alpha_selection``, over the penalties the Gram resolves: on
+        float32 rows those of at least float32's eps times the Gram's trace (about 1.2e-7 times
+        the row count), below which its rounding outweighs the penalty
+        (:func:`rffkern._ridge_solvers.resolved_alphas`; float64 rows resolve the whole default).
     kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
         The shift-invariant kernel whose spectral density the frequencies are drawn from (see
         :class:`rffkern.RandomFourierFeatures`).
@@ -789,13 +805,15 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Real-valued targets.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the rows (not all zero). They weight the squared errors of the
-            fit, the standardization of X and y, the median heuristic (rows of zero weight are
-            left out) and the selection errors: at one width and one penalty, integer weights give
-            the model of the rows repeated that many times (up to round-off), a zero weight that
-            of the row dropped. The leave-one-out (and GCV) errors that choose the width and
-            penalty leave each row out with all its weight, as scikit-learn's ``RidgeCV``, so that
-            weights ``c w`` score as ``w`` at ``alpha / c`` whatever their units (the rows
+            Non-negative weights of the rows (not all zero), relative: divided by their mean over
+            the rows of positive weight, so that weights ``c w`` fit the model of ``w`` and equal
+            weights the model of none (the penalty means what it means without weights). They
+            weight the squared errors of the fit, the standardization of X and y, the median
+            heuristic (rows of zero weight are left out) and the selection errors: at one width
+            and one penalty, integer weights give the model of the rows repeated that many times
+            at ``alpha`` times their mean positive weight (up to round-off), a zero weight that of
+            the row dropped. The leave-one-out (and GCV) errors that choose the width and penalty
+            leave each row out with all its weight, as scikit-learn's ``RidgeCV`` (the rows
             repeated would be left out one copy at a time). Not supported with Dask arrays.
 
         Returns
@@ -823,7 +841,10 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         """Add a chunk to the running Gram (``kernels.gram(accumulate=True)``) and re-solve.
 
         The first chunk fixes the standardization, the target scale and the width (the median
-        heuristic on it; "auto" cannot compare widths without a second pass).
+        heuristic on it; "auto" cannot compare widths without a second pass), so it needs at least
+        ``rffkern._data.MIN_FIRST_CHUNK_ROWS`` (10) rows of positive weight (else a
+        ``ValueError``); a later chunk that varies in an input constant on the first one warns
+        (``UserWarning``): that input is taken in raw units, not standardized.
 
         Parameters
         ----------
@@ -833,7 +854,8 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
             Real-valued targets of the chunk.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights of this chunk's rows, as in :meth:`fit` (the chunk's weights
-            must not all be zero).
+            must not all be zero), relative to the first chunk's (or ``fit``'s) mean positive
+            weight: chunks weighted ``c w`` fit the model of ``w``, and None is weight 1.
 
         Returns
         -------
@@ -900,8 +922,8 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
     n_components : int, default=1000
         Number of random features s (even with ``pair=True``).
     alpha : float or sequence of float, default=``DEFAULT_ALPHAS``
-        Ridge penalty (on the +-1 targets); a
-        sequence is searched with ``alpha_selection``.
+        Ridge penalty (on the +-1 targets); a sequence is searched with ``alpha_selection``, over
+        the penalties the Gram resolves, as in :class:`RFFRidge`.
     kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
         The shift-invariant kernel whose spectral density the frequencies are drawn from (see
         :class:`rffkern.RandomFourierFeatures`).
@@ -1065,7 +1087,7 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
             _refuse_dask_weights(sample_weight)
             return fit_ridge(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_classification_targets(y)
+        check_class_labels(y)
         self._set_classes(y)
         Y = self._targets(y)
         return self._fit_targets(X, Y.astype(X.dtype), ravel=Y.shape[1] == 1, sample_weight=sample_weight)

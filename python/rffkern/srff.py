@@ -37,8 +37,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._constraints import IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, check_sample_weight, holdout_split
+from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
+from rffkern._data import TargetScaler, holdout_split, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._progress import ProgressLog
 from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
@@ -308,8 +308,8 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         gives a simplex 2 to 8 times larger on real data, too narrow a kernel that the relevance
         step can only redistribute, never widen (held-out RMSE / sd at 5000 training rows, seed 0:
         cpu_act 0.46 with "knn", 0.14 with "auto"; abalone 0.69 and 0.64). The reference port's
-        ``sigma = 1`` is ``length_scale=1.0``. With ``sample_weight``, integer weights count as
-        repeated rows in both rules.
+        ``sigma = 1`` is ``length_scale=1.0``. With ``sample_weight``, both rules count a row's
+        relative weight (over the mean positive weight) as its copies.
     max_iter : int, default=30
         Limit of alternating (outer) iterations per lambda (the paper's reference code: 1000); on
         the warm-started path the next lambda goes on from where this one stopped.
@@ -456,7 +456,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     refit_alpha_: float | None
 
     _parameter_constraints = {
-        "n_components": [IntInterval(1, None, closed="left")],
+        "n_components": [COMPONENTS],
         "alpha": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"), None],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto", "knn"})],
         "max_iter": [IntInterval(1, None, closed="left")],
@@ -541,14 +541,16 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Real-valued targets.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weight of each sample (None: all 1). Rows of zero weight are dropped
-            first; the others weight the standardisation, the target scaling, the objective's data
-            term (``sum_i w_i (y_i - f(x_i))^2 / (2 sum_i w_i)``, in the coefficient step and in the
+            Non-negative weight of each sample (None: all 1), relative: divided by their mean
+            over the rows of positive weight, so that weights ``c w`` fit the model of ``w`` and
+            equal weights the model of none. Rows of zero weight are dropped first; the others
+            weight the standardisation, the target scaling, the objective's data term
+            (``sum_i w_i (y_i - f(x_i))^2 / (2 sum_i w_i)``, in the coefficient step and in the
             gamma step), the lambda grid (``||X.T diag(w) X||_2``), the held-out error that
             chooses lambda and the closing ridge's sums and leave-one-out errors. The held-out
-            split is drawn over the rows of positive weight, and ``length_scale="auto"`` counts
-            integer weights as repeated rows (the closing ridge's leave-one-out does not: it
-            leaves out a row of weight k, not one of k copies). A weighted fit costs more per
+            split is drawn over the rows of positive weight, and ``length_scale="auto"`` counts a
+            row's relative weight as its copies (the closing ridge's leave-one-out leaves out a
+            row with all its weight, not one copy). A weighted fit costs more per
             iteration (two compiled passes per gamma-gradient, the Gram from blocks
             of features). Not supported for a Dask ``X`` (``ValueError``).
 
@@ -573,7 +575,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self._validate_params()
         self._log = ProgressLog(self, self.verbose)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        w = check_sample_weight(sample_weight, X.shape[0])
+        w = relative_sample_weight(sample_weight, X.shape[0])[0]
         if w is not None and not (w > 0).all():  # zero weights: the rows are dropped
             keep = w > 0
             X, y, w = X[keep], y[keep], w[keep]

@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._constraints import IntInterval, N_JOBS
+from rffkern._constraints import COMPONENTS, N_JOBS
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._sampling import draw_offsets, frequency_count, orf_weights
 from rffkern._typing import RandomStateLike
@@ -44,7 +44,7 @@ __all__ = [
 # ---- estimators ---------------------------------------------------------------------------------
 class _StructuredBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     _parameter_constraints = {
-        "n_components": [IntInterval(1, None, closed="left")],
+        "n_components": [COMPONENTS],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither")],
         "pair": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
