@@ -745,8 +745,11 @@ def test_attributes_and_options():
 def test_divergence_is_reported():
     X, y, _ = make_jse3(200, random_state=0)
     with pytest.raises(ValueError, match="diverged"):
-        RFFNetRegressor(n_components=20, max_iter=3, solver="sgd", learning_rate=1e30,
+        RFFNetRegressor(n_components=20, max_iter=3, solver="sgd", learning_rate=1e6,
                         random_state=0).fit(X, y * 1e10)
+    # above kernels.MAX_LEARNING_RATE the step size itself is refused
+    with pytest.raises(ValueError, match="learning_rate"):
+        RFFNetRegressor(n_components=20, max_iter=3, learning_rate=1e30).fit(X, y)
 
 
 @pytest.mark.parametrize("dtype, factor", [("float32", 1e30), ("float64", 1e300)])
@@ -824,7 +827,7 @@ def test_restarter_with_every_restart_diverging_is_reported():
     X, y, _ = make_jse3(100, random_state=0)
     with pytest.raises(ValueError, match="diverged"):
         RFFNetRegressor(n_components=10, init="restarter", n_restarts=2, restart_iter=2, solver="sgd",
-                        learning_rate=1e30, random_state=0).fit(X, y * 1e10)
+                        learning_rate=1e6, random_state=0).fit(X, y * 1e10)
 
 
 def test_targets_in_any_unit_fit_alike():
