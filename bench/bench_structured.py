@@ -13,6 +13,14 @@ Part 2, features (n_jobs threads, default 1): rffkern Fastfood and SORF vs dense
 rffkern.RandomFourierFeatures (the baseline of the ratio) and scikit-learn-extra's Fastfood when
 it imports (float64 only), for d in {100, 784} and s in {1024, 4096}.
 
+Part 3, SORF bias (--bias-only runs just this part): for d in {2, 5, 8, 16, 64}, n = 100 rows
+of N(0, I_d) and sigma = sqrt(d), (a) max |E[Z Z^T] - K| of SORF for block sizes p from
+2^ceil(log2 d) to 512, E estimated by the mean over 8 maps of 16384 [cos, sin] pairs (its Monte
+Carlo floor is about 0.005 on the largest entry), and (b) max |Z Z^T - K| of one estimator fit
+with 4096 and 16384 features: RandomFourierFeatures (the baseline), StructuredOrthogonalFeatures (its default
+block) and SORF at the unpadded p = 2^ceil(log2 d), and the time of those two SORF maps on
+4000 x d rows to 4096 features (one thread; the unpadded one includes its sign draws).
+
 Every time is the median of --reps repetitions (>= 5), the compared methods run in turn within
 each repetition (so load swings on a shared machine hit all of them alike); ratios are measured
 in the same run. The FWHT table also gives the minimum.
@@ -20,6 +28,7 @@ Writes bench/results/bench_structured.json.
 
     python bench/bench_structured.py                 # full: n = 100000
     python bench/bench_structured.py --n 20000       # reduced while the machine is busy
+    python bench/bench_structured.py --bias-only     # Part 3 only, about a minute
 """
 from __future__ import annotations
 
@@ -37,6 +46,8 @@ import rffkern
 from rffkern import _core
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
 import structured_reference as ref  # noqa: E402  (the test oracle)
+from rffkern._sampling import draw_offsets, exact_kernel
+from rffkern.kernels import block_size, sorf_features
 from rffkern.structured import Fastfood, StructuredOrthogonalFeatures
 
 
@@ -154,6 +165,52 @@ def bench_features(n, reps, n_jobs, dims, comps):
     return rows
 
 
+def sorf_with_block(X, s, p, sigma, seed, pair):
+    """SORF features of X on blocks of size p (>= d), drawn as the estimator draws them."""
+    rng = np.random.default_rng(seed)
+    n_freq = s // 2 if pair else s
+    diagonals = rng.integers(0, 2, size=(-(-n_freq // p), 3, p)).astype(np.float64) * 2.0 - 1.0
+    offsets = None if pair else draw_offsets(n_freq, rng)
+    return sorf_features(X, diagonals, offsets, length_scale=sigma, n_frequencies=n_freq, pair=pair)
+
+
+def bench_sorf_bias(dims, n=100, n_maps=8, s_mean=32768):
+    rows = []
+    for d in dims:
+        X = np.random.default_rng(0).standard_normal((n, d))
+        sigma = float(np.sqrt(d))
+        K = exact_kernel("gaussian", X, X, sigma)
+        p0 = block_size(d)
+        bias = {}
+        for p in (q for q in (2, 4, 8, 16, 32, 64, 128, 256, 512) if q >= p0):
+            mean = sum(Z @ Z.T for Z in (sorf_with_block(X, s_mean, p, sigma, seed, True)
+                                         for seed in range(n_maps))) / n_maps
+            bias[p] = float(np.abs(mean - K).max())
+        errors = {}
+        for s in (4096, 16384):
+            Zs = {"rff": rffkern.RandomFourierFeatures(s, length_scale=sigma, random_state=0)
+                  .fit_transform(X),
+                  "sorf": StructuredOrthogonalFeatures(s, length_scale=sigma, random_state=0)
+                  .fit_transform(X),
+                  "sorf_unpadded": sorf_with_block(X, s, p0, sigma, 0, False)}
+            errors[s] = {k: float(np.abs(Z @ Z.T - K).max()) for k, Z in Zs.items()}
+        X_time = np.random.default_rng(1).standard_normal((4000, d))
+        padded = StructuredOrthogonalFeatures(4096, random_state=0, n_jobs=1).fit(X_time)
+        times, _ = interleaved_times(
+            {"sorf": lambda X=X_time, m=padded: m.transform(X),
+             "sorf_unpadded": lambda X=X_time, p=p0: sorf_with_block(X, 4096, p, 1.0, 0, False)},
+            5)
+        rows.append({"d": d, "n": n, "sigma": sigma, "bias_by_block": bias, "max_error": errors,
+                     "transform_s_4000x4096": times})
+        print(f"{d:3d}  bias " + " ".join(f"p={p}:{b:.4f}" for p, b in bias.items()))
+        for s, e in errors.items():
+            print(f"     s={s:5d}  max|ZZ'-K|  rff {e['rff']:.3f}  sorf {e['sorf']:.3f}  "
+                  f"sorf p={p0} {e['sorf_unpadded']:.3f}", flush=True)
+        print(f"     transform of 4000 rows to 4096 features (one thread, with the draws for "
+              f"p={p0}): sorf {times['sorf']:.3f} s, sorf p={p0} {times['sorf_unpadded']:.3f} s")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000, help="samples for the feature benchmark")
@@ -165,6 +222,7 @@ def main():
     ap.add_argument("--components", type=int, nargs="+", default=[1024, 4096])
     ap.add_argument("--skip-fwht", action="store_true")
     ap.add_argument("--skip-features", action="store_true")
+    ap.add_argument("--bias-only", action="store_true", help="only Part 3, the SORF bias")
     ap.add_argument("--out", default="bench_structured.json", help="file name in bench/results/")
     args = ap.parse_args()
     if args.reps < 5:
@@ -173,6 +231,8 @@ def main():
           f"load={os.getloadavg()[0]:.1f}")
     out = dict(machine=platform.processor() or platform.machine(), isa=_core.active_isa(),
                load_avg=os.getloadavg(), args=vars(args))
+    if args.bias_only:
+        args.skip_fwht = args.skip_features = True
     if not args.skip_fwht:
         print("\nFWHT, one thread, compiled kernel vs NumPy reference butterfly (same batch)")
         print(f"{'dtype':8s} {'len':5s} {'hot ns':>10s} {'GB/s':>7s} {'stream ns':>12s} "
@@ -188,6 +248,8 @@ def main():
               f"{'ff/dense':>8s} {'so/dense':>8s} {'skextra':>9s} {'ff/skx':>8s}")
         out["features"] = bench_features(args.n, args.reps, args.n_jobs, args.dims,
                                          args.components)
+    print("\nSORF bias (max over 100 x 100 entries), sigma = sqrt(d)")
+    out["sorf_bias"] = bench_sorf_bias([2, 5, 8, 16, 64])
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
     path = os.path.join(os.path.dirname(__file__), "results", args.out)
     with open(path, "w") as fh:

@@ -7,8 +7,11 @@ bits for 1 and 2 threads, and refuse rows that do not fit X.
 """
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
+import scipy.sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -240,6 +243,38 @@ def test_rows_that_do_not_fit_x_are_refused():
         kernels.CenteredRows.from_dense(X, center=np.zeros(4))
     with pytest.raises(ValueError, match="NaN"):
         kernels.CenteredRows.from_dense(np.full((2, 2), np.nan))
+
+
+def test_rows_of_another_array_are_refused():
+    # rows built from X and passed with a Y of the same shape were used as they were: every kernel
+    # silently computed X's result
+    rng = np.random.default_rng(0)
+    X, Y = (np.where(rng.random((30, 6)) < 0.2, 1.0, 0.0) for _ in range(2))
+    W, b = rng.normal(size=(6, 8)), rng.uniform(0, 6, 8)
+    rows = kernels.centered_rows(X)
+    theta, coef = np.ones(6), np.zeros((8, 1))
+    calls = [lambda Z: kernels.features(Z, W, b, rows=rows),
+             lambda Z: kernels.predict(Z, W, b, np.ones(8), rows=rows),
+             lambda Z: kernels.gram(Z, W, b, rows=rows),
+             lambda Z: kernels.loss_and_grad(Z, np.ones(30), W, b, np.ones(8), rows=rows),
+             lambda Z: kernels.train_epoch(Z, np.ones((30, 1)), np.arange(30), W, b, theta, coef,
+                                           kernels.AdamState((8, 1), 6, np.float64), rows=rows)]
+    for call in calls:
+        with pytest.raises(ValueError, match="another array"):
+            call(Y)
+    assert np.array_equal(theta, np.ones(6)) and not coef.any()
+    # the same values in another array, another dtype or through a pickled copy are accepted
+    expected = kernels.features(X, W, b)
+    np.testing.assert_allclose(kernels.features(X.copy(), W, b, rows=rows), expected, atol=1e-12)
+    np.testing.assert_allclose(kernels.features(X.astype(np.float32), W, b, rows=rows), expected, atol=1e-5)
+    copied = pickle.loads(pickle.dumps(rows))
+    np.testing.assert_allclose(kernels.features(X, W, b, rows=copied), expected, atol=1e-12)
+    with pytest.raises(ValueError, match="another array"):
+        kernels.features(Y, W, b, rows=copied)
+    csr_rows = kernels.CenteredRows.from_csr(scipy.sparse.csr_array(X))
+    np.testing.assert_allclose(kernels.features(X, W, b, rows=csr_rows), expected, atol=1e-12)
+    with pytest.raises(ValueError, match="another array"):
+        kernels.features(Y, W, b, rows=csr_rows)
 
 
 def test_rffnet_trains_the_same_model_on_rows(monkeypatch):

@@ -99,3 +99,62 @@ def test_structured_maps_refuse_ignored_offsets_and_empty_stacks():
     with pytest.raises(ValueError, match="0 blocks"):
         kernels.fastfood_features(X, np.ones((0, 4)), np.zeros((0, 4), int), np.ones((0, 4)),
                                   np.ones((0, 4)))
+
+
+def test_phases_that_overflow_are_refused_by_every_map():
+    # finite X near the float64 limit: x.w overflowed to inf and cos(inf) gave all-NaN features,
+    # predictions, Gram matrices and losses
+    X, W, b, Y = _map()
+    X_huge = np.full_like(X, 1.7e308)
+    state = kernels.AdamState((4, 2), 4, np.float64)
+    calls = {"features": lambda Z: kernels.features(Z, W, b),
+             "predict": lambda Z: kernels.predict(Z, W, b, np.ones(4)),
+             "gram": lambda Z: kernels.gram(Z, W, b, Y),
+             "loss_and_grad": lambda Z: kernels.loss_and_grad(Z, Y, W, b, np.ones((4, 2))),
+             "train_epoch": lambda Z: kernels.train_epoch(Z, Y, np.arange(6), W, b, np.ones(4),
+                                                          np.zeros((4, 2)), state),
+             "sorf_features": lambda Z: kernels.sorf_features(Z, np.ones((1, 3, 4))),
+             "fastfood_features": lambda Z: kernels.fastfood_features(
+                 Z, np.ones((1, 4)), np.arange(4)[None, :], np.ones((1, 4)), np.ones((1, 4)))}
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match="phases .* can overflow float64"):
+            call(X_huge)
+        result = call(X * 1e100 if name != "train_epoch" else X)
+        assert all(np.isfinite(r).all() for r in (result if isinstance(result, tuple) else [result])), name
+    with pytest.raises(ValueError, match="can overflow float32"):
+        kernels.features(np.full((2, 4), 1e38, np.float32), W, b)
+    rows = kernels.CenteredRows.from_dense(np.eye(4) * 1.7e308)
+    with pytest.raises(ValueError, match="can overflow"):
+        kernels.features(rows, W, b)
+
+
+@pytest.mark.parametrize("learning_rate", [1e300, 1e7, np.inf, 0.0, -1e-3])
+def test_train_epoch_refuses_learning_rates_out_of_range(learning_rate):
+    # 1e300 was accepted and left non-finite parameters
+    X, W, b, Y = _map(n=10)
+    theta, coef = np.ones(4), np.zeros((4, 2))
+    state = kernels.AdamState(coef.shape, 4, np.float64)
+    with pytest.raises(ValueError, match="learning_rate must be"):
+        kernels.train_epoch(X, Y, np.arange(10), W, b, theta, coef, state, learning_rate=learning_rate)
+    with pytest.raises(ValueError, match="learning_rate must be"):
+        kernels.adam_prox_step(np.ones(3), np.ones(3), np.zeros(3), np.zeros(3), 1,
+                               learning_rate=learning_rate)
+    np.testing.assert_array_equal(theta, np.ones(4))
+    assert not coef.any() and state.step == 0
+
+
+@pytest.mark.parametrize("solver", ["adam", "sgd"])
+def test_a_diverging_epoch_raises_and_restores_the_parameters(solver):
+    # targets of 1e200 overflow the squared loss: the epoch used to return inf and leave NaN in
+    # theta, coef and the Adam moments
+    X, W, b, Y = _map(n=10)
+    theta, coef = np.ones(4), np.zeros((4, 2))
+    state = kernels.AdamState(coef.shape, 4, np.float64)
+    kernels.train_epoch(X, Y, np.arange(10), W, b, theta, coef, state, batch_size=5, solver=solver)
+    saved = [a.copy() for a in (theta, coef, state.m_coef, state.v_coef, state.m_theta, state.v_theta)]
+    with pytest.raises(kernels.TrainingDivergedError, match="diverged"):
+        kernels.train_epoch(X, Y * 1e200, np.arange(10), W, b, theta, coef, state, batch_size=5,
+                            solver=solver)
+    for a, old in zip((theta, coef, state.m_coef, state.v_coef, state.m_theta, state.v_theta), saved):
+        np.testing.assert_array_equal(a, old)
+    assert state.step == 2

@@ -7,11 +7,12 @@ classifier's objective in its output weights ``B``,
 
 is an L2-penalised logistic (one output) or softmax (one output per class) regression: convex,
 solved here by L-BFGS with its analytic gradient (``fit_output_layer``; the loss and gradient come
-from the compiled :func:`rffkern.kernels.logistic_loss_grad` for one output and
-:func:`rffkern.kernels.softmax_loss_grad` for several). The penalty comes from
+from the compiled :func:`rffkern.kernels.logistic_loss_grad` for one output,
+:func:`rffkern.kernels.softmax_loss_grad` for several, and two matrix products per block of rows
+for many, ``SOFTMAX_GEMM_MIN_OUTPUTS``). The penalty comes from
 the data (``choose_output_penalty``): penalties of a grid are fitted on training rows and scored
-by the log-loss of held-out rows (from 4000 rows on, on float32 copies of the features,
-``SEARCH_DTYPE``; the kept fit on every row runs in float64).
+by the log-loss of held-out rows (from 4000 rows or 64 classes on, on float32 copies of the
+features, ``SEARCH_DTYPE``; the kept fit on every row runs in float64).
 
 L-BFGS runs in whitened coordinates, ``B = P U`` with ``P = V diag(1 / sqrt(e + 2 alpha)) V.T``
 from the eigendecomposition ``V diag(e) V.T`` of ``sum_i w_i c_i z_i z_i^T``, the features' second
@@ -34,6 +35,8 @@ the same accuracy): the solutions at the same penalty are at least as accurate (
 or equal on all of them; the whitened gradient's tolerance is stricter in flat directions).
 """
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.linalg import eigh
@@ -72,6 +75,20 @@ OUTPUT_TOL = 1e-5
 #: Rechecked with the compiled softmax loss (``/tmp/s/ab_close.py``, medians of 3): on mnist_test10k
 #: (5184 and 6400 rows, 10 outputs) rotating always took 3.56 s against 3.51 s with this threshold.
 ROTATE_ROWS_PER_OUTPUT = 500
+#: From this many outputs on, the softmax loss and gradient are two matrix products per block of
+#: rows (``_SoftmaxProducts``) instead of the compiled kernel, whose register blocking serves a
+#: few outputs: its cost per output grows with the output count, while a BLAS product keeps its
+#: rate. They cross near 32 outputs; at 64 the products took 0.63-0.76x of the kernel's time on
+#: 1000 and 4000 rows of 1000 features, float32 and float64, at 1000 outputs 0.30-0.45x (one
+#: thread, ``python bench/bench_closing_fit.py``, docs/benchmarks.rst). A closing fit is hundreds
+#: of evaluations: with 1000 classes on 3000 rows it took 233 s of RFFNetClassifier's 263 s fit
+#: with the kernel, 63 s with the products and the float32 search. Problems with fewer outputs
+#: keep the kernel, and their results.
+SOFTMAX_GEMM_MIN_OUTPUTS = 64
+#: The rows of one product: the blocks go to the threads and their gradients are summed in block
+#: order, so that the fit does not depend on the thread count (a multi-threaded BLAS product
+#: does: not bitwise), and a block's n x m softmax stays a few MB.
+SOFTMAX_BLOCK_ROWS = 1024
 #: The penalty search (``choose_output_penalty``) fits its folds on float32 copies of the features
 #: (products at twice the speed and half the memory traffic; the losses, residuals and L-BFGS stay in
 #: float64); the fit on every row, the one kept, runs on the float64 features. Measured against a
@@ -85,7 +102,11 @@ SEARCH_DTYPE = np.float32
 #: ... but only from this many rows on: on digits (1437 rows) ``rffkern.fit`` made one test error
 #: more on 4 of 10 bench splits with the float32 search (and none fewer; seeds 0-9,
 #: ``bench_realdata_s19small.json`` against ``s18small_merged.json``; a tighter final tolerance
-#: moved the errors about without fixing them), and a small fit saves only a second or two.
+#: moved the errors about without fixing them), and a small fit saves only a second or two. From
+#: ``SOFTMAX_GEMM_MIN_OUTPUTS`` outputs on the search runs in float32 whatever the rows: each
+#: evaluation is then two n x s x m products, in float32 at 0.55x of float64's time, and a search
+#: of hundreds of them saves tens of seconds with 1000 classes (the same penalty and test accuracy
+#: on 200 and 1000 classes as the float64 search, ``bench/bench_closing_fit.py``).
 FLOAT32_SEARCH_MIN_ROWS = 4000
 #: Every evaluation of the objective is one compiled pass over the rows: the logits, the losses
 #: and the gradient, while each row is in the L1 cache (:func:`rffkern.kernels.logistic_loss_grad`
@@ -157,6 +178,68 @@ class _Whitening:
         return 1.0 / np.sqrt(self.evals + 2.0 * alpha)
 
 
+class _SoftmaxProducts:
+    """The weighted softmax cross-entropy of ``F = X @ coef`` and its gradient ``X.T @ R``, by
+    matrix products, for many outputs (``SOFTMAX_GEMM_MIN_OUTPUTS``).
+
+    ``R_ik = w_i (softmax(F_i)_k sum_l Y_il - Y_ik)``, the compiled kernel's definitions. The rows
+    go in blocks of ``SOFTMAX_BLOCK_ROWS``, ``n_threads`` blocks at a time, each block's two
+    products on one BLAS thread; the blocks' losses and gradients are summed in block order, so
+    the result does not depend on the thread count. The softmax runs in float64 in buffers kept
+    across evaluations (fresh n x m arrays every evaluation cost more in page faults than the
+    exponentials), the products in X's dtype.
+    """
+
+    def __init__(self, X, Y, w, n_threads):
+        self.X, self.Y, self.w = X, Y, w
+        self.Yw = Y * w[:, None]
+        self.w_mass = w * Y.sum(axis=1)
+        n, m = Y.shape
+        self.starts = list(range(0, n, SOFTMAX_BLOCK_ROWS))
+        self.threads = max(1, min(n_threads, len(self.starts)))
+        rows = min(n, SOFTMAX_BLOCK_ROWS)
+        self.F = [np.empty((rows, m)) for _ in range(self.threads)]
+        self.F_dt = self.F if X.dtype == np.float64 else [np.empty((rows, m), X.dtype) for _ in self.F]
+        self.G = [np.empty((X.shape[1], m), X.dtype) for _ in self.F]
+
+    def _block(self, slot, start, coef):
+        """The loss of rows [start, start + SOFTMAX_BLOCK_ROWS); their gradient into G[slot]."""
+        rows = slice(start, start + SOFTMAX_BLOCK_ROWS)
+        X, Y, w = self.X[rows], self.Y[rows], self.w[rows]
+        F, F_dt = self.F[slot][:X.shape[0]], self.F_dt[slot][:X.shape[0]]
+        np.matmul(X, coef, out=F_dt)
+        if F_dt is not F:
+            F[...] = F_dt
+        F -= F.max(axis=1, keepdims=True)
+        shifted_target = np.einsum("ij,ij->i", Y, F)  # sum_k Y_ik (F_ik - max_l F_il)
+        np.exp(F, out=F)
+        total = F.sum(axis=1)
+        w_mass = self.w_mass[rows]
+        value = float(w_mass @ np.log(total) - w @ shifted_target)
+        F *= (w_mass / total)[:, None]
+        F -= self.Yw[rows]
+        if F_dt is not F:
+            F_dt[...] = F
+        np.matmul(X.T, F_dt, out=self.G[slot])
+        return value
+
+    def __call__(self, coef):
+        coef = np.ascontiguousarray(coef, dtype=self.X.dtype)
+        value, grad = 0.0, np.zeros(self.G[0].shape)
+        pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        run = map if pool is None else pool.map
+        try:
+            for first in range(0, len(self.starts), self.threads):
+                wave = self.starts[first:first + self.threads]
+                for slot, v in enumerate(run(self._block, range(len(wave)), wave, [coef] * len(wave))):
+                    value += v
+                    grad += self.G[slot]
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        return value, grad
+
+
 @single_threaded_blas
 def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whitening=None,
                      tol=OUTPUT_TOL, max_iter=1000, n_threads=None):
@@ -182,7 +265,8 @@ def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whiten
     max_iter : int, default=1000
         L-BFGS iterations at most.
     n_threads : int or None, default=None
-        Threads of the compiled loss, as ``n_jobs``; the result does not depend on it.
+        Threads of the compiled loss, or blocks of rows multiplied at once, as ``n_jobs``; the
+        result does not depend on it.
 
     Returns
     -------
@@ -213,6 +297,12 @@ def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whiten
         def loss_and_pullback(DU):  # the mean loss, and its gradient in D U
             value, g = _logistic_loss_grad(X, y, (DU if rotate else V @ DU)[:, 0].astype(dt), w, threads)
             return value, (g if rotate else V.T @ g)[:, None]
+    elif m >= SOFTMAX_GEMM_MIN_OUTPUTS:
+        products = _SoftmaxProducts(X, np.ascontiguousarray(Y, dtype=np.float64), w, threads)
+
+        def loss_and_pullback(DU):
+            value, g = products(DU if rotate else V @ DU)
+            return value, (g if rotate else V.T @ g)
     else:
         Yc = np.ascontiguousarray(Y, dtype=np.float64)
 
@@ -273,7 +363,8 @@ def choose_output_penalty(Z, Y, kind, folds, alphas, start, sample_weight=None, 
     """
     alphas = np.sort(np.asarray(alphas, dtype=np.float64))
     start_coef = np.zeros((Z.shape[1], Y.shape[1])) if coef is None else coef
-    dtype = SEARCH_DTYPE if Z.shape[0] >= FLOAT32_SEARCH_MIN_ROWS else np.float64
+    in_float32 = Z.shape[0] >= FLOAT32_SEARCH_MIN_ROWS or Y.shape[1] >= SOFTMAX_GEMM_MIN_OUTPUTS
+    dtype = SEARCH_DTYPE if in_float32 else np.float64
     parts = []
     for train, held_out in folds:
         w_tr = None if sample_weight is None else sample_weight[train]

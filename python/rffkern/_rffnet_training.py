@@ -145,7 +145,8 @@ class EpochRunner:
         gradient is an unbiased estimate of the gradient of the weighted mean loss
         ``sum_i w_i loss_i / sum_i w_i`` (see :func:`epoch_order`).
 
-        Returns the mean mini-batch loss of the (last) pass.
+        Returns the mean mini-batch loss of the (last) pass, NaN for a pass that diverged (the
+        kernel then leaves that pass's parameters and moments as they were before it).
         """
         common = dict(batch_size=self.batch_size, loss=self.loss, learning_rate=learning_rate,
                       l2_coef=self.alpha, l1_theta=self.relevance_penalty, scale=self.scale,
@@ -154,14 +155,17 @@ class EpochRunner:
                       theta_moment="shared" if self.solver == "shared-adam" else "coordinate",
                       rows=self.rows(Xs))
         n = Xs.shape[0]
-        if self.palm:
-            kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights, self.offsets,
-                                theta, coef, state.joint, update_theta=False, **common)
-            return kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights,
-                                       self.offsets, theta, coef, state.theta_block, update_coef=False,
-                                       **common)
-        return kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights, self.offsets,
-                                   theta, coef, state.joint, **common)
+        try:
+            if self.palm:
+                kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights, self.offsets,
+                                    theta, coef, state.joint, update_theta=False, **common)
+                return kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights,
+                                           self.offsets, theta, coef, state.theta_block, update_coef=False,
+                                           **common)
+            return kernels.train_epoch(Xs, Y, epoch_order(rng, n, sample_weight), self.weights, self.offsets,
+                                       theta, coef, state.joint, **common)
+        except kernels.TrainingDivergedError:
+            return float("nan")
 
     def outputs(self, Xs, theta, coef):
         """f = Z @ B on standardized Xs, without the intercept."""
@@ -217,12 +221,14 @@ def initial_relevances(init, runner, Xs, Y, coef, state, rng, *, n_restarts, res
             cand = (theta + rng.standard_normal(d) / np.sqrt(d)).astype(theta.dtype)
             cand_coef = coef.copy()
             cand_state = TrainingState(coef.shape, d, theta.dtype, runner.palm)
+            diverged = False
             for _ in range(restart_iter):
-                runner.run(Xs, Y, cand, cand_coef, cand_state, rng, learning_rate, sample_weight)
-                if not (np.isfinite(cand).all() and np.isfinite(cand_coef).all()):
-                    break  # a diverged restart is discarded (the kernels refuse non-finite input)
-            if not (np.isfinite(cand).all() and np.isfinite(cand_coef).all()):
-                continue
+                diverged = not np.isfinite(runner.run(Xs, Y, cand, cand_coef, cand_state, rng,
+                                                      learning_rate, sample_weight))
+                if diverged:
+                    break
+            if diverged:
+                continue  # a diverged restart is discarded
             value = runner.mean_loss(Xs, Y, cand, cand_coef, sample_weight)
             if np.isfinite(value) and (best is None or value < best[0]):
                 best = (value, cand, cand_coef, cand_state)

@@ -34,6 +34,7 @@ Pure-NumPy equivalents of every function, written for clarity, are the test orac
 from __future__ import annotations
 
 import numbers
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +66,8 @@ __all__ = [
     "logistic_loss_grad",
     "softmax_loss_grad",
     "AdamState",
+    "TrainingDivergedError",
+    "MAX_LEARNING_RATE",
     "CenteredRows",
     "centered_rows",
     "LOSSES",
@@ -75,6 +78,11 @@ __all__ = [
 ]
 
 LOSSES = ("squared", "logistic", "softmax")
+
+#: The largest ``learning_rate`` of the optimiser steps. An Adam step moves every parameter by
+#: about ``learning_rate``; relevances or coefficients of 10^6 make the phases ``x theta w`` mere
+#: noise, and larger steps (1e300 was accepted) overflow them to NaN within an epoch.
+MAX_LEARNING_RATE = 1e6
 
 #: :func:`centered_rows` keeps a dense ``X`` whose share of entries away from their column's center
 #: is above this. Measured (``bench/bench_kernels.py --sparse-rows``, 9000 rows, 1000 features, one
@@ -94,8 +102,10 @@ class CenteredRows:
     ``U = (X * theta) @ W + b`` as ``S (theta W) + (b + (center * theta) @ W)``: O(nnz(S) s + d s)
     work per block of rows instead of O(n d s). The result equals the dense computation up to
     rounding (the sums run in another order). Build one with :func:`centered_rows` or
-    :meth:`from_dense`; it must describe the ``X`` passed with it (its shape is checked, its
-    values are not).
+    :meth:`from_dense`; it must describe the ``X`` passed with it: passed with any other array
+    than the one it was built from, its values are compared with X's (one O(n d) pass, then that
+    array is remembered too) and a mismatch raises ``ValueError``. An array changed in place after
+    the rows were built from it is not detected.
 
     Parameters
     ----------
@@ -188,7 +198,9 @@ class CenteredRows:
         np.cumsum(stored.sum(axis=1), out=indptr[1:])
         rows_i, cols = np.nonzero(stored)
         values = (X[rows_i, cols] - center[cols]).astype(X.dtype, copy=False)
-        return cls(indptr, cols.astype(np.int32), np.ascontiguousarray(values), center, X.shape)
+        rows = cls(indptr, cols.astype(np.int32), np.ascontiguousarray(values), center, X.shape)
+        rows._remember(X)
+        return rows
 
     @classmethod
     def from_csr(cls, X: Any) -> CenteredRows:
@@ -256,7 +268,53 @@ class CenteredRows:
         """The tuple the compiled kernels take, for the validated ``X`` it describes."""
         if tuple(X.shape) != tuple(self.shape):
             raise ValueError(f"rows describe an X of shape {tuple(self.shape)}, but X has shape {X.shape}")
+        if not self._describes(X):
+            raise ValueError("rows do not hold X's values: they were built from another array; pass "
+                             "rows=kernels.centered_rows(X) of the X given with them")
         return self._arrays(X.dtype)
+
+    def _remember(self, X: NDArray[np.floating]) -> None:
+        # a weak reference: the rows must not keep a caller's array alive
+        object.__setattr__(self, "_source", weakref.ref(X))
+
+    def _describes(self, X: NDArray[np.floating]) -> bool:
+        """Whether X is the array the rows were built from or checked against, or has their values.
+
+        Rows whose indices or offsets are broken pass here: the compiled kernels name that error."""
+        source = getattr(self, "_source", None)
+        if source is not None and source() is X:
+            return True
+        if not self._well_formed():
+            return True
+        if not self._holds_values_of(X):
+            return False
+        self._remember(X)
+        return True
+
+    def _well_formed(self) -> bool:
+        idx, ptr = self.indices, self.indptr
+        return (ptr[0] == 0 and bool(np.all(np.diff(ptr) >= 0))
+                and (idx.size == 0 or (idx.min() >= 0 and idx.max() < self.shape[1])))
+
+    def _holds_values_of(self, X: NDArray[np.floating]) -> bool:
+        """``X - center == S`` block by block; to float32 rounding where X's dtype is not the rows'."""
+        import scipy.sparse as sp
+
+        S = sp.csr_array((self.values, self.indices, self.indptr), shape=self.shape)
+        tol = 0.0 if X.dtype == self.dtype else 4 * float(np.finfo(np.float32).eps)
+        step = max(1, 2**20 // max(self.shape[1], 1))
+        for r0 in range(0, self.shape[0], step):
+            block = X[r0:r0 + step]
+            gap = block - self.center - S[r0:r0 + step].toarray()
+            if gap.any() if tol == 0.0 else np.any(np.abs(gap) > tol * (np.abs(block) + np.abs(self.center))):
+                return False
+        return True
+
+    def __getstate__(self) -> dict:
+        # the weak reference to the source array does not pickle; the copy checks values instead
+        state = dict(self.__dict__)
+        state.pop("_source", None)
+        return state
 
     def _arrays(self, dtype: np.dtype) -> tuple:
         """(indptr, indices, values, center), the floats in ``dtype``."""
@@ -360,6 +418,11 @@ def _cuda_backend():
     return _cuda_backend
 
 
+# the phase bound of the dense map: d terms of |x theta| |W|, doubled for the centered rows'
+# split x = center + (x - center)
+_DENSE_GAIN = 2.0
+
+
 def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_rows=1):
     """(X, W, b, theta, scale, pair), checked and in X's dtype; X may be a CenteredRows (features,
     predict, gram), whose ``shape`` and ``dtype`` then stand for the array's."""
@@ -389,6 +452,7 @@ def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_row
     with np.errstate(over="ignore"):
         if not np.isfinite(dtype.type(scale)):
             raise ValueError(f"scale={scale} overflows {dtype} (the computation dtype)")
+    _check_phase_range(X, th, _DENSE_GAIN * X.shape[1] * _abs_max(W), b, dtype)
     return X, W, b, th, float(scale), bool(pair)
 
 
@@ -398,6 +462,31 @@ def _check_scale(scale: float) -> float:
     if not np.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale}")
     return float(scale)
+
+
+def _abs_max(a) -> float:
+    """max |a| as a Python float (0 for an empty or absent array); two passes, no temporary."""
+    if a is None or a.size == 0:
+        return 0.0
+    return float(max(a.max(), -a.min()))
+
+
+def _check_phase_range(X, theta, gain: float, offsets, dtype) -> None:
+    """Refuse inputs whose phases ``U = (x * theta) W + b`` can overflow ``dtype``.
+
+    ``gain`` bounds ``max |U - b| / max |x * theta|`` over the kernel's intermediate sums (d max|W|
+    for the dense map); the bound is checked in float64, so a phase is refused only where it can
+    pass dtype's largest value. Past it the kernels' sums are inf and cos(inf) is NaN."""
+    x_max = (_abs_max(X.values) + _abs_max(X.center) if isinstance(X, CenteredRows)
+             else _abs_max(X))
+    th_max = 1.0 if theta is None else _abs_max(theta)
+    bound = gain * x_max * th_max + _abs_max(offsets)
+    limit = float(np.finfo(dtype).max)
+    if not bound < limit:
+        raise ValueError(
+            f"the phases (X * theta) @ weights + offsets can overflow {np.dtype(dtype)}: max |X| is "
+            f"{x_max:.3g}, and with the weights, theta and offsets given they can reach {bound:.3g} "
+            f"(at most {limit:.3g}); rescale X (standardize it) or the weights")
 
 
 def features(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike | None = None, *,
@@ -875,7 +964,9 @@ def _softmax_loss_grad(Z, Y, coef_t, w, n_threads):
 
 def _check_step_params(learning_rate: float, beta1: float, beta2: float, eps: float, l2: float, l1: float,
                        l2_name: str = "l2", l1_name: str = "l1") -> None:
-    check_positive_float(learning_rate, "learning_rate")
+    if check_positive_float(learning_rate, "learning_rate") > MAX_LEARNING_RATE:
+        raise ValueError(f"learning_rate must be at most MAX_LEARNING_RATE = {MAX_LEARNING_RATE:g} (a step "
+                         f"moves each parameter by about learning_rate), got {learning_rate!r}")
     for name, v in (("beta1", beta1), ("beta2", beta2)):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < 1:
             raise ValueError(f"{name} must be in [0, 1), got {v!r}")
@@ -921,7 +1012,7 @@ def adam_prox_step(param: NDArray[np.floating], grad: ArrayLike, m: NDArray[np.f
     step : int
         The 1-based step number (for the bias correction).
     learning_rate : float, default=1e-3
-        Step size.
+        Step size, in (0, :data:`MAX_LEARNING_RATE`].
     beta1 : float, default=0.9
         Decay of the first moment, in [0, 1).
     beta2 : float, default=0.999
@@ -975,7 +1066,7 @@ def sgd_prox_step(param: NDArray[np.floating], grad: ArrayLike, *, learning_rate
     grad : array-like of param's shape
         The gradient at ``param``.
     learning_rate : float, default=1e-3
-        Step size.
+        Step size, in (0, :data:`MAX_LEARNING_RATE`].
     l2 : float, default=0.0
         Strength of the l2 proximal map (``param /= 1 + 2 * l2 * learning_rate``).
     l1 : float, default=0.0
@@ -1003,6 +1094,21 @@ def sgd_prox_step(param: NDArray[np.floating], grad: ArrayLike, *, learning_rate
     _check_step_params(learning_rate, 0.9, 0.999, 1e-8, l2, l1)
     _core.sgd_prox_step(param, g.reshape(param.shape), learning_rate, l2, l1, resolve_n_threads(n_threads))
     return param
+
+
+class TrainingDivergedError(ValueError):
+    """An epoch of :func:`train_epoch` gave a non-finite loss, parameter or Adam moment.
+
+    ``theta``, ``coef`` and the :class:`AdamState` are restored to their values before the epoch.
+    Lower ``learning_rate``, or standardize ``X`` and ``Y`` (targets of very large magnitude make
+    the squared loss overflow).
+
+    Examples
+    --------
+    >>> from rffkern import kernels
+    >>> issubclass(kernels.TrainingDivergedError, ValueError)
+    True
+    """
 
 
 class AdamState:
@@ -1083,7 +1189,7 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
     solver : {"adam", "sgd"}, default="adam"
         The step rule.
     learning_rate : float, default=1e-3
-        Step size.
+        Step size, in (0, :data:`MAX_LEARNING_RATE`].
     beta1 : float, default=0.9
         Adam's first-moment decay, in [0, 1).
     beta2 : float, default=0.999
@@ -1118,6 +1224,15 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
     -------
     float
         The mean of the batch losses (each evaluated before its step).
+
+    Raises
+    ------
+    TrainingDivergedError
+        The epoch left a non-finite loss, parameter or moment; ``theta``, ``coef`` and ``state``
+        are then restored to their values before it.
+    ValueError
+        Invalid arguments, among them ``learning_rate`` above :data:`MAX_LEARNING_RATE`, or
+        inputs whose phases can overflow the dtype.
 
     Examples
     --------
@@ -1167,12 +1282,23 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
     _check_step_params(learning_rate, beta1, beta2, eps, l2_coef, l1_theta, "l2_coef", "l1_theta")
     W = check_matrix(weights, "weights", (X.shape[1], coef.shape[0]), dtype)
     b = None if offsets is None else check_vector(offsets, "offsets", W.shape[1], dtype)
+    _check_phase_range(X, theta, _DENSE_GAIN * X.shape[1] * _abs_max(W), b, dtype)
     scale = default_scale(W.shape[1]) if scale is None else _check_scale(scale)
+    rows_arg = _rows_arg(rows, X)
+    updated = (theta, coef, state.m_coef, state.v_coef, state.m_theta, state.v_theta)
+    before = [a.copy() for a in updated]
     mean_loss, step = _core.train_epoch(
         X, Y, order, batch_size, W, b, theta, dtype.type(scale), coef, loss, solver == "adam",
         learning_rate, beta1, beta2, eps, l2_coef, l1_theta, bool(update_coef), bool(update_theta),
         state.m_coef, state.v_coef, state.m_theta, state.v_theta, int(state.step),
-        resolve_n_threads(n_threads), shared_theta_moment=theta_moment == "shared", rows=_rows_arg(rows, X))
+        resolve_n_threads(n_threads), shared_theta_moment=theta_moment == "shared", rows=rows_arg)
+    if not (np.isfinite(mean_loss) and all(np.isfinite(a).all() for a in updated)):
+        for a, old in zip(updated, before):
+            a[...] = old
+        raise TrainingDivergedError(
+            f"the epoch diverged (non-finite loss, parameters or Adam moments) at learning_rate="
+            f"{learning_rate:g}; theta, coef and state are left as they were before it: lower "
+            "learning_rate, or standardize X and Y")
     state.step = int(step)
     return float(mean_loss)
 
@@ -1392,6 +1518,8 @@ def fastfood_features(X: ArrayLike, signs: ArrayLike, permutation: ArrayLike, ga
     s = _check_frequencies(n_frequencies, n_blocks, p, offsets, pair)
     b, th, out = _phase_and_out(X, offsets, theta, s, pair, out)
     S_eff = np.ascontiguousarray(S / (sigma * np.sqrt(p)), dtype=dtype)
+    # H (B x) sums the d inputs, H (G Pi .) p of those, then S scales
+    _check_phase_range(X, th, X.shape[1] * p * _abs_max(G) * max(1.0, _abs_max(S_eff)), b, dtype)
     scale = default_scale(s, bool(pair))
     _core.fastfood_features(X, sg, perm, G, S_eff, b, th, s, dtype.type(scale), bool(pair), out,
                             resolve_n_threads(n_threads))
@@ -1463,6 +1591,8 @@ def sorf_features(X: ArrayLike, diagonals: ArrayLike, offsets: ArrayLike | None 
     b, th, out = _phase_and_out(X, offsets, theta, s, pair, out)
     # (sqrt(p)/sigma) * p^(-3/2) folds the three normalisations of Hn into one factor
     freq_scale = 1.0 / (sigma * p)
+    # the first unnormalised H sums the d inputs, each later one p entries of the last
+    _check_phase_range(X, th, X.shape[1] * p * p * max(1.0, freq_scale), b, dtype)
     scale = default_scale(s, bool(pair))
     _core.sorf_features(X, D, b, th, s, dtype.type(freq_scale), dtype.type(scale), bool(pair), out,
                         resolve_n_threads(n_threads))

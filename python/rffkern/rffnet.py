@@ -129,7 +129,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         "restart_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "solver": [StrOptions(set(SOLVERS))],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(numbers.Real, 0, kernels.MAX_LEARNING_RATE, closed="right")],
         "learning_rate_schedule": [StrOptions({"constant", "adaptive"})],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -692,8 +692,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         drift (which in high dimension adds up to a rough kernel). Together with
         ``relevance_penalty`` it holds them at 0.
     learning_rate : float, default=3e-3
-        Initial step size of Adam/SGD (the prox on B uses the current step size). The authors'
-        code uses 1e-3 (with ``solver="adam"``).
+        Initial step size of Adam/SGD (the prox on B uses the current step size), at most
+        :data:`rffkern.kernels.MAX_LEARNING_RATE`. The authors' code uses 1e-3 (with
+        ``solver="adam"``).
     learning_rate_schedule : {"adaptive", "constant"}, default="adaptive"
         "constant" keeps ``learning_rate`` and, with early stopping, stops at the first plateau of
         ``n_iter_no_change`` epochs without improvement (the paper's Algorithm 1). "adaptive"
