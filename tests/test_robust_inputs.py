@@ -9,7 +9,7 @@ import pytest
 import rffkern
 from rffkern import (AdaptiveRFFRegressor, EERFRegressor, RFFNetRegressor, RFFRidge, RFFRidgeClassifier,
                      SRFFRegressor)
-from rffkern._api import TaskWarning, _lead, capped_losses, explain_task
+from rffkern._api import TaskWarning, _lead, explain_task, without_the_deciding_row
 
 
 def smooth_rows(n, d=4, seed=0):
@@ -151,14 +151,29 @@ def test_float32_inputs_are_clipped_too():
 def test_one_outlying_held_out_row_does_not_decide():
     rng = np.random.default_rng(0)
     ridge = rng.random(200) * 0.1
-    net = ridge - 0.01  # lower on every row ...
+    net = ridge - 0.01 + 0.005 * rng.normal(size=200)  # lower on most rows ...
     net[7] = 500.0  # ... but one absurd answer
     mean, se = _lead(net, ridge)
-    assert mean > se  # the net still leads: the one row is a large error, not the whole verdict
-    capped = capped_losses(net, ridge)
-    assert capped[0].max() < 1.0
-    zeros_ones = (rng.random(50) < 0.2).astype(float)
-    np.testing.assert_array_equal(capped_losses(zeros_ones, 1 - zeros_ones)[0], zeros_ones)  # classes: as given
+    assert mean > se  # the net still leads: the one row does not decide
+    assert np.mean(ridge - net) < 0  # (as it would with that row)
+    lucky = ridge + 0.01 + 0.005 * rng.normal(size=200)  # higher on most rows ...
+    lucky[3] = -500.0  # ... and one row far better
+    mean, se = _lead(lucky, ridge)
+    assert mean < 0
+    kept = without_the_deciding_row(net, ridge, np.ones(200))
+    assert kept[0].size == 199 and kept[0].max() < 1.0 and kept[2].size == 199
+
+
+def test_fit_compares_with_the_full_ridge_on_a_heavy_tailed_target():
+    """A count whose few large values carry the signal: the search's ridge on a subset of rows does
+    not stand in for the ridge on every row."""
+    rng = np.random.default_rng(0)
+    n = 5000
+    pop = np.exp(rng.normal(9, 1.5, n))
+    X = np.column_stack([pop, rng.normal(size=n)])
+    y = rng.poisson(pop * 1e-4 * np.exp(0.3 * X[:, 1])).astype(float)
+    model = rffkern.fit(X, y, random_state=0, max_iter=5)
+    assert "ridge" in model.selection_report_["validation_scores"]
 
 
 def test_fit_on_a_heavy_tailed_input_uses_normal_scores():
