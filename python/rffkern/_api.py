@@ -443,13 +443,15 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
        (stratified); the others join the returned model's closing fit in step 5.
     4. A tuned kernel ridge machine, when RFFNet does not beat the width search's ridge on the
        held-out rows by more than one standard error of the per-row loss differences
-       (``LEAD_STANDARD_ERRORS``; else it could not win, and is skipped): 1000 features (at most twice the
+       (``LEAD_STANDARD_ERRORS``; else it could not win, and is skipped, unless the search saw a
+       subset of the rows of a heavy-tailed regression target, whose few large values it may miss): 1000 features (at most twice the
        training rows) at that width and standardization on every training row, the penalty among
        the 23 values by exact leave-one-out error (one Gram pass, one eigendecomposition, one
        leave-one-out pass).
     5. The ridge and RFFNet are compared on the held-out rows (squared errors over the variance
-       of y, or wrong classes): RFFNet wins only where its mean loss is lower by more than one
-       standard error of the per-row differences (the ridge, one kernel fitted in closed form,
+       of y, or wrong classes; for regression without the one row where they differ most, so
+       that one outlying row does not decide): RFFNet wins only where its mean loss is lower by
+       more than one standard error of the per-row differences (the ridge, one kernel fitted in closed form,
        is the simpler model); the winner is returned with the held-out rows added: the ridge's Gram matrix takes them
        (:meth:`~rffkern.RFFRidge.partial_fit`: same width, standardization and penalty, one pass
        over the held-out rows only), and so does RFFNet's closing fit (same relevances, map and
@@ -489,8 +491,10 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         multiplying every weight by one constant changes nothing, and equal weights fit the model
         of no weights. None: every row weighs 1.
     task : {"regression", "classification"} or None, default=None
-        Force the task; None decides with :func:`task_of_target`: text, booleans and integers
-        with at most 20 distinct values are class labels, every other numeric target is regressed.
+        Force the task; None decides with :func:`task_of_target`: text, booleans and two integer
+        values are class labels, integer codes 0..k-1 or 1..k (k <= 20) too unless their
+        frequencies fall away from one peak as counts do; other integers and real values are
+        regressed, with a ``TaskWarning`` naming ``task=`` where the rule guessed.
     random_state : int, Generator, RandomState or None, default=None
         Seed or generator of the split and of both models' draws.
     n_jobs : int or None, default=None
