@@ -14,7 +14,8 @@ import pytest
 import rffkern
 from rffkern import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, EERFClassifier, EERFRegressor,
                      RFFNetClassifier, RFFNetRegressor, RFFRidge, RFFRidgeClassifier, SRFFRegressor)
-from rffkern._data import constant_columns, input_standardization, mean_and_scale, mean_scale_constant
+from rffkern._data import constant_columns, mean_and_scale, mean_scale_constant
+from rffkern._inputs import fit_input_scaling
 
 
 def _data(n=300, value=0.3, seed=0):
@@ -37,8 +38,10 @@ def test_a_constant_column_standardizes_to_zero_exactly():
     w = np.r_[np.ones(600), 0.0]
     np.testing.assert_array_equal(constant_columns(B, w), [True, False])
     np.testing.assert_array_equal(constant_columns(B), [False, False])
-    mean, scale = input_standardization(B, w)
+    scaling = fit_input_scaling(B, w)
+    mean, scale = scaling.mean, scaling.scale
     assert mean[0] == 0.3 and scale[0] == np.inf and np.isfinite(scale[1])
+    assert scaling.x_max[0] == 0.3  # (the clipping range: the rows of positive weight)
     np.testing.assert_array_equal(mean_scale_constant(B, w)[2], [True, False])
     assert constant_columns(np.empty((0, 3))).tolist() == [False] * 3
 

@@ -7,7 +7,7 @@ import contextlib
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-__all__ = ["power_of_two_scale", "mean_scale_constant", "mean_and_scale", "constant_columns", "input_standardization",
+__all__ = ["power_of_two_scale", "mean_scale_constant", "mean_and_scale", "constant_columns",
            "pooled_scale", "one_spread", "standardizing", "check_sample_weight", "relative_sample_weight",
            "MIN_FIRST_CHUNK_ROWS", "check_first_chunk", "warn_newly_varying_inputs", "holdout_split",
            "labels_from_decision", "TargetScaler"]
@@ -153,38 +153,6 @@ def standardized_rows(X, mean, scale, dtype):
 _STANDARDIZE_BLOCK_VALUES = 1 << 20
 
 
-def input_standardization(X, sample_weight=None, standardize=True):
-    """``(mean, scale)`` that standardize the inputs X (n, d) of a model: :func:`mean_and_scale`, and
-    an infinite scale for the inputs constant on the rows (of positive weight), which standardize
-    to 0 on every row, seen or not. With ``standardize="global"`` the varying inputs share one
-    pooled scale (:func:`pooled_scale`); with False, zeros and ones (X as given).
-
-    The rows say nothing about how the target depends on such an input, and a kernel model of it
-    as given would move wherever a later row takes another value there: a test row with another
-    value in an input constant on the training rows moved ``RFFRidge()``'s predictions by up to
-    2.8 (y of unit scale) and flipped ``RFFRidgeClassifier()``'s label on 64% of the rows
-    (scratch ``/tmp/s/const_all.py``: 600 rows, six inputs, the last one constant). On the
-    training rows the standardized input is 0 either way, so the fit itself is unchanged.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, d)
-    sample_weight : ndarray of shape (n,) or None, default=None
-        As for :func:`mean_scale_constant`.
-    standardize : {True, "global", False}, default=True
-        Each input by its own deviation, all by one pooled deviation, or none.
-
-    Returns
-    -------
-    mean, scale : ndarray of shape (d,)
-    """
-    if standardize is False:
-        return np.zeros(X.shape[1]), np.ones(X.shape[1])
-    mean, scale, constant = mean_scale_constant(X, sample_weight)
-    scale = np.where(constant, np.inf, scale)
-    return mean, (scale if standardize is True else pooled_scale(scale, constant))
-
-
 def pooled_scale(scale, constant):
     """One scale for every varying input: ``scale`` with the entries of the inputs that vary
     (``~constant``) replaced by their root mean square; the constant inputs' entries stay.
@@ -196,7 +164,7 @@ def pooled_scale(scale, constant):
     Parameters
     ----------
     scale : ndarray of shape (d,)
-        Per-input scales (:func:`mean_scale_constant`, or :func:`input_standardization`'s with
+        Per-input scales (:func:`mean_scale_constant`, or :func:`rffkern._inputs.fit_input_scaling`'s with
         infinite entries for the constant inputs).
     constant : ndarray of shape (d,), bool
 

@@ -118,8 +118,10 @@ def fit_input_scaling(X: np.ndarray, sample_weight: np.ndarray | None = None, st
     heavy-tailed inputs to normal scores first, then standardizes as True."""
     X64 = np.asarray(X, dtype=np.float64)
     ranges = column_range(_positive_rows(X64, sample_weight))
-    quantiles, columns = None, np.flatnonzero(heavy_tailed_columns(X64, sample_weight))
-    if standardize == "quantile" and columns.size:
+    quantiles, columns = None, None
+    if standardize == "quantile":  # (the heavy-tailed inputs: found only where they are mapped)
+        columns = np.flatnonzero(heavy_tailed_columns(X64, sample_weight))
+    if columns is not None and columns.size:
         rows = _positive_rows(X64, sample_weight)
         quantiles = QuantileTransformer(n_quantiles=min(QUANTILES, rows.shape[0]), output_distribution="normal",
                                         subsample=None).fit(rows[:, columns])
