@@ -9,7 +9,7 @@ import pytest
 import rffkern
 from rffkern import (AdaptiveRFFRegressor, EERFRegressor, RFFNetRegressor, RFFRidge, RFFRidgeClassifier,
                      SRFFRegressor)
-from rffkern._api import TaskWarning, _lead, explain_task, without_the_deciding_row
+from rffkern._api import TaskWarning, _lead, explain_task, few_rows_carry, without_the_deciding_row
 
 
 def smooth_rows(n, d=4, seed=0):
@@ -174,6 +174,17 @@ def test_fit_compares_with_the_full_ridge_on_a_heavy_tailed_target():
     y = rng.poisson(pop * 1e-4 * np.exp(0.3 * X[:, 1])).astype(float)
     model = rffkern.fit(X, y, random_state=0, max_iter=5)
     assert "ridge" in model.selection_report_["validation_scores"]
+
+
+def test_few_rows_carry_the_target_only_for_a_heavy_tail():
+    rng = np.random.default_rng(0)
+    normal = rng.normal(size=20000)
+    count = rng.poisson(np.exp(rng.normal(9, 1.5, 20000)) * 1e-4).astype(float)
+    assert not few_rows_carry(normal) and not few_rows_carry(np.exp(0.5 * normal))
+    assert few_rows_carry(count)
+    assert few_rows_carry(np.column_stack([normal, count]))  # any output column
+    assert not few_rows_carry(np.ones(100))  # constant: no variance to carry
+    assert few_rows_carry(np.r_[np.zeros(99), 1.0])  # one row of a hundred: the top row
 
 
 def test_fit_on_a_heavy_tailed_input_uses_normal_scores():
