@@ -8,6 +8,7 @@ import pytest
 import reference
 import rffkern
 from rffkern import _api
+from rffkern._fit_options import fit_options
 from rffkern.datasets import make_jse3
 from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 
@@ -147,7 +148,7 @@ def test_returned_rffnet_regressor_closes_on_the_held_out_rows_too(small_search)
     X, y, _ = make_jse3(700, random_state=4)
     model = rffkern.fit(X, y * 1000.0 + 5.0, random_state=0, max_iter=20)
     assert model.selection_report_["chosen"] == "rffnet" and "rffnet_refit" in model.selection_report_["fit_times"]
-    assert not hasattr(model, "_closing_stats") and not hasattr(model, "_keep_closing_stats")
+    assert not hasattr(model, "_closing_stats") and "_fit_options" not in model.__dict__
     # the same as a closing ridge on every row at the chosen penalty, with the trained relevances
     from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
     trained_intercept, y_scale = model._trained_map[3], model.y_scale_
@@ -168,8 +169,8 @@ def test_returned_rffnet_classifier_closes_on_the_held_out_rows_too(n_classes):
     X, y, _ = make_jse3(500, random_state=5)
     labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
     net = rffkern.RFFNetClassifier(n_components=40, refit_components=120, max_iter=20, random_state=0)
-    net._keep_closing_stats = True
-    net.fit(X[:400], labels[:400])
+    with fit_options(net, keep_closing_stats=True):
+        net.fit(X[:400], labels[:400])
     before = net.coef_.copy()
     net._closing_fit_add_rows(X[400:], labels[400:])
     assert not hasattr(net, "_closing_stats") and not np.array_equal(net.coef_, before)
@@ -375,7 +376,7 @@ def test_rffnet_lowers_its_learning_rate_once_in_fit():
     assert model.selection_report_["chosen"] == "rffnet"
     assert model.learning_rate_ == pytest.approx(model.learning_rate / 5)
     assert model.n_iter_ < model.max_iter
-    assert not hasattr(model, "_max_lr_decays")
+    assert "_fit_options" not in model.__dict__
     alone = rffkern.RFFNetRegressor(**model.get_params()).fit(X, y)
     assert alone.learning_rate_ < model.learning_rate_
 

@@ -6,6 +6,7 @@ import pytest
 import reference
 import rffkern
 from rffkern import _api
+from rffkern._fit_options import fit_options
 from rffkern.ridge import RFFRidge
 
 
@@ -88,8 +89,8 @@ def test_weighted_classifier_closes_on_the_held_out_rows_with_their_weights():
     labels = (y > 0).astype(int)
     w = np.random.default_rng(1).uniform(0.2, 3.0, len(y))
     net = rffkern.RFFNetClassifier(n_components=40, refit_components=120, max_iter=15, random_state=0)
-    net._keep_closing_stats = True
-    net.fit(X[:400], labels[:400], sample_weight=w[:400])
+    with fit_options(net, keep_closing_stats=True):
+        net.fit(X[:400], labels[:400], sample_weight=w[:400])
     net._closing_fit_add_rows(X[400:], labels[400:], w[400:])
     Z = net._trained_features(net._standardized(X))
     coef = net.coef_.astype(np.float64)
@@ -106,8 +107,8 @@ def test_weighted_regressor_closes_on_the_held_out_rows_with_their_weights():
     X, y, _, _, _ = _corrupted(500, seed=4)
     w = np.random.default_rng(2).uniform(0.2, 3.0, len(y))
     net = rffkern.RFFNetRegressor(n_components=40, refit_components=120, max_iter=15, random_state=0)
-    net._keep_closing_stats = True
-    net.fit(X[:400], y[:400], sample_weight=w[:400])
+    with fit_options(net, keep_closing_stats=True):
+        net.fit(X[:400], y[:400], sample_weight=w[:400])
     net._closing_fit_add_rows(X[400:], y[400:], w[400:])
     trained_intercept, y_scale = net._trained_map[3], net.y_scale_
     Xr = net._standardized(X).astype(np.float64) * net.relevances_.astype(np.float64)

@@ -15,6 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rffkern
 import reference
+from rffkern._fit_options import fit_options
 from rffkern._importances import rms_partial_derivatives
 from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern.datasets import make_gse2, make_jse2, make_jse3
@@ -1238,8 +1239,8 @@ def test_classifier_closing_fit_on_a_row_subset_above_the_cap(monkeypatch, n_cla
     np.testing.assert_array_equal(RFFNetClassifier(**kw).fit(X, labels).coef_, full.coef_)
     monkeypatch.setattr(rn, "CLOSING_MAX_ROWS", 300)
     sub = RFFNetClassifier(**kw)
-    sub._keep_closing_stats = True
-    sub.fit(X, labels)
+    with fit_options(sub, keep_closing_stats=True):
+        sub.fit(X, labels)
     assert not hasattr(sub, "_closing_stats")  # nothing for rffkern.fit to add rows to
     np.testing.assert_array_equal(sub.relevances_, full.relevances_)  # the same epochs
     assert sub.refit_alpha_ is not None and not np.allclose(sub.coef_, full.coef_)

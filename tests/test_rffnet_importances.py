@@ -128,7 +128,7 @@ def test_fit_reports_the_derivative_norms_of_the_model_it_returns(classify):
 def test_a_variant_fit_does_not_skip_its_importances_later():
     X, y, _ = make_jse3(300, random_state=0)
     model = rffkern.fit(X, y, random_state=0)
-    assert not model.__dict__.get("_skip_importances", False)
+    assert "_fit_options" not in model.__dict__  # (rffkern.fit's options were for its own fits)
     refit = copy.deepcopy(model).fit(X, y)
     assert refit.feature_importances_.max() == 1.0
 

@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rffkern._data import power_of_two_scale
+from rffkern._fit_options import fit_options
 from rffkern._linalg import single_threaded_blas
 from rffkern._typing import RandomStateLike
 from rffkern._validation import refuse_mixed_labels
@@ -640,8 +641,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         tic = time.perf_counter()
         model = ridge_cls(n_full, length_scale=width, standardize=geometry, random_state=seeds[1], n_jobs=n_jobs,
                           verbose=inner_verbose)
-        model._skip_importances = True  # computed by partial_fit below if the ridge is returned
-        model.fit(X[idx_tr], y[idx_tr], sample_weight=weights(idx_tr))
+        with fit_options(model, summaries=False):  # computed below if the ridge is returned
+            model.fit(X[idx_tr], y[idx_tr], sample_weight=weights(idx_tr))
         times["ridge"] = time.perf_counter() - tic
         scores["ridge"] = _held_out_score(model, X[idx_val], y[idx_val], w_val)
         return model
@@ -657,9 +658,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         search_idx = np.sort(np.random.default_rng(seeds[3]).choice(idx_tr, SEARCH_ROWS, replace=False))
     n_probe = min(SEARCH_COMPONENTS, n_full)
     probe: Any = ridge_cls(n_probe, random_state=seeds[1], n_jobs=n_jobs, verbose=inner_verbose)
-    probe._skip_importances = True  # (their derivative norms cost ~1 s each on mnist)
     try:
-        probe.fit(X[search_idx], y[search_idx], sample_weight=weights(search_idx))
+        with fit_options(probe, summaries=False):  # (their derivative norms cost ~1 s each on mnist)
+            probe.fit(X[search_idx], y[search_idx], sample_weight=weights(search_idx))
         scores["width_search"] = _held_out_score(probe, X[idx_val], y[idx_val], w_val)
     except ValueError:  # e.g. a class absent from the subset: search on every training row
         probe = None
@@ -703,12 +704,12 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
             continue
         tried.append(key)
         runs[name] = net_cls(**net_params)
-        runs[name]._keep_closing_stats = True  # for the held-out rows, below
-        runs[name]._max_lr_decays = FIT_LR_DECAYS
-        runs[name]._skip_importances = True  # computed below for the model returned, on every row
 
     def train(net: Any) -> tuple[float, Any]:
-        net.fit(X[idx_net], y[idx_net], sample_weight=weights(idx_net))
+        # the closing statistics for the held-out rows (below); the importances computed below for
+        # the model returned, on every row
+        with fit_options(net, summaries=False, keep_closing_stats=True, max_lr_decays=FIT_LR_DECAYS):
+            net.fit(X[idx_net], y[idx_net], sample_weight=weights(idx_net))
         return _held_out_score(net, X[idx_val], y[idx_val], w_val), net
 
     threads = resolve_n_threads(n_jobs)
@@ -770,7 +771,6 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     # but the winner's until the held-out rows have joined it
     closing_stats = net.__dict__.pop("_closing_stats", None)
     for _, other in nets.values():
-        del other._keep_closing_stats, other._max_lr_decays, other._skip_importances  # (a later fit: RFFNet's own)
         other.__dict__.pop("_closing_stats", None)
     if ridge is None or lead[0] > LEAD_STANDARD_ERRORS * lead[1]:  # (no ridge: RFFNet's lead was clear)
         model, report["chosen"] = net, "rffnet"
@@ -793,9 +793,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         else:
             # the held-out rows join the Gram: the model of all rows at the chosen width and penalty
             model.set_params(alpha=ridge.alpha_, length_scale=ridge.length_scale_, verbose=0)
-            model.partial_fit(X[idx_val], y[idx_val], sample_weight=w_val)
+            with fit_options(model, summaries=False):
+                model.partial_fit(X[idx_val], y[idx_val], sample_weight=w_val)
             # the importances over every row (at most 2000 drawn), not the held-out ones alone
-            model._skip_importances = False
             Xs_all = model._standardized(np.asarray(X, dtype=model.coef_.dtype))
             model._store_derivative_norms(Xs_all, w)
             if classify:  # predict_proba's temperature, from every row's leave-one-out decisions

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from rffkern import kernels
+from rffkern._fit_options import FitOptions
 from rffkern._linalg import single_threaded_blas
 
 __all__ = ["IMPORTANCE_ROWS", "DeferredSummaries", "capped_rows", "importance_rows", "rms_partial_derivatives"]
@@ -58,9 +59,10 @@ class DeferredSummaries:
     10 classes 2.2-3.2x the time of the calls without, RFFRidgeClassifier on 20 inputs 1.3-1.9x.
 
     The estimator defines ``_store_summaries(Xs, Y, sample_weight)`` (computing them now; the
-    rows are at most ``IMPORTANCE_ROWS``, so it draws none) and ``_skip_importances``."""
+    rows are at most ``IMPORTANCE_ROWS``, so it draws none). A fit under
+    ``FitOptions(summaries=False)`` (:func:`rffkern._fit_options.fit_options`) keeps none."""
 
-    _skip_importances = False  # (the estimators' own flag: a fit whose summaries nobody reads)
+    _fit_options = FitOptions()  # (an ordinary fit's; ``fit_options`` sets others)
     _derivative_norms: np.ndarray | None
 
     def _store_summaries(self, Xs, Y, sample_weight=None):
@@ -69,7 +71,7 @@ class DeferredSummaries:
     def _defer_summaries(self, Xs, Y, sample_weight=None):
         self._derivative_norms = None
         self.__dict__.pop("_summary_rows", None)
-        if not self._skip_importances:
+        if self._fit_options.summaries:
             rows = capped_rows(Xs.shape[0], sample_weight)
             self._summary_rows = (Xs[rows], np.asarray(Y)[rows],
                                   None if sample_weight is None else np.asarray(sample_weight)[rows])

@@ -21,8 +21,8 @@ from rffkern._progress import ProgressLog
 from rffkern._sampling import median_distance
 
 # learning_rate_schedule="adaptive": on each plateau of n_iter_no_change epochs the learning rate
-# is divided by LR_DECAY, at most MAX_LR_DECAYS times; the next plateau stops the training. (An
-# estimator's private ``_max_lr_decays``, set by rffkern.fit, overrides the count.)
+# is divided by LR_DECAY, at most MAX_LR_DECAYS times; the next plateau stops the training. (A fit under
+# ``FitOptions(max_lr_decays=...)``, as rffkern.fit runs its variants, sets the count.)
 LR_DECAY = 5.0
 MAX_LR_DECAYS = 3
 
@@ -319,7 +319,8 @@ def train_epochs(est, runner, Xs, Y, w, Xs_val, Y_val, w_val, rng, *, max_epochs
     """
     theta, coef = est.relevances_, est.coef_
     sched = Schedule(float(est.learning_rate)) if schedule is None else schedule
-    max_decays = getattr(est, "_max_lr_decays", MAX_LR_DECAYS)
+    max_decays = est._fit_options.max_lr_decays
+    max_decays = MAX_LR_DECAYS if max_decays is None else max_decays
     log = ProgressLog(est, est.verbose)
     epoch_total = est.n_iter_ + max_epochs  # epochs are numbered over the model's life
     for _ in range(0 if sched.stopped or sched.diverged else max_epochs):

@@ -572,11 +572,11 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         """``feature_importances_`` before scaling: the root mean square of the partial derivatives
         of the fitted outputs (summed over outputs: the logits for the classifier) over standardized
         rows ``Xs`` (at most ``IMPORTANCE_ROWS`` of them, drawn by a fixed generator; weighted by
-        ``sample_weight``), per unit of each input's own deviation. ``rffkern.fit`` sets
-        ``_skip_importances`` on the variants it trains and computes them for the model it returns
+        ``sample_weight``), per unit of each input's own deviation. ``rffkern.fit`` trains its
+        variants under ``FitOptions(summaries=False)`` and computes them for the model it returns
         (on mnist_test10k, 10 classes and 784 inputs, each computation costs ~0.6 s)."""
         self.__dict__.pop("_summary_rows", None)  # (rows a partial_fit kept: superseded)
-        if self._skip_importances:
+        if not self._fit_options.summaries:
             self._derivative_norms = None
             return
         rows, row_w = importance_rows(Xs, sample_weight)
@@ -965,7 +965,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         fmap = FourierFeatureMap(W, b, float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
         coef, intercept, alpha, _, stats = fit_ridge_map(fmap, Xr, Yr, REFIT_ALPHAS, fit_intercept=self.fit_intercept,
                                                          selection="loo", sample_weight=w)
-        if getattr(self, "_keep_closing_stats", False):  # for _closing_fit_add_rows (rffkern.fit)
+        if self._fit_options.keep_closing_stats:  # for _closing_fit_add_rows (rffkern.fit)
             self._closing_stats = stats
         dtype = self.coef_.dtype
         self.weights_ = np.ascontiguousarray(W, dtype=dtype)
@@ -1015,12 +1015,12 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         the training rows and these. For :func:`rffkern.fit`, whose held-out rows join the
         returned model this way (one Gram pass
         over them and one solve; the relevances, the map and the penalty stay). Needs
-        ``_keep_closing_stats`` set before ``fit``; returns self."""
+        ``FitOptions(keep_closing_stats=True)`` in ``fit``; returns self."""
         from rffkern._ridge_solvers import FourierFeatureMap, solve_ridge
 
         stats = self.__dict__.pop("_closing_stats", None)
         if stats is None:
-            raise RuntimeError("no closing-fit statistics kept (set _keep_closing_stats before fit)")
+            raise RuntimeError("no closing-fit statistics kept (fit under FitOptions(keep_closing_stats=True))")
         X = validate_data(self, X, dtype=_INPUT_DTYPES, ensure_all_finite=True, reset=False,
                           order="C")
         widen_input_range(self, X, sample_weight)  # (the model's rows: read as given, not clipped)
@@ -1390,7 +1390,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         coef, _ = fit_output_layer(Z, Y, kind, alpha, w, coef, whitening=whitening, n_threads=self.n_jobs)
         self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
         self.refit_alpha_ = float(alpha)
-        if getattr(self, "_keep_closing_stats", False) and not capped:  # for _closing_fit_add_rows
+        if self._fit_options.keep_closing_stats and not capped:  # for _closing_fit_add_rows
             self._closing_stats = (Z, Y, w, whitening, coef)
 
     def _closing_fit_add_rows(self, X, y, sample_weight=None):
@@ -1398,12 +1398,12 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         their ``sample_weight``, in the caller's units: ``fit``'s weights' unit divides them too),
         at its chosen penalty, from its solution (the
         relevances and the map stay). For :func:`rffkern.fit`, whose held-out rows join the
-        returned model this way. Needs ``_keep_closing_stats`` set before ``fit``; returns self."""
+        returned model this way. Needs ``FitOptions(keep_closing_stats=True)`` in ``fit``; returns self."""
         from rffkern._output_refit import fit_output_layer
 
         kept = self.__dict__.pop("_closing_stats", None)
         if kept is None:
-            raise RuntimeError("no closing-fit rows kept (set _keep_closing_stats before fit)")
+            raise RuntimeError("no closing-fit rows kept (fit under FitOptions(keep_closing_stats=True))")
         Z, Y, w, whitening, coef = kept
         X = validate_data(self, X, dtype=_INPUT_DTYPES, ensure_all_finite=True, reset=False,
                           order="C")

@@ -36,6 +36,7 @@ from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
 from rffkern._dask import fit_ridge, is_dask_array, map_rows
 from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
                                   temperature_of)
+from rffkern._fit_options import fit_options
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
 from rffkern._data import (TargetScaler, check_first_chunk, labels_from_decision, mean_scale_constant, one_spread,
                            relative_sample_weight, standardizing, warn_newly_varying_inputs)
@@ -194,10 +195,9 @@ def choose_standardization(X: NDArray[np.floating], Y: NDArray[np.floating],
         rows = np.sort(rng.choice(rows, PROBE_ROWS, replace=False))
     w = None if sample_weight is None else sample_weight[rows]
     probe = RFFRidge(PROBE_COMPONENTS, random_state=rng, n_jobs=n_jobs, robust_inputs=robust_inputs)
-    probe._skip_importances = True
-    probe._quantile_candidate = quantile
     try:
-        probe.fit(X[rows], Y[rows], sample_weight=w)
+        with fit_options(probe, summaries=False, quantile_candidate=quantile):
+            probe.fit(X[rows], Y[rows], sample_weight=w)
     except ValueError:  # too few rows to compare
         return True, None
     return probe.standardize_, probe.standardize_errors_
@@ -338,7 +338,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         if self.standardize == "auto":
             if not isinstance(self.length_scale, str):
                 return [True]
-            quantile = self.robust_inputs and getattr(self, "_quantile_candidate", True)
+            quantile = self.robust_inputs and self._fit_options.quantile_candidate
             return list(STANDARDIZE_CHOICES) + ["quantile"] * bool(quantile)
         return [self.standardize]
 
@@ -578,10 +578,10 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         weighted by ``sample_weight`` when given.
 
         A fit whose importances nobody will read (``rffkern.fit``'s width probe and the ridge it
-        completes by ``partial_fit``) sets ``_skip_importances``: on mnist (d = 784, 10 classes)
+        completes by ``partial_fit``) runs under ``FitOptions(summaries=False)``: on mnist (d = 784, 10 classes)
         each computation costs ~1 s, a third of the ridge's fit."""
         self.__dict__.pop("_summary_rows", None)  # (rows a partial_fit kept: superseded)
-        if self._skip_importances:
+        if not self._fit_options.summaries:
             self._derivative_norms = None
             return
         rows, row_w = importance_rows(Xs, sample_weight, rng)
@@ -1013,9 +1013,9 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         """``temperature_`` of :meth:`predict_proba` from the exact leave-one-out decision values of
         these rows of the fit (at most ``CALIBRATION_ROWS``), against their classes (+-1 targets
         ``Y``). Kept as it was where those rows hold a single class (a ``partial_fit`` chunk), and
-        skipped with the importances (``_skip_importances``: ``rffkern.fit`` calibrates the model
-        it returns)."""
-        if self._skip_importances:
+        skipped with the importances (``FitOptions(summaries=False)``: ``rffkern.fit`` calibrates
+        the model it returns)."""
+        if not self._fit_options.summaries:
             self._temperature = None
             return
         Y, scaler = np.asarray(Y, np.float64), self._target_scaler

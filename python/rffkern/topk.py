@@ -195,7 +195,6 @@ def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
     relevances[order[:k]] = theta[order[:k]]
     thresholded = copy.deepcopy(estimator)
     thresholded.relevances_ = relevances
-    thresholded._skip_importances = False
     thresholded._store_derivative_norms(Xs, sample_weight)  # of the thresholded model, on these rows
     support = np.zeros(d, bool)
     support[order[:k]] = True
