@@ -8,13 +8,12 @@
 // store scale*cos (features), dot with coef and reduce across the tile's columns (predict), or
 // add into gram's partial sums.
 //
-// Shapes measured on an H100 (bench/cuda_tune.py over variants from bench/build_cuda_variants.sh;
-// numbers in docs/kernels.rst). Each thread holds 8 x 4 (features, predict) or 8 x 8 (gram)
-// accumulators, its rows {4 ty + r, 64 + 4 ty + r} and columns {64 g + 4 tx + c}, so per k its
-// operands are 16-byte shared loads (3 for 32 FMAs, 4 for 64). Against the first version (4-byte
-// loads, 128 x 64 tiles of 8 x 4 with strided columns): features float32 11.7 -> 9.3 ms, predict
-// 11.9 -> 8.6 ms, gram's Z^T Z float32 at s = 4096 about 15% faster (n = 1e6, d = 100, s = 1000).
-// Tried and slower: 8 x 8 accumulators for features / predict (the unrolled epilogue's 64 inlined
+// Shapes chosen on an H100 with bench/cuda_tune.py over variants from bench/build_cuda_variants.sh
+// (the numbers: bench/CUDA_TUNING.md, docs/kernels.rst). Each thread holds 8 x 4 (features,
+// predict) or 8 x 8 (gram) accumulators, its rows {4 ty + r, 64 + 4 ty + r} and columns
+// {64 g + 4 tx + c}, so per k its operands are 16-byte shared loads (3 for 32 FMAs, 4 for 64):
+// features and predict take 20-30% less time than with 4-byte loads on strided columns. Tried and
+// slower: 8 x 8 accumulators for features / predict (the unrolled epilogue's 64 inlined
 // cosf, 14k instructions, stalled on instruction fetch: 18 ms), and cos taken in a rolled loop over
 // a shared-memory copy of the tile (2-10% slower than the unrolled 8 x 4 epilogue).
 #include <climits>
@@ -37,7 +36,7 @@ struct Tile {
 };
 
 // Blocks per SM the compiler must fit (a register cap): the features / predict kernels (8 x 4
-// accumulators a thread) and gram's Z^T Z (8 x 8). Measured on an H100 (bench/cuda_tune.py); the
+// accumulators a thread) and gram's Z^T Z (8 x 8), chosen on an H100 with bench/cuda_tune.py; the
 // macros let bench/build_cuda_variants.sh build others.
 #ifndef RFFKERN_CUDA_F32_FEATURE_BLOCKS
 #define RFFKERN_CUDA_F32_FEATURE_BLOCKS 3

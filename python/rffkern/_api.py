@@ -165,11 +165,8 @@ def _task_rule(y: ArrayLike) -> tuple[str, str, bool]:
 #: ``rffkern.fit`` searches the kernel width on a random subset of at most this many training rows
 #: with ``SEARCH_COMPONENTS`` features (the width of a 1000-feature model on all rows is close to the
 #: best width of this smaller problem, and the search costs a fraction of one full Gram pass), on
-#: small data sets too: measured (``bench_realdata.py`` splits, seeds 0-9, against the earlier rule
-#: of a 1000-feature width search on every row below 3000 training rows): abalone rel -0.000 ->
-#: -0.001 at 0.76x -> 0.44x the Nystroem pipeline's fit time, diabetes -0.005 -> -0.007, digits
-#: +0.235 -> +0.039, breast_cancer +0.579 -> +0.684 (relative to the better kernel pipeline's mean
-#: error over the 10 seeds) ...
+#: small data sets too, where it is faster than a search on every row and no less accurate on three
+#: of four (docs/design_notes.rst).
 SEARCH_ROWS = 3000
 #: The full model's features: 1000, at most twice the training rows.
 N_COMPONENTS = 1000
@@ -183,38 +180,21 @@ RFFNET_VARIANTS: dict[str, dict[str, Any]] = {
     "sparse": {},
     "dense": {"solver": "adam", "relevance_penalty": 0.0, "learning_rate": 1e-3},
 }
-#: ... and "sparse" only with at least this many input features. Measured (bench_realdata splits,
-#: seeds 0 and 1, one thread, ``rffkern.fit`` with one variant forced; scratch script): on the ten
-#: data sets with fewer than 50 features "dense" alone was as good as or better than "sparse" alone on
-#: 16 of 20 seeds (cal_housing +0.005/+0.012 against +0.044/+0.061, cpu_act -0.468/-0.320 against
-#: -0.389/-0.149 relative to the better kernel pipeline) and within the pipelines' error where it
-#: lost (kin40k -0.044/-0.045 against -0.074/-0.079, elevators -0.024/+0.011 against
-#: -0.033/+0.003); with many features "sparse" matters: make_hd5 (d = 1000, 5 relevant, n = 5000):
-#: "dense" alone RMSE 1.90 and 2 of the 5 relevant features on top, with both 0.51 and 5 of 5
-#: ("sparse" kept); mnist_test10k +0.023/-0.079 against +0.055/-0.029.
+#: ... and "sparse" only with at least this many input features: with fewer, "dense" alone does as
+#: well or better on most splits; with many, "sparse" finds relevant features that "dense" misses
+#: (docs/design_notes.rst).
 SPARSE_MIN_FEATURES = 50
 #: For classes, RFFNet learns its relevances on at most this many of the training rows (a random
 #: subset, stratified by class); the returned model's closing logistic / softmax fit then takes the
 #: other training rows with the held-out ones (at most ``rffnet.CLOSING_MAX_ROWS`` rows in all, as
 #: for RFFNetClassifier itself). The variants are compared with their closing fits on the subset.
-#: Measured (bench_realdata splits, seeds 0/1, one thread, scratch ``/tmp/s/ab_real.py``, against
-#: training on every row): a9a (26,048 rows) test error 0.1485/0.1507 -> 0.1486/0.1487, fit
-#: 10.1/11.7 -> 5.2/4.8 s (the Nystroem pipeline 15.8/15.4 s); w8a (31,839 rows) 0.0126/0.0127 ->
-#: 0.0138/0.0129 (the better kernel pipeline 0.0158/0.0143), 27.3/27.0 -> 10.1/9.0 s (pipeline
-#: 18.5/18.1 s). With an unstratified subset (``/tmp/s/ab_cap.py``) a cap of 8000 rows gave w8a
-#: 0.0144/0.0126, 12,000 0.0130/0.0129 at 12.6/9.6 s. Regression is not capped: its RFFNet gains
-#: from every row (a cap of 8000, the closing ridge on every row: kin40k 0.2778/0.2541 ->
-#: 0.2777/0.2661, elevators 0.3053/0.2953 -> 0.3022/0.3151).
+#: The subset halves the fit on a9a and w8a at about the same test error. Regression is not capped:
+#: its RFFNet gains from every row (docs/design_notes.rst).
 NET_MAX_ROWS_CLASSIFICATION = 10_000
 #: RFFNet's "adaptive" learning-rate schedule lowers the step size at most this many times in
 #: ``rffkern.fit`` (RFFNet's own default: 3), so its training stops at the second plateau of
-#: ``n_iter_no_change`` epochs without improvement instead of the fourth. Measured (bench_realdata
-#: splits, seeds 0 and 1 of the 15 data sets, one thread, scratch ``/tmp/s/patience.py``, against
-#: 3): the same test error on 24 of the 30 splits, better on w8a seed 0 (0.0145 -> 0.0137), within
-#: 0.0002 on four, kin40k seed 0 0.2778 -> 0.2785; RFFNet's stage 19.2/17.0 -> 15.3/14.9 s on
-#: mnist_test10k, 9.0/7.8 -> 6.1/6.3 s on w8a, 3.9/4.9 -> 3.4/2.8 s on a9a, 2.6/2.7 -> 2.3/2.6 s on
-#: kin40k. Five epochs of patience instead (RFFNet's ``n_iter_no_change``) were faster still but
-#: lost cpu_act seed 0 (RMSE/sd 0.126 -> 0.370: the ridge was kept).
+#: ``n_iter_no_change`` epochs without improvement instead of the fourth: the same test error on
+#: most splits, RFFNet's stage up to a third shorter (docs/design_notes.rst).
 FIT_LR_DECAYS = 1
 #: RFFNet (per-input relevances, a learned map) is returned only where its held-out loss is lower
 #: than the ridge's (one kernel, fitted in closed form: the simpler model) by more than this many
@@ -222,16 +202,8 @@ FIT_LR_DECAYS = 1
 #: over the variance of y for regression); else the ridge, fitted on every training row when RFFNet
 #: has not beaten the width search's ridge by that much either. As the width search's rule, RFFNet
 #: moves the choice only on evidence: with 91 held-out rows on breast_cancer both models are often
-#: perfect, and any lead of RFFNet there was noise. Measured (bench_realdata splits, one thread,
-#: scratch ``/tmp/s/se_exp.py`` and ``se_eval.py``: both models completed on every row, the rules
-#: applied afterwards; test errors, means over seeds 0-9 on the four small sets, 0-1 on the others),
-#: against the earlier rule (RFFNet wherever its held-out score was higher): breast_cancer 0.0237 ->
-#: 0.0193 (the Nystroem pipeline 0.0167), digits 0.0111 -> 0.0103, online_news_subset RMSE/sd 1.0019
-#: -> 1.0010, a9a 0.1477 -> 0.1476, diabetes 0.7297 -> 0.7333 (the better pipeline 0.7317), the
-#: other ten sets unchanged; two standard errors gave cpu_act 0.1242 -> 0.2460 (one split's squared
-#: errors are heavy-tailed), half of one changed nothing. On seeds 2-5 of cpu_act, cal_housing,
-#: elevators, ailerons, higgs_subset and ccpp the choice was the earlier rule's on 23 of 24 splits
-#: (ccpp seed 5: the ridge, 0.2255 against RFFNet's 0.2259).
+#: perfect, and any lead of RFFNet there is noise. Two standard errors are too many where one
+#: split's squared errors are heavy-tailed (cpu_act; docs/design_notes.rst).
 LEAD_STANDARD_ERRORS = 1.0
 
 #: ``few_rows_carry``: the share of rows (the largest) and the share of the target's sum of
@@ -240,10 +212,9 @@ TAIL_ROWS = 0.001
 TAIL_SHARE = 0.1
 
 #: The full ridge (when needed) is fitted at that width, its penalty chosen by the exact leave-one-out
-#: error of every training row. (Scoring a random subset of rows, ``RFFRidge(loo_rows=...)``, is cheaper but
-#: measured unreliable here: at small penalties a few rows of leverage near 1 dominate the mean LOO
-#: error, a subset of 2000 of elevators' 10623 rows missed them and chose alpha=1e-4, held-out
-#: R^2 0.59 against 0.89 with every row.)
+#: error of every training row. (Scoring a random subset of rows, ``RFFRidge(loo_rows=...)``, is
+#: cheaper but unreliable here: at small penalties a few rows of leverage near 1 dominate the mean
+#: LOO error, and a subset can miss them; docs/design_notes.rst.)
 
 
 def _least_error_width(ridge: Any) -> float:
@@ -251,9 +222,7 @@ def _least_error_width(ridge: Any) -> float:
 
     Not the ridge's own choice (the median heuristic unless another width is better by more than
     one standard error, which steadies the ridge on a few hundred rows): RFFNet learns its widths,
-    and on kin40k (bench_realdata split, seed 1, scratch A/B ``/tmp/s/rule_ab.py``) starting from
-    the one-standard-error width (1x, where 2x had the least error) gave RMSE/sd 0.2809 against
-    0.2541 from the least-error one (seed 2: 0.2729 both).
+    and ends better from the least-error start (docs/design_notes.rst).
     """
     # RFFNet standardizes each input by its own deviation, after the normal scores of "quantile"
     search = getattr(ridge, "_width_search", {}).get("quantile" if ridge.standardize_ == "quantile" else True)
@@ -270,11 +239,9 @@ def _pooled_start(ridge: Any) -> np.ndarray | None:
     width ``w`` on inputs divided by the pooled deviation ``c``, ``sd_j / (c w)`` (0 for an input
     constant on the search's rows).
 
-    Measured (bench_realdata splits, one thread, scratch ``/tmp/s/ab_ginit.py``, test errors
-    against the per-input start): mnist_test10k 120/123 -> 105/108 of 2000 (seeds 0/1), a9a
-    2420/2400 -> 2407/2403 of 16281, digits 38 -> 40 of 3600 (seeds 0-9). Not for the sparse
-    variant, whose L1 penalty on the relevances then prunes the rarely varying inputs harder
-    (``RFFNetClassifier()`` on mnist_test10k, seed 0: 0.059 -> 0.0705 test error).
+    It lowers the dense variant's test error on mnist_test10k (docs/design_notes.rst). Not for the
+    sparse variant, whose L1 penalty on the relevances then prunes the rarely varying inputs
+    harder.
     """
     if getattr(ridge, "standardize_", True) != "global" or "global" not in getattr(ridge, "_width_search", {}):
         return None
@@ -715,10 +682,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     threads = resolve_n_threads(n_jobs)
     if len(runs) > 1 and threads >= len(runs):
         # the variants side by side, the threads shared out: the compiled kernels release the GIL,
-        # and one fit's Python and L-BFGS steps fill the other's gaps. Measured (2 cores, default
-        # threads, bench split seed 0, /tmp/s/digits_thr.py, /tmp/s/thr_fit.py), each kernel on
-        # both threads -> side by side: digits 6.2 -> 4.3 s, online_news 1.98 (one thread) -> 1.25 s,
-        # mnist_test10k 13.7-14.2 -> 12.6-13.1 s; the same models
+        # and one fit's Python and L-BFGS steps fill the other's gaps: faster than one after the
+        # other on every thread, the same models (docs/design_notes.rst)
         for net in runs.values():
             net.set_params(n_jobs=threads // len(runs))
         with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(len(runs)) as pool:

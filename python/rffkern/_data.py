@@ -122,8 +122,7 @@ def standardized_rows(X, mean, scale, dtype):
 
     Centring before any cast to a narrower training dtype keeps an input whose offset is large
     against its variation: cast to float32 first, a column of ``1e12 + x`` (|x| ~ 1e3) holds
-    multiples of 65536 only, and ``RFFNetRegressor()`` fitted on it went from R^2 0.99 to -0.001
-    (scratch ``/tmp/s/offset_probe.py``).
+    multiples of 65536 only, and a model fitted on it learns nothing (docs/design_notes.rst).
 
     Narrower results are filled by blocks of rows, so the float64 intermediate stays small (the
     result itself is the only full-size allocation).

@@ -11,13 +11,9 @@ and for the pair map ``c * [cos u, sin u] @ [C; C']`` (offsets 0),
 relevance measure of nonparametric sparsity (Rosasco et al. 2013). It is 0 when f does not depend
 on ``x_j``, whatever a relevance or a frequency says: RFFNet's ``|theta_j|`` is the inverse length
 scale of input ``j``, and an input the fitted function ignores can keep a large one (its
-gradient is small, so it stays near its start). Measured (``RFFNetRegressor()`` at its defaults,
-scratch ``/tmp/s/deriv_imp.py``, ``/tmp/s/imp_agree.py``): y = sin(x0) + noise among 3 standard
-normal inputs, 300 rows, ``|theta|`` scaled [0.956, 1, 0.954] (an irrelevant input first), these
-[1, 0.058, 0.041]; on ``make_hd5`` (seeds 0-9), ``make_gse2`` and ``make_jse3`` (seeds 0-4) the
-same support found in the top k as ``|theta|``; on the bench's real data sets (split seed 0) the
-Spearman correlation with the permutation importance on held-out rows went diabetes 0.38 -> 0.83,
-ailerons 0.33 -> 0.62, ccpp 0.80 -> 1.00, elevators 0.88 -> 0.93, and within 0.003 on the others.
+gradient is small, so it stays near its start). The derivative norms rank an ignored input last
+where ``|theta|`` can put it first, find the same support on the synthetic problems, and agree
+better with permutation importances on real data (docs/design_notes.rst).
 """
 from __future__ import annotations
 
@@ -54,9 +50,7 @@ class DeferredSummaries:
     """``partial_fit`` keeps the rows (at most ``IMPORTANCE_ROWS``) that its summaries of the model
     -- the importances, and the ridge classifier's probability temperature -- are computed on, and
     computes them when one is read or the model pickled, not on every call: a per-chunk step that
-    cost as much as the chunk's training. Measured (one thread, 20,000 rows in chunks of 500 and
-    2000, scratch ``/tmp/s/pf_cost.py``), computed on every call: RFFNetClassifier on 784 inputs and
-    10 classes 2.2-3.2x the time of the calls without, RFFRidgeClassifier on 20 inputs 1.3-1.9x.
+    cost as much as the chunk's training, or more (docs/design_notes.rst).
 
     The estimator defines ``_store_summaries(Xs, Y, sample_weight)`` (computing them now; the
     rows are at most ``IMPORTANCE_ROWS``, so it draws none). A fit under
@@ -129,9 +123,8 @@ def rms_partial_derivatives(rows, weights, offsets, coef, *, scale, pair=False, 
     if not c_max > 0:
         return np.zeros(W.shape[0])
     C = C / c_max
-    # the n x s x d products in float32 (half the time of float64's; an importance needs no more
-    # than a few digits): mnist_test10k's 10 classes, 2000 rows, 1000 features, 784 inputs,
-    # one thread: 0.75 -> 0.47 s (scratch `/tmp/s/imp_cost.py`)
+    # the n x s x d products in float32 (0.6x the time of float64's; an importance needs no more
+    # than a few digits; docs/design_notes.rst)
     Wt = np.ascontiguousarray(W.T, dtype=np.float32)
     total = np.zeros(W.shape[0])
     for m in range(C.shape[1]):

@@ -59,17 +59,12 @@ def single_threaded_blas(fn: _F) -> _F:
     """Run ``fn`` with one BLAS thread.
 
     The factorisations here are O(s^3) on s <= a few thousand, where LAPACK's many panel
-    synchronisations make a multi-threaded OpenBLAS slower, not faster: on the shared 2-core test
-    machine a 512 x 512 Cholesky took 3 ms with one thread and 19-250 ms with two (eigh 54 vs
-    157 ms), the worst under load. The in-memory fits of the ridge and RFFNet estimators and
-    ``rffkern.fit`` run whole under it too: their BLAS calls are small or spread over threads by
-    the caller (the leave-one-out pass), and a multi-threaded OpenBLAS's idle threads spin beside
-    the compiled kernels that follow. Measured (2 cores, default thread settings, bench splits
-    seed 0, medians of 3, ``/tmp/s/tim_est.py`` and ``/tmp/s/tim.py``), fit time with one BLAS
-    thread over the default: RFFRidge() / RFFNet() 0.78 / 0.76 on breast_cancer, 0.82 / 0.68 on
-    diabetes, 0.96 / 0.77 on digits, 0.97 / 0.98 on cpu_act, 0.97 / 0.79 on higgs_subset;
-    ``rffkern.fit`` 0.78 on breast_cancer, 0.56 on diabetes, 0.90 on digits, 0.90 on ccpp, 0.88
-    on higgs_subset, 1.0 (within noise) on cpu_act, mnist_test10k, a9a and kin40k; the same models.
+    synchronisations make a multi-threaded OpenBLAS slower, not faster, and much slower under
+    load. The in-memory fits of the ridge and RFFNet estimators and ``rffkern.fit`` run whole
+    under it too: their BLAS calls are small or spread over threads by the caller (the
+    leave-one-out pass), and a multi-threaded OpenBLAS's idle threads spin beside the compiled
+    kernels that follow. The fits are then up to 1.8x faster on small data sets and give
+    the same models (docs/design_notes.rst).
     """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

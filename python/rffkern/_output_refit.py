@@ -20,19 +20,11 @@ moments weighted by each row's curvature ``c_i`` of the loss at the fit's starti
 p)`` for the logistic loss, ``(1 - sum_k p_k^2) / (m - 1)`` for the softmax (the mean of the
 nonzero eigenvalues of its Hessian ``diag(p) - p p^T``: ``1 / m`` at logits 0). ``e + 2 alpha``
 approximates the objective's curvature along each eigenvector, so that the number of iterations
-depends much less on the conditioning of the features (measured on higgs_subset's penalty path, in
-a variant with an intercept: 7 to 15 iterations per penalty where plain L-BFGS took 40 to 350).
-The fits start from RFFNet's trained output weights, whose predictions are often confident: there
-the curvature is far below its value at logits 0 (``1 / 4``, the constant of an earlier version of
-this preconditioner), most of all where the classes separate. Measured (the penalty search and the
-fit on every row of ``RFFNetClassifier(solver="adam", relevance_penalty=0)``'s closing fit on the
-bench_realdata split, one thread, scratch ``/tmp/s/ab_curvw.py``), constant 1/4 -> curvature at
-the start: iterations per fit breast_cancer (seed 0) 30-260 -> 7-54, digits (seed 1) 81-169 ->
-27-47, a9a 16-27 -> 4-10; time breast_cancer 0.35 -> 0.18 s, digits 2.0-2.3 -> 0.8-1.1 s (seeds 1, 2),
-a9a 3.1-3.8 -> 1.6-1.8 s; mnist_test10k (5760 rows a fold, no near-separable classes) 3.4-3.9 ->
-4.0 s. The same penalty and test accuracy on each but breast_cancer seed 1 (1e-4 against 3.2e-5,
-the same accuracy): the solutions at the same penalty are at least as accurate (objective lower
-or equal on all of them; the whitened gradient's tolerance is stricter in flat directions).
+depends much less on the conditioning of the features. The fits start from RFFNet's trained
+output weights, whose predictions are often confident: there the curvature is far below its value
+at logits 0 (``1 / 4``), most of all where the classes separate. Weighting by the curvature at the
+start halves the iterations and the time or better where classes nearly separate, and the solutions
+are at least as accurate (docs/design_notes.rst).
 """
 from __future__ import annotations
 
@@ -56,24 +48,13 @@ __all__ = ["fit_output_layer", "choose_output_penalty", "OUTPUT_ALPHAS"]
 OUTPUT_ALPHAS = tuple(float(a) for a in np.logspace(-6, -1, 11))
 #: L-BFGS's tolerance on the largest component of the whitened gradient. Looser ones stop early
 #: enough at small penalties to act as a regulariser of their own, which the validation loss then
-#: rewards (breast_cancer with a tolerance of 1e-4: the fit at alpha=1e-6 stopped after 19
-#: iterations with a validation log-loss of 0.033, where the solution's is 0.24). 1e-5 chose the
-#: same penalties as 1e-6 on digits, breast_cancer, higgs_subset and mnist (seeds 0 and 1) in
-#: half to two thirds of the time. Rechecked with the preconditioner of the rows' curvatures
-#: (``/tmp/s/tol_check.py``, a fold's fit from RFFNet's trained weights): at penalties 1e-6 and 1e-5
-#: the held-out log-loss at 1e-5 is within 0.004 of a fit to 1e-7 on breast_cancer and digits
-#: (seeds 0, 1), at 1e-4 up to 0.07 away (breast_cancer seed 1, 0.129 against 0.059).
+#: rewards; 1e-5 chooses the same penalties as 1e-6 in half to two thirds of the time
+#: (docs/design_notes.rst).
 OUTPUT_TOL = 1e-5
 #: The rotated features ``Z V`` (an n x s x s product, once per fold) are formed for fewer rows than
 #: this many per output; above, every evaluation multiplies by V instead (two s x s x m products
 #: more). A fold's fits take some hundreds of evaluations, so the rotation pays below a few hundred
-#: rows per output. Measured (RFFNetClassifier at its defaults, one thread): digits (919 rows, 10
-#: outputs) 2.4 s with the rotation against 4.1 s without; breast_cancer (364 rows, 1 output) 0.8
-#: against 1.2 s. With the other savings of this module (the fit on every row preconditioned by
-#: the first fold's whitening, the second moments by a symmetric rank-k update), a9a (32561 rows,
-#: 1 output) went from 14.6 to 9.6 s, same test error and penalty (scratch script, one thread).
-#: Rechecked with the compiled softmax loss (``/tmp/s/ab_close.py``, medians of 3): on mnist_test10k
-#: (5184 and 6400 rows, 10 outputs) rotating always took 3.56 s against 3.51 s with this threshold.
+#: rows per output (docs/design_notes.rst).
 ROTATE_ROWS_PER_OUTPUT = 500
 #: From this many outputs on, the softmax loss and gradient are two matrix products per block of
 #: rows (``_SoftmaxProducts``) instead of the compiled kernel, whose register blocking serves a
@@ -91,13 +72,8 @@ SOFTMAX_GEMM_MIN_OUTPUTS = 64
 SOFTMAX_BLOCK_ROWS = 1024
 #: The penalty search (``choose_output_penalty``) fits its folds on float32 copies of the features
 #: (products at twice the speed and half the memory traffic; the losses, residuals and L-BFGS stay in
-#: float64); the fit on every row, the one kept, runs on the float64 features. Measured against a
-#: float64 search (RFFNetClassifier() at its defaults, bench_realdata splits, one thread, scratch A/B
-#: script): the same penalty in all 18 fits (breast_cancer and digits seeds 0-5, higgs_subset seeds 0/1,
-#: mnist_test10k, a9a and w8a seed 0) and the same test error in 17 (digits seed 0: one more error in
-#: 360, penalty 1e-6, where the tolerance leaves the solution loosely fixed); fit time: breast_cancer
-#: 0.55-0.81 -> 0.45-0.58 s, digits 2.9-4.1 -> 2.0-2.8 s, higgs_subset 2.2 -> 1.3 s, mnist_test10k
-#: 22.6 -> 16.4 s, a9a 9.7 -> 8.0 s, w8a 21.9 -> 18.4 s. ...
+#: float64); the fit on every row, the one kept, runs on the float64 features. The search chooses
+#: the penalties of a float64 one and takes 15-40% less time (docs/design_notes.rst) ...
 SEARCH_DTYPE = np.float32
 #: ... but only from this many rows on: on digits (1437 rows) ``rffkern.fit`` made one test error
 #: more on 4 of 10 bench splits with the float32 search (and none fewer; seeds 0-9,
@@ -111,20 +87,11 @@ FLOAT32_SEARCH_MIN_ROWS = 4000
 #: Every evaluation of the objective is one compiled pass over the rows: the logits, the losses
 #: and the gradient, while each row is in the L1 cache (:func:`rffkern.kernels.logistic_loss_grad`
 #: for one output, :func:`rffkern.kernels.softmax_loss_grad` for several), where two matrix
-#: products (``Z @ A``, then ``Z.T @ G``) read ``Z`` from memory twice. Measured (one thread, 1000
-#: features, median of 7 x 10 calls; scratch scripts ``/tmp/s/ab_logistic.py``,
-#: ``/tmp/s/ab_softmax.py``), NumPy -> compiled: one output, float32 35819 rows 18.5-20.9 -> 8.2-9.3
-#: ms, float64 39799 rows 39-41 -> 21.7 ms, float64 1293 rows 0.35-0.43 -> 0.30-0.36 ms; 10 outputs
-#: (against ``Z @ A`` by blocks of 64 rows, which stay in L2, and ``(G.T @ Z).T``: OpenBLAS packs
-#: all of a tall ``Z`` for a few columns), float64 1293 rows 1.72 -> 1.52 ms, 919 rows 1.18 ->
-#: 0.99 ms, float32 5760 rows 7.31 -> 5.21 ms. The closing fit (penalty search and the fit on
-#: every row, ``/tmp/s/ab_close.py``, one thread, medians) of RFFNetClassifier(solver="adam",
-#: relevance_penalty=0) on the bench split of seed 0: w8a 8.2 -> 4.1 s, a9a 3.5 -> 1.8 s (one
-#: output), digits 1.67 -> 1.43 s, mnist_test10k 4.59 -> 3.51 s (10 outputs); the same penalties
-#: and test accuracy. The fits run their BLAS calls on one thread (``fit_output_layer``): they
-#: alternate with the compiled loss's OpenMP region every evaluation, and a multi-threaded OpenBLAS
-#: between them made ``rffkern.fit`` on digits 2x slower on 2 cores (13.5 s against 6.5 s with
-#: one thread; 6.2 s now) and its split reductions changed the solution with the thread count.
+#: products (``Z @ A``, then ``Z.T @ G``) read ``Z`` from memory twice: the closing fit is up to
+#: twice as fast and finds the same penalties (docs/design_notes.rst). The fits run their BLAS
+#: calls on one thread (``fit_output_layer``): they alternate with the compiled loss's OpenMP region
+#: every evaluation, the idle threads of a multi-threaded OpenBLAS spin between them, and its split
+#: reductions would make the solution depend on the thread count.
 
 
 def _normalised_weights(n, sample_weight):
@@ -335,7 +302,7 @@ def choose_output_penalty(Z, Y, kind, folds, alphas, start, sample_weight=None, 
     short) and walks towards larger penalties until the loss rises, then, unless a larger penalty
     was better than the start (the valley then lies above it), towards smaller ones until it
     rises; every fit warm-starts from its neighbour's. On a loss curve with one valley (as on
-    every data set measured) this finds the grid's best penalty with 2 to 5 fits per fold.
+    every data set tried) this finds the grid's best penalty with 2 to 5 fits per fold.
 
     Parameters
     ----------

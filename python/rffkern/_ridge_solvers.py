@@ -25,26 +25,17 @@ __all__ = ["FourierFeatureMap", "GramStats", "solve_ridge", "choose_alpha", "loo
 _BLOCK_ROWS = 4096
 #: Rows per block of the leave-one-out pass, which the map's threads share out (one block each
 #: at a time, BLAS on one thread): small enough for two threads to balance on a few thousand rows,
-#: large enough for each block's GEMMs to run near one core's peak. Measured (2 cores, medians of
-#: 5, ``/tmp/s/loo_blk.py``: 5242 rows, s = 1000, float32 products), one thread / two: 4096 rows
-#: 0.147 / 0.106 s, 1024 0.131 / 0.079 s, 512 0.135 / 0.071 s; 3000 rows at s = 500: 4096 0.028 /
-#: 0.022 s, 512 0.026 / 0.014 s. Before, the products ran on BLAS's own threads, whose idle
-#: spinning (OpenBLAS waits ~0.1 s for more work) then halved the next compiled kernel's speed:
-#: a 5000-row Gram took 0.064 s alone and 0.122 s right after a two-thread GEMM
-#: (``/tmp/s/spin.py``); ``rffkern.fit`` on cpu_act spent 0.41 s in Gram kernels with two BLAS
-#: threads and 0.17 s with one.
+#: large enough for each block's GEMMs to run near one core's peak. The threads are ours, not
+#: BLAS's: OpenBLAS's idle threads spin after a product and slow the compiled kernel that follows
+#: (docs/design_notes.rst).
 _LOO_BLOCK_ROWS = 512
 #: The leave-one-out pass multiplies in float32 when its products cost at least this many
 #: multiply-adds (the Gram's rows x s^2: from 2000 rows at s = 500 or more) ...
 FLOAT32_LOO_MIN_WORK = 5e8
 #: ... and the Gram has at least this many rows per feature: with fewer, small penalties give rows of
-#: leverage near 1, whose ``1 - h`` float32 cannot resolve (see :meth:`LooPass.sse`). Measured with
-#: the width search of ``rffkern.fit`` (``RFFRidge(500)`` / ``RFFRidgeClassifier(500)`` on 3000
-#: training rows of the bench split, seed 0, one thread, medians of 3; ``/tmp/s/ab_loo32.py``),
-#: float64 -> float32: abalone 0.313 -> 0.238 s, cpu_act 0.334 -> 0.249 s, higgs_subset 0.349 ->
-#: 0.274 s, ailerons 0.357 -> 0.276 s, ccpp 0.304 -> 0.227 s, the same width and penalty, the
-#: widths' LOO errors within 1.6e-6 relative, the same test score. (It was 2e9 multiply-adds
-#: without the row condition; the pass is then at most a quarter of the fit.)
+#: leverage near 1, whose ``1 - h`` float32 cannot resolve (see :meth:`LooPass.sse`). Past both
+#: thresholds float32 products take about a quarter off ``rffkern.fit``'s width search and choose
+#: the same width and penalty (docs/design_notes.rst).
 FLOAT32_LOO_MIN_ROWS_PER_FEATURE = 2
 
 
@@ -283,12 +274,9 @@ class LooPass:
         ``RidgeCV`` does: its leverage is ``w_i z_i^T (G_w + alpha I)^{-1} z_i`` (plus ``w_i / sum w``
         for the intercept) with ``G_w`` the weighted Gram, and the residuals are summed weighted,
         ``sum_i w_i r_i^2``. Weights ``c w`` then give the errors of ``w`` at ``alpha / c`` exactly.
-        (Leaving out one unit of weight instead, the repeated-rows reading, made the choice depend
-        on the weights' units: ``RFFRidge(500)`` on 3000 rows of cal_housing with weights
-        ``c * uniform(0.5, 1.5)`` kept alpha 1 and a test R^2 of 0.727 at ``c = 1``, alpha 1e3 and
-        R^2 0.000 at ``c = 1e-3`` (a row of weight below 1 left out with more than it holds), alpha
-        3e-8 and R^2 -79 at ``c = 1e3`` (a row of weight 1000 left out at a thousandth of it);
-        scratch ``/tmp/s/ridge_wscale.py``.)
+        (Leaving out one unit of weight instead, the repeated-rows reading, makes the choice depend
+        on the weights' units: a row of weight below 1 is left out with more than it holds, one of
+        weight 1000 with a thousandth of it; docs/design_notes.rst.)
 
         Parameters
         ----------
@@ -365,11 +353,11 @@ class KernelLoo:
     With ``K = U diag(e) U.T`` the hat matrix of penalty ``alpha`` is ``Zc (G + alpha I)^{-1} Zc.T =
     U diag(e / (e + alpha)) U.T``, plus ``1/n`` for the intercept: the numbers of :class:`LooPass`,
     for an n x n eigendecomposition and O(n^2 s) products where it takes an s x s one and O(n s^2).
-    Measured (``RFFRidge()`` at its defaults, 706 features on diabetes' 353 rows, one thread,
-    ``/tmp/s/cprof_est.py``): the three widths' s x s eigendecompositions took 0.36 s of the 0.55 s
-    fit. The chosen penalty's coefficients still come from the Gram (:func:`solve_ridge`, one
-    Cholesky factorisation): the kernel form's ``Zc.T (K + alpha I)^{-1} yc`` lost three more digits
-    at alpha = 1e-8 (scikit-learn's sample-weight equivalence check). Unweighted rows only
+    With twice as many features as rows (``RFFRidge()`` on diabetes) the s x s eigendecompositions
+    are most of the fit (docs/design_notes.rst). The chosen penalty's coefficients still come from
+    the Gram (:func:`solve_ridge`, one Cholesky factorisation): the kernel form's
+    ``Zc.T (K + alpha I)^{-1} yc`` loses three more digits at alpha = 1e-8 (scikit-learn's
+    sample-weight equivalence check). Unweighted rows only
     (``fit_ridge_map`` falls back to the Gram's path with sample weights or a subset of scored rows).
 
     Parameters
@@ -394,8 +382,8 @@ class KernelLoo:
             # Centred rows are orthogonal to the ones vector, the null vector of Zc Zc.T: a
             # Householder reflection Q (Q 1 = -sqrt(n) e_1) takes them to rows 2..n, and the
             # eigendecomposition of those (n - 1 rows) leaves the intercept's direction exactly out.
-            # (Its round-off eigenvalue e_1 ~ 1e-14, kept in, made 1 - h wrong by e_1 / alpha:
-            # 1e-5 relative at alpha = 1e-8 on 60 rows of 100 features, scratch /tmp/s/dual_check2.py.)
+            # (Its round-off eigenvalue e_1 ~ 1e-14, kept in, would make 1 - h wrong by e_1 / alpha:
+            # 1e-5 relative at alpha = 1e-8 on 60 rows of 100 features.)
             Z -= Z.mean(axis=0)
             Yc -= Yc.mean(axis=0)
             v = np.ones(n)

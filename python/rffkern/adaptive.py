@@ -174,12 +174,9 @@ PROPOSAL_EIGEN_FLOOR = 1e-2
 #: and conquer), as ``V diag(g)^(1/2)`` straight from its eigenvectors, instead of a float64 one
 #: followed by forming ``V diag(g) V.T`` and its Cholesky factor: the same proposal distribution up to
 #: float32 round-off (1e-7 of the largest eigenvalue, far below the floor of 1e-2 of the mean),
-#: drawn through another square root. Measured (one thread, d x d covariance of 3000 Gaussian
-#: draws, medians of 7, the old construction against this one): d = 256 8.5 -> 4.8 ms, 300 10.9 ->
-#: 6.4 ms, 512 48.8 -> 24.0 ms, 784 120 -> 59 ms; below, it is a millisecond or two per iteration
-#: either way and the chains stay those of the float64 construction, bit for bit. On mnist_test10k
-#: (784 inputs) the 90 factorisations after the burn-in were 8.4 s of AdaptiveRFFClassifier()'s
-#: 22.7 s fit (cProfile, bench split seed 0, one thread).
+#: drawn through another square root. It halves the factorisation's time from 256 inputs on, where
+#: that is a large part of the fit; below, it costs a millisecond or two per iteration either way,
+#: and the chains stay those of the float64 construction, bit for bit (docs/design_notes.rst).
 PROPOSAL_FLOAT32_MIN_INPUTS = 256
 
 
@@ -308,10 +305,8 @@ class _AdaptiveRFFBase(BaseEstimator):
         """The Metropolis loop on standardised X and centred, scaled targets Y (n, m).
 
         Its BLAS / LAPACK calls (K x K solves and eigendecompositions) run on one thread: they
-        alternate with the compiled Gram's OpenMP region every iteration, and a 2-thread OpenBLAS
-        between them (its idle threads spin) made the Gram 1.6x slower on 2 cores
-        (AdaptiveRFFClassifier() on digits: 3.04 s with 2 threads against 2.40 s with one; 2.0 s
-        now, ``/tmp/s/thr_est.py``).
+        alternate with the compiled Gram's OpenMP region every iteration, and the idle threads of
+        a multi-threaded OpenBLAS spin between them and slow the Gram down (docs/design_notes.rst).
         """
         self._validate_params()
         n, d = X.shape
@@ -523,9 +518,8 @@ _DOC = """
         :func:`rffkern.ridge.choose_standardization` keeps (an ``RFFRidge(500)`` at its defaults on
         at most 3000 rows: True unless "global" has the lower leave-one-out error by more than one
         standard error); on Dask arrays the probe runs on
-        at most ``PROBE_ROWS`` rows gathered from X. False: X as given. Measured (bench_realdata
-        split seed 0, one thread): digits 0.0222 -> 0.0111, mnist_test10k 0.1200 -> 0.0795 with
-        the pooled deviation. "quantile": each heavy-tailed input (not two-valued, a
+        at most ``PROBE_ROWS`` rows gathered from X. False: X as given. The pooled deviation
+        serves pixels (:doc:`/design_notes`). "quantile": each heavy-tailed input (not two-valued, a
         training row more than 5 deviations from its mean) mapped to normal scores by
         scikit-learn's ``QuantileTransformer`` (``input_quantiles_``), then as True; "auto"
         compares it too (where such inputs exist, with ``robust_inputs``; not on Dask arrays).

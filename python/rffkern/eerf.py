@@ -486,8 +486,8 @@ _DOC_PARAMS = """
         at most 3000 rows: True unless "global" has the lower leave-one-out error by more than one
         standard error); on Dask arrays the probe runs on
         at most ``PROBE_ROWS`` rows gathered from X. False: X as given. The choice is
-        ``standardize_``. Measured (``rffkern.ridge.PROBE_COMPONENTS``): digits 0.0139 -> 0.0083,
-        mnist_test10k 0.1135 -> 0.0660 with the pooled deviation. "quantile": each heavy-tailed input (not two-valued, a
+        ``standardize_``; the pooled deviation serves pixels (:doc:`/design_notes`).
+        "quantile": each heavy-tailed input (not two-valued, a
         training row more than 5 deviations from its mean) mapped to normal scores by
         scikit-learn's ``QuantileTransformer`` (``input_quantiles_``), then as True; "auto"
         compares it too (where such inputs exist, with ``robust_inputs``; not on Dask arrays).

@@ -85,9 +85,8 @@ LOSSES = ("squared", "logistic", "softmax")
 MAX_LEARNING_RATE = 1e6
 
 #: :func:`centered_rows` keeps a dense ``X`` whose share of entries away from their column's center
-#: is above this. Measured (``bench/bench_kernels.py --sparse-rows``, 9000 rows, 1000 features, one
-#: thread; docs/kernels.rst): ``train_epoch`` (mini-batches of 32) 1.31x / 1.30x faster than on the
-#: dense X (float32 / float64) at 30% of the entries stored, 0.96-1.00x at 50%.
+#: is above this: the sparse rows still pay at 30% of the entries stored, no longer at 50%
+#: (docs/kernels.rst, docs/design_notes.rst).
 CENTERED_ROWS_MAX_DENSITY = 0.3
 #: The center of each column is its lower median over at most this many leading rows.
 CENTER_ROWS = 256

@@ -98,17 +98,9 @@ def _accuracy(labels, predicted, sample_weight=None):
 #: holds a relevance at 0 unless its gradient beats it, and the gradient of an input that acts
 #: through an even function or an interaction vanishes to first order as its relevance goes to 0:
 #: among many noise inputs one unlucky start loses such an input in its first epochs and never
-#: recovers it. Measured on make_hd5 (d = 1000, n = 5000, ``bench/rffnet_highdim.py --seeds 0 ...
-#: 9``): all five relevant inputs on top on 10 of 10 seeds (mean held-out MSE 0.290) against 8 of
-#: 10 (0.793) with one start, 1.25x the fit time (the first round alone: 9 of 10, 1.19x; seed 8's
-#: best start after 5 epochs had found 4 of the 5 and never found the fifth, its second-best found
-#: all five by epoch 10); d = 200, n = 3000 (the test's size, seeds 0-7): 8 of 8 against 6;
-#: ``rffkern.fit`` on d = 1000: 9 of 10 against 5. On the real sets with at least
-#: 100 inputs (a9a, w8a, mnist_test10k; bench_realdata splits, seeds 0/1) the test errors moved
-#: within their noise. Below 100 inputs (a prototype with five starts from 50 inputs, scratch
-#: ``/tmp/s/ni_real.py``, beside the one-start run): RFFNet's and ``rffkern.fit``'s fit time
-#: 12-29% more on digits and online_news_subset, RFFNet's test error digits 0.0222/0.0167 ->
-#: 0.0194/0.0167, online_news_subset 1.0074/0.9848 -> 1.0130/0.9888, ``fit``'s unchanged.
+#: recovers it. Five starts find all five relevant inputs of ``make_hd5`` on every seed where one
+#: start misses some, for about 1.25x the fit time; below 100 inputs they cost 12-29% more time for
+#: no consistent gain (docs/design_notes.rst, docs/user_guide/rffnet.rst).
 N_INIT_AUTO = 5
 N_INIT_MIN_FEATURES = 100
 START_EPOCHS = 5
@@ -678,9 +670,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         relevance at 0 unless its gradient beats it, and the gradient of an input that acts through
         an even function or an interaction vanishes as its relevance goes to 0: among many noise
         inputs an unlucky start loses such an input in its first epochs and never finds it again.
-        Measured (``bench/rffnet_highdim.py --seeds 0 ... 9``, make_hd5 with d = 1000, n = 5000):
-        all 5 relevant inputs on top on 10 of 10 seeds with "auto" against 8 of 10 with one start
-        (mean held-out MSE 0.29 against 0.79), at about 1.25-1.3 times the fit time.
+        Five starts cost about 1.25 times the fit time and find such inputs where one start can
+        miss them (:doc:`/user_guide/rffnet`).
     solver : {"shared-adam", "adam", "palm-adam", "sgd", "palm-sgd"}, default="shared-adam"
         Joint steps on (B, theta), or, for ``palm-*``, every epoch is a pass of steps on B followed
         by a pass on theta (each with its own Adam moments). "adam" is the paper's solver.
@@ -702,8 +693,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         plateau, at most 3 times, and stops at the next one (or after ``max_iter`` epochs). The
         plateau is measured on the validation loss, or on the training loss without early
         stopping (then the training never stops early). Smaller late steps let the noisy
-        mini-batch iterates settle; measured on validation splits it lowers the error on the
-        paper's jse3 and gse1 problems.
+        mini-batch iterates settle, which lowers the validation error on the paper's jse3 and
+        gse1 problems.
     batch_size : int, default=32
         Rows per mini-batch.
     max_iter : int, default=100
@@ -730,9 +721,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         ``RFFRidge(PROBE_COMPONENTS, standardize="auto")`` keeps on at most ``PROBE_ROWS`` training
         rows (:func:`rffkern.ridge.choose_standardization`; True where the inputs share one
         deviation, as the RFFNet paper's simulations, whose fits are then those of True).
-        Measured (bench_realdata splits, one thread, ``RFFNetClassifier()``, scratch
-        ``/tmp/s/net_var.py``, test errors True -> "global"): mnist_test10k 125/131 -> 116/102 of
-        2000 (seeds 0/1), digits 45 -> 31 of 1800 (seeds 0-4). On Dask arrays the probe
+        "global" suits pixels (:doc:`/design_notes`). On Dask arrays the probe
         runs on the training rows among at most ``PROBE_ROWS`` rows drawn from X. "quantile": each heavy-tailed input (not two-valued, a
         training row more than 5 deviations from its mean) mapped to normal scores by
         scikit-learn's ``QuantileTransformer`` (``input_quantiles_``), then as True; "auto"
@@ -783,14 +772,9 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
 
         The defaults ``solver="shared-adam", init="median", learning_rate=3e-3,
         relevance_penalty=0.1`` depart from the paper's (``"adam"``, ``"constant"``, 1e-3, 0),
-        which the options keep. Measured (see docs/user_guide/rffnet.rst): on ``make_hd5``
-        (d=1000, n=5000; ``bench/rffnet_highdim.py --seeds 0 1 2``) they put all 5 relevant
-        features among the 5 largest relevances on every seed (held-out RMSE 0.58, 0.57, 0.57,
-        noise 0.5; the paper's settings: 2, 4 and 2 of them, RMSE 1.90, 1.86, 1.84), and on the
-        paper's problems (``bench/bench_rffnet_paper.py --quick``) the held-out MSE goes from
-        2.90 to 2.71 on gse2, 0.41 to 0.27 on jse2 and 0.0166 to 0.0131 on jse3 (gse1 0.088 ->
-        0.089, AUC 0.968 -> 0.971 and 1.0 on moons), both without ``refit_coef`` (with it, the
-        defaults give gse1 0.080, gse2 2.47, jse2 0.011, jse3 0.0108).
+        which the options keep: the defaults find the relevant features of ``make_hd5`` where the
+        paper's settings miss most of them, and lower the error on the paper's problems
+        (:doc:`/user_guide/rffnet`).
     fit_intercept : bool, default=True
         Centre y by its training mean (stored in ``intercept_``). The kernels have no output bias;
         False reproduces the paper exactly.
@@ -806,12 +790,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         parts), with the penalty chosen by exact leave-one-out among ``REFIT_ALPHAS`` (1e-8 to 1e4,
         targets scaled): for fixed relevances the squared loss is a ridge problem solved exactly,
         and its penalty then comes from the data (the paper's lambda is fixed). One Gram pass of
-        s features, in float64. Measured (``bench/bench_realdata.py`` splits, seeds 0 and 1, RMSE/sd
-        relative to the better of Nystroem/RBFSampler + RidgeCV): diabetes +0.185/+0.108 ->
-        +0.081/+0.023, ccpp +0.068/+0.045 -> -0.003/-0.009, cal_housing +0.087/+0.068 ->
-        +0.033/+0.032, elevators +0.099/+0.168 -> +0.009/+0.047, online_news +0.042/+0.035 ->
-        -0.010/-0.010, cpu_act -0.44/-0.27 -> -0.50/-0.33, kin40k +0.42/+0.48 -> +0.38/+0.41, at
-        20-40% more fit time (with the trained features only, ``refit_components=None``). False
+        s features, in float64: on most regression sets of the benchmarks it lowers the test
+        error, at 20-40% more fit time (:doc:`/design_notes`). False
         keeps B as trained (the paper); ``partial_fit`` never refits; a fit on Dask arrays runs
         the closing ridge with distributed passes; a ``warm_start`` fit or ``partial_fit``
         continues training from the trained W, b, B, intercept and relevances (the closing ridge is
@@ -820,8 +800,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         (``CLOSING_WIDTH_FACTORS``), each scored by exact leave-one-out on at most 2000 rows with
         the trained features, and the factor nearest 1 within one standard error of the least kept
         (``closing_width_factor_``): training starts narrow and may stop early on few rows before
-        the kernel has widened (diabetes, seeds 0-9 of the bench splits: mean RMSE/sd 0.821 ->
-        0.734; seven larger regression sets unchanged, ailerons seed 0 0.3855 -> 0.3870).
+        the kernel has widened (:doc:`/user_guide/rffnet`).
     refit_components : int or None, default=1000
         Features of the closing ridge (``refit_coef``): the ``n_components`` trained ones plus new
         draws of the same kernel at the learned relevances, up to this many (at most two per
@@ -829,14 +808,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         are learned with ``n_components`` features, whose cost is paid every epoch; the closing
         ridge's features are paid once (one Gram pass), so the model gets the capacity of a
         1000-feature kernel machine with the learned ARD kernel at a fraction of the cost of
-        training with 1000 features. Measured (``bench/bench_realdata.py`` splits, seeds 0/1,
-        RMSE/sd relative to the better kernel pipeline, 300 trained features; scratch script):
-        kin40k +0.384/+0.407 -> -0.118/-0.080, cal_housing +0.033/+0.032 -> +0.019/+0.010,
-        elevators +0.009/+0.047 -> -0.032/+0.019, ailerons -0.004/-0.019 -> -0.011/-0.018, ccpp,
-        abalone, cpu_act, online_news within 0.008 of before, for about 0.12x the Nystroem
-        pipeline's fit time more (kin40k, elevators, cal_housing; 0.3x on the 58-column
-        online_news). Training with 1000 features instead reached kin40k -0.141/-0.142 at 3.5x the
-        training time.
+        training with 1000 features (3.5x the training time on kin40k: :doc:`/user_guide/rffnet`).
 
     Attributes
     ----------
@@ -1210,8 +1182,8 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         plateau, at most 3 times, and stops at the next one (or after ``max_iter`` epochs). The
         plateau is measured on the validation loss, or on the training loss without early
         stopping (then the training never stops early). Smaller late steps let the noisy
-        mini-batch iterates settle; measured on validation splits it lowers the error on the
-        paper's jse3 and gse1 problems.
+        mini-batch iterates settle, which lowers the validation error on the paper's jse3 and
+        gse1 problems.
     batch_size : int, default=32
         Rows per mini-batch.
     max_iter : int, default=100
@@ -1238,9 +1210,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         ``RFFRidge(PROBE_COMPONENTS, standardize="auto")`` keeps on at most ``PROBE_ROWS`` training
         rows (:func:`rffkern.ridge.choose_standardization`; True where the inputs share one
         deviation, as the RFFNet paper's simulations, whose fits are then those of True).
-        Measured (bench_realdata splits, one thread, ``RFFNetClassifier()``, scratch
-        ``/tmp/s/net_var.py``, test errors True -> "global"): mnist_test10k 125/131 -> 116/102 of
-        2000 (seeds 0/1), digits 45 -> 31 of 1800 (seeds 0-4). On Dask arrays the probe
+        "global" suits pixels (:doc:`/design_notes`). On Dask arrays the probe
         runs on the training rows among at most ``PROBE_ROWS`` rows drawn from X. "quantile": each heavy-tailed input (not two-valued, a
         training row more than 5 deviations from its mean) mapped to normal scores by
         scikit-learn's ``QuantileTransformer`` (``input_quantiles_``), then as True; "auto"
@@ -1288,17 +1258,10 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         float32 copies of the fold's rows for the penalty search, which fits in float32 from 4000
         rows on); above
         ``CLOSING_MAX_ROWS`` (50,000) rows it fits on a random subset of that many, stratified
-        by class (measured on 200,000 rows: test accuracy -0.0002, fit time 2.2-2.8x shorter,
-        peak memory 3.97 -> 1.22 GB).
-        Measured (``bench/bench_realdata.py`` splits, seeds 0 and 1, test error relative to the
-        better of Nystroem/RBFSampler + RidgeClassifierCV): digits +1.50/+0.83 -> +1.25/+0.33,
-        breast_cancer +0.20/+1.50 -> +0.40/+0.50 (114 test rows: one error moves it by 0.2),
-        mnist_test10k +0.32/+0.14 -> +0.17/+0.06, higgs_subset +0.010/-0.050 -> -0.020/-0.037,
-        w8a -0.070/0.000 -> -0.108/-0.155, a9a -0.013/-0.013 -> -0.013/-0.012, at 25-180% more
-        fit time (median about 65%; 0.1 s on breast_cancer, 3-4.5 s on mnist and w8a), these
-        with the trained features only (``refit_components=None``) and before the closing fit
-        reused its fold's whitening and skipped ``Z V`` on many rows (which took the whole fit
-        on a9a from 14.6 to 9.6 s at the defaults, same model). False keeps B as trained (the
+        by class (which costs little accuracy and saves most of the time and memory:
+        :doc:`/design_notes`).
+        It lowers the test error on most classification sets of the benchmarks at a median 65%
+        more fit time (:doc:`/user_guide/rffnet`). False keeps B as trained (the
         paper); ``partial_fit`` never refits (a fit on Dask arrays does, on the client: see
         :doc:`/user_guide/dask`); a ``warm_start`` fit or ``partial_fit`` continues training
         from the trained W, b and B.
@@ -1306,11 +1269,9 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         Features of the closing fit (``refit_coef``): the ``n_components`` trained ones plus new
         draws of the same kernel at the learned relevances, up to this many (at most two per
         row; the new features' weights start at 0); None or at most ``n_components``: the
-        trained features only. Measured (same splits, seeds 0/1, one thread, against
-        ``refit_components=None``; scratch script): mnist_test10k +0.172/+0.057 -> +0.016/-0.064,
-        digits +1.25/+0.33 -> +0.75/+0.33, breast_cancer +0.40/+0.50 -> -0.20/+0.50,
-        higgs_subset -0.020/-0.037 -> -0.050/-0.046, at about 2-6x the fit time of the closing
-        fit on the trained features (the L-BFGS fits scale with the feature count).
+        trained features only. More features lower the test error on mnist_test10k, digits and
+        higgs_subset, at 2-6x the time of the closing fit on the trained features (the L-BFGS fits
+        scale with the feature count; :doc:`/design_notes`).
 
     Attributes
     ----------
@@ -1673,13 +1634,9 @@ CLOSING_COMPONENTS_PER_ROW = 2
 #: the ridge's own width rule): the relevances move only on evidence. RFFNet starts narrow
 #: (``init="median"``: 3 / median distance, which gives the relevances a gradient in high
 #: dimension) and early stopping can end the training on a few hundred rows before the kernel has
-#: widened. Measured (``bench/bench_realdata.py`` splits, one thread, scratch
-#: ``/tmp/s/relcheck.py``; RMSE/sd): diabetes (seeds 0-9) mean 0.8212 -> 0.7342 (the better
-#: kernel pipeline 0.7317; factor 4 on seven splits, 2 on the other three), ccpp, abalone, cal_housing,
-#: cpu_act, elevators, kin40k and online_news_subset (seeds 0/1) unchanged (factor 1), ailerons
-#: 0.3855/0.3923 -> 0.3870/0.3923 (factor 4 on seed 0). Not for the classifier: the same check on
-#: the ridge's +-1 targets widened digits on every split, 0.0153 -> 0.0186 mean test error over
-#: seeds 0-9, and left breast_cancer unchanged.
+#: widened. The check repairs diabetes and keeps the trained kernel on the larger regression sets.
+#: Not for the classifier: on the ridge's +-1 targets the same check widens digits' kernel and
+#: raises its test error (docs/design_notes.rst).
 CLOSING_WIDTH_FACTORS = (1.0, 2.0, 4.0)
 CLOSING_CHECK_ROWS = 2000
 
@@ -1724,12 +1681,8 @@ def closing_check_rows(n, rng, sample_weight=None):
 
     With ``sample_weight``, as many more rows as the weights leave fewer effective ones (Kish's
     ``(sum w)^2 / sum w^2`` of the n rows), so that the check's weighted leave-one-out errors are
-    as steady as on ``CLOSING_CHECK_ROWS`` equal rows. Measured (``rffkern.fit`` on cal_housing
-    weighted by each block group's population, 3 to 35,700, bench split seeds 0-2, one thread,
-    scratch ``/tmp/s/cal_w_rows.py``): on 2000 rows the check kept a kernel twice as wide as trained
-    on seed 0 (weighted test RMSE/sd 0.6098; the weighted Nystroem pipeline 0.5173), on every row the
-    trained one (0.5071), and on the 3286 rows this rule takes (10,050 effective of 16,512) too;
-    seeds 1-5 unchanged (mean over seeds 0-5 0.5134 -> 0.4963, the pipeline's 0.4912).
+    as steady as on ``CLOSING_CHECK_ROWS`` equal rows: on cal_housing weighted by population,
+    2000 rows let the check widen a kernel that every row keeps (docs/design_notes.rst).
     """
     target = CLOSING_CHECK_ROWS
     if sample_weight is not None:
@@ -1747,12 +1700,9 @@ def closing_check_rows(n, rng, sample_weight=None):
 #: row in float64 at 1000 features, plus float32 copies for the penalty search): above this many
 #: rows it fits on a random subset of this many, stratified by class (each class in proportion, at
 #: least ``CLOSING_MIN_CLASS_ROWS`` rows or all of its own), split as the rows are (early-stopping
-#: training and validation parts). Measured (scratch ``/tmp/s/cap_exp.py``: 200,000 training rows of
-#: a nonlinear two-class problem in 10 raw-scaled inputs, 50,000 test rows, RFFNetClassifier() at its
-#: defaults, one thread, seeds 0/1), against no cap: test accuracy 0.8792/0.8816 -> 0.8790/0.8814,
-#: fit 32.0/32.7 -> 11.5/14.9 s, peak memory 3.97 -> 1.22 GB (a cap of 25,000: 0.8779, 8.3 s,
-#: 0.76 GB; 100,000: 0.8790, 18.9 s, 2.13 GB). Without a cap the memory grows by about 20 kB per row:
-#: a million rows would take some 20 GB.
+#: training and validation parts). On 200,000 rows the cap costs 0.0002 of test accuracy and saves
+#: more than half the time and two thirds of the memory (docs/design_notes.rst); without a cap the
+#: memory grows by about 20 kB per row: a million rows would take some 20 GB.
 CLOSING_MAX_ROWS = 50_000
 CLOSING_MIN_CLASS_ROWS = 20
 

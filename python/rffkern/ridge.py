@@ -58,14 +58,8 @@ __all__ = ["RFFRidge", "RFFRidgeClassifier"]
 DEFAULT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 3, 23))
 #: ``length_scale="auto"`` compares these multiples of the median pairwise distance and keeps the
 #: one nearest the median (factor 1) whose selection error is within one standard error of the
-#: least (:func:`one_se_width`). Measured (scratch script, seeds 0-9, 80/20 splits, one thread; mean
-#: test error of ``RFFRidgeClassifier()`` / normalized RMSE of ``RFFRidge()``), least error -> this
-#: rule: breast_cancer 0.0246 -> 0.0202 (the least LOO error picked 0.5x on seed 1: 7 test errors
-#: against 2 at 1x), digits 0.0192 -> 0.0192, diabetes 0.7328 -> 0.7333; ``rffkern.fit``: 0.0281 ->
-#: 0.0237, 0.0147 -> 0.0147, 0.7266 -> 0.7303; on abalone, ccpp, cpu_act, elevators, ailerons,
-#: online_news_subset, higgs_subset and mnist_test10k (bench_realdata.py, seeds 0 1) the same errors
-#: but one (fit, higgs seed 0: 0.3077 -> 0.3081). A finer grid (0.5, 0.71, 1, 1.41, 2; 5/3 the
-#: cost) with the same rule: 0.0202, 0.0186, 0.7333 (not taken).
+#: least (:func:`one_se_width`): the least error alone is noisy on a few hundred rows, and a finer
+#: grid costs more for little gain (docs/design_notes.rst).
 WIDTH_FACTORS = (0.5, 1.0, 2.0)
 #: ``standardize="auto"`` compares two standardizations of the inputs, each centred: every input by
 #: its own deviation (``True``) and every input by one pooled deviation (``"global"``, which keeps
@@ -73,14 +67,9 @@ WIDTH_FACTORS = (0.5, 1.0, 2.0)
 #: median heuristic width and kept (its other widths then searched too) only if its selection
 #: error is lower than ``True``'s best by more than one standard error (:func:`one_se_geometry`).
 #: Inputs in one unit whose spreads differ by meaning, such as pixels, need "global":
-#: standardizing each column blows up the rarely inked pixels. Measured (``RFFRidgeClassifier()``
-#: / ``RFFRidge()`` at their defaults, bench_realdata splits of seeds 0 and 1, one thread, scratch
-#: ``/tmp/s/auto_probe.py``, test error True -> "auto"): mnist_test10k 0.1005/0.0925 ->
-#: 0.0625/0.0675 (the Nystroem pipeline 0.0640/0.0700), digits 0.0194/0.0167 -> 0.0111/0.0083,
-#: a9a 0.1516/0.1518 -> 0.1494/0.1478, abalone 0.6383 -> 0.6398 on seed 0 (True kept on seed 1);
-#: the other eleven data sets keep True on both seeds. Comparing the two at the median width alone
-#: (an earlier version) took "global" on cpu_act seed 1, whose best True width is not the median:
-#: 0.1549 -> 0.2032.
+#: standardizing each column blows up the rarely inked pixels. True is compared at its best width,
+#: not at the median alone, whose comparison can pick "global" where True's best width is
+#: elsewhere (docs/design_notes.rst).
 STANDARDIZE_CHOICES = (True, "global")
 
 
@@ -143,11 +132,7 @@ def one_se_width(errors: Sequence[float], diff_se: Sequence[float],
 #: ``RFFRidge(PROBE_COMPONENTS, standardize="auto")`` keeps on at most ``PROBE_ROWS`` random rows of
 #: the estimator's inputs and targets (its widths and penalties searched as at its defaults), as
 #: ``rffkern.fit``'s width search. A kernel of one width over the inputs is what both estimators
-#: start from, and the probe costs a fraction of their fit. Measured (bench_realdata split seed 0,
-#: one thread, the inputs pre-scaled by hand; scratch ``/tmp/s/eerf_probe.py``,
-#: ``/tmp/s/adaptive_probe.py``), test error per input -> pooled: ``EERFClassifier()`` digits
-#: 0.0139 -> 0.0083, mnist_test10k 0.1135 -> 0.0660; ``AdaptiveRFFClassifier()`` digits 0.0222 ->
-#: 0.0111, mnist_test10k 0.1200 -> 0.0795.
+#: start from, and the probe costs a fraction of their fit (docs/design_notes.rst).
 PROBE_COMPONENTS = 500
 PROBE_ROWS = 3000
 
@@ -681,13 +666,11 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         (``rffkern.ridge.one_se_geometry``; by any amount with GCV). With a given width, in
         ``partial_fit``, on Dask arrays and where the varying inputs' deviations are equal (to
         1e-6 relative, as after a ``StandardScaler``: "global" is then True again) "auto" is True. False: X as given. The choice is
-        ``standardize_``. Measured (bench_realdata splits, seeds 0 and 1, test error True ->
-        "auto"): mnist_test10k 0.1005/0.0925 -> 0.0625/0.0675, digits 0.0194/0.0167 ->
-        0.0111/0.0083, a9a 0.1516/0.1518 -> 0.1494/0.1478, abalone (seed 0) 0.6383 -> 0.6398; the
-        other eleven sets keep True. "quantile": each heavy-tailed input (not two-valued, a
-        training row more than 5 deviations from its mean) mapped to normal scores by
-        scikit-learn's ``QuantileTransformer`` (``input_quantiles_``), then as True; "auto"
-        compares it too (where such inputs exist, with ``robust_inputs``; not on Dask arrays).
+        ``standardize_``; "auto" keeps "global" on pixels (:doc:`/design_notes`). "quantile": each
+        heavy-tailed input (not two-valued, a training row more than 5 deviations from its mean)
+        mapped to normal scores by scikit-learn's ``QuantileTransformer`` (``input_quantiles_``),
+        then as True; "auto" compares it too (where such inputs exist, with ``robust_inputs``; not
+        on Dask arrays).
     robust_inputs : bool, default=True
         Keep rows far from the training data near it: a two-valued input
         (a one-hot level, a flag) is scaled by half the gap between its values rather than by its

@@ -211,7 +211,7 @@ class StructuredOrthogonalFeatures(_StructuredBase):
     by one fused compiled kernel.
 
     SORF is biased: its frequencies have the Gaussian law only as p grows, and the bias is set by
-    p more than by d (zero-padding x leaves the kernel unchanged). Measured max ``|E[Z Z^T] - K|``
+    p more than by d (zero-padding x leaves the kernel unchanged). The largest ``|E[Z Z^T] - K|``
     is about 0.7 / p (0.11-0.12 at p = 8, 0.04 at p = 16, 0.01 at p = 64, for sigma = sqrt(d); see
     docs/benchmarks.rst), so inputs with d < 64 are padded to p = 64. The remaining bias of
     about 0.01 is below the Monte Carlo error up to about 10^4 features; beyond that, or where an

@@ -106,11 +106,11 @@ def _within_one_standard_error(estimator, Xs, order, scores, y, sample_weight):
 
 
 #: Relative tolerance under which two TopK scores tie. The l1 prox leaves some irrelevant
-#: relevances at 1e-6 to 1e-5 of the largest instead of 0; keeping one such feature "improved"
-#: RFFNetRegressor()'s score on make_jse3 by 1.3e-6 and 1.2e-5 relative (seeds 0/1, scratch
-#: ``/tmp/s/jse3_p2.py``), and TopK then selected it. No selection set can tell such differences
-#: apart: the relative standard error of a mean squared error over m rows is about sqrt(2 / m)
-#: (1.4e-3 at a million rows), and of a ROC AUC larger still.
+#: relevances at 1e-6 to 1e-5 of the largest instead of 0; keeping one such feature can
+#: "improve" the score by about 1e-5 relative (docs/design_notes.rst), and TopK would select it.
+#: No selection set can tell such differences apart: the relative standard error of a mean
+#: squared error over m rows is about sqrt(2 / m) (1.4e-3 at a million rows), and of a ROC AUC
+#: larger still.
 TIE_RTOL = 1e-4
 
 

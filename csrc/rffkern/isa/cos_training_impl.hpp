@@ -285,13 +285,9 @@ struct LossGradEngine {
 
 // Threads worth using for blocks of `rows` rows: each of the four barrier-separated phases of a
 // block should give every thread at least 2^18 (~262k) multiply-adds, or the barriers cost more than
-// the split saves. Results do not depend on the choice. Measured (2 threads, the 2-core AMD EPYC
-// of the development machine, AVX-512 build, /tmp/s/lg_thr.py, /tmp/s/rffnet_thr.py,
-// /tmp/s/thr_srff.py), 2^20 -> 2^18: loss_and_grad on 5242 x 21 rows, s = 300 (one thread either
-// way before) 6.05 -> 3.27 ms against 5.7-5.9 ms on one thread; SRFFRegressor() on cpu_act 16.9
-// -> 10.7 s (17.4 s on one thread); RFFNetRegressor on gse2 (d = 100, mini-batches of 32: 960k
-// per phase) 30 epochs 0.60 -> 0.42 s; online_news, elevators and higgs_subset RFFNet the same or
-// faster. 2^17 was no better (3.73 ms, 0.44-0.48 s); 2^19 keeps gse2's mini-batches on one thread.
+// the split saves. Results do not depend on the choice. Larger thresholds leave on one thread work
+// that two threads run faster (loss_and_grad on a few thousand rows, as in SRFF; RFFNet's
+// mini-batches of 32 on 100 inputs); 2^17 gains nothing more (docs/design_notes.rst).
 inline int useful_threads(int n_threads, std::size_t rows, std::size_t d, std::size_t s) {
     const std::size_t work = std::min(rows, kLossRows) * std::max<std::size_t>(d, 1) * s;
     const std::size_t by_work = std::max<std::size_t>(1, work / (std::size_t(1) << 18));

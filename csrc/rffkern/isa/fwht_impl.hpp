@@ -11,7 +11,7 @@
 //  * beyond kChunkBytes (cache blocking): every chunk gets its whole in-cache transform first, then
 //    the remaining stages (h >= chunk) run as radix-8 passes over the full row, each pass
 //    streaming 8 far-apart runs. (Gathering column panels into a contiguous buffer to do all
-//    the outer stages in one pass measured slower here: the power-of-two row stride maps every
+//    the outer stages in one pass is slower here: the power-of-two row stride maps every
 //    panel row to the same cache sets.)
 // Every stage computes (a + b, a - b) in the working precision, so the result is bitwise the
 // textbook loop's whatever the grouping and whatever the number of threads.
@@ -33,8 +33,8 @@ namespace structured_detail {
 
 using simd::VecTraits;
 
-// In-cache transform size: chunks of 64 KiB (L2-resident; 32 to 256 KiB measured within noise
-// of each other on Zen 3).
+// In-cache transform size: chunks of 64 KiB (L2-resident; 32 to 256 KiB are within noise of
+// each other on Zen 3).
 constexpr std::size_t kChunkBytes = 64 * 1024;
 
 using simd::loadu;
@@ -129,9 +129,9 @@ inline void radix_pass_any(T* x, std::size_t len, std::size_t h, int r, bool sca
 
 // `stages` stages starting at stride h0 (a multiple of L), in radix-8/4/2 passes; the last pass
 // applies mul when scale is set. In cache (in_cache), exactly 4 remaining stages run as one
-// radix-16 pass (16 vectors and a few spills; measured ~12% faster at 2^10 float32); for the
-// outer passes of long rows 16 far-apart streams conflict in the cache sets and radix-16 measured
-// up to 2x slower, so those stay radix-8.
+// radix-16 pass (16 vectors and a few spills; ~12% faster at 2^10 float32); for the outer passes
+// of long rows 16 far-apart streams conflict in the cache sets and radix-16 is up to 2x slower,
+// so those stay radix-8.
 template <class T>
 inline void strided_stages(T* x, std::size_t len, std::size_t h0, int stages, bool scale, T mul,
                            bool in_cache) {

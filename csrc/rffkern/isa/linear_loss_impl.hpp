@@ -111,11 +111,8 @@ double sum_chunks(const AlignedBuffer<T>& partial, const AlignedBuffer<double>& 
     return loss;
 }
 
-// Rows per group: measured (one thread, the AVX-512 build this AMD EPYC dispatches to, 1000
-// features, median of 7 x 10 calls, /tmp/s/ab_logistic.py against the two NumPy products):
-// float64, 39799 rows 30.0 / 31.0 / 26.1 / 22.0 ms with 1 / 2 / 4 / 8 rows per group (NumPy
-// 39-41 ms), 1293 rows 0.62 / 0.60 / 0.41 / 0.37 ms (NumPy 0.42); float32, 35819 rows 10.6 / 17.2
-// / 14.9 / 12.7 ms (NumPy 21 ms).
+// Rows per group: of 1, 2, 4 and 8, float64 is fastest with 8 and float32 with 1
+// (docs/design_notes.rst).
 template <class T>
 constexpr int kRows = std::is_same_v<T, float> ? 1 : 8;
 
@@ -147,11 +144,8 @@ double logistic_loss_grad(const T* Z, std::size_t n, std::size_t s, const T* coe
 // registers, so that each load of a row serves K classes and each load of a class column R rows;
 // the gradient terms of the block's rows go into the transposed gradient (m x s) the same way.
 // Registers: R * K accumulators (and as many broadcast residuals in the gradient), R + K loads.
-// Measured (one thread, the AVX-512 build on this AMD EPYC, 1000 features, 10 outputs, median of
-// 7 x 10 calls, /tmp/s/ab_softmax.py), float64 1293 rows / float32 5760 rows / float64 919 rows in
-// ms: R x K = 4 x 4 1.52 / 5.21 / 0.99, 5 x 4 1.67 / 5.60 / 1.05, 4 x 5 1.91 / 5.47 / 0.96, 3 x 5
-// 2.01 / 6.20 / 1.22, 2 x 8 2.51 / 7.29 / 1.62, 6 x 3 2.49 / 6.98 / 1.57, 8 x 2 1.92 / 5.84 / 1.31;
-// the two NumPy products 1.72 / 7.31 / 1.18. Memory: one m x s partial gradient per 256 rows.
+// 4 x 4 is the fastest of the blocks tried on the AVX-512 build, and faster than the two NumPy
+// products (docs/design_notes.rst). Memory: one m x s partial gradient per 256 rows.
 #if defined(__AVX512F__)
 constexpr int kSoftmaxRows = 4;  // 16 accumulators of the 32 vector registers
 #else
@@ -297,15 +291,9 @@ inline void softmax_rows(const T* z, std::size_t s, std::size_t m, const T* coef
 }
 
 // Rows per gradient pass (Q groups of R) and the L1 share of a panel's gradient and rows.
-// Measured against the previous version (one group of R rows at a time over whole rows, two
-// exponentials per logit; one thread, AVX-512 build, 1000 features, five alternating runs of the
-// two builds, medians of 41 calls, /tmp/s/smx_ab.py), us per row: float32 5760 rows x 10 outputs
-// 0.929 -> 0.736, float64 6400 x 10 1.568 -> 1.175, float64 919 x 10 1.153 -> 1.035, float32 5760 x 3
-// 0.448 -> 0.280; of that, the prefetch of the next rows alone 0.787 / 1.384 / 1.122 / 0.325.
-// rffkern.fit's closing fits on mnist_test10k (bench split seed 0, /tmp/s/mnist_close.py) 7.74 ->
-// 6.65 s of a 14.4 -> 13.3 s fit, the same test error; digits seeds 0/1 0.85/1.14 -> 0.84/1.10 s.
-// The logistic loss (one output) streams at memory speed already (~18 GB/s on 36-40k rows):
-// prefetching there gained nothing measurable.
+// Q groups over a panel, with the next rows prefetched, take 10-37% off the time per row of one
+// group at a time over whole rows (docs/design_notes.rst). The logistic loss (one output) streams
+// at memory speed already (~18 GB/s on 36-40k rows): prefetching there gains nothing measurable.
 constexpr int kSoftmaxPassRows = 16;
 constexpr std::size_t kSoftmaxPanelBytes = 24 * 1024;
 

@@ -114,9 +114,9 @@ inline V vsin(V x) {
 // ---- sin and cos together -----------------------------------------------------------------------
 // With FMA (the AVX2 and AVX-512 builds): one Cody-Waite reduction by pi/2 (pi/2 split in three
 // parts, the first product exact under FMA) and the Taylor polynomials of sin and cos on
-// [-pi/4, pi/4], truncated below half an ulp, then the quadrant's swap and signs. Measured against
-// long double over 2^20 points in [-R, R], R = 1 .. 1e5: at most 1.47 ulp for float and double,
-// about twice as fast as the two libmvec calls it replaces. A vector with any lane outside
+// [-pi/4, pi/4], truncated below half an ulp, then the quadrant's swap and signs: within 1.5 ulp
+// for float and double, about twice as fast as the two libmvec calls it replaces
+// (docs/design_notes.rst). A vector with any lane outside
 // [-limit, limit] (or NaN/inf) takes libmvec's sin and cos instead.
 template <class T>
 struct SinCosConstants;
