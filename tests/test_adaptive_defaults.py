@@ -3,7 +3,8 @@ held-out rows with the final lambda searched there, the final lambda by exact LO
 import numpy as np
 import pytest
 
-from rffkern.adaptive import FINAL_ALPHAS, WIDTH_FACTORS, AdaptiveRFFRegressor
+from rffkern._selection import EXTENDED_WIDTH_FACTORS as WIDTH_FACTORS
+from rffkern.adaptive import FINAL_ALPHAS, AdaptiveRFFRegressor
 from rffkern._sampling import median_distance
 
 

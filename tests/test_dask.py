@@ -218,7 +218,7 @@ def test_width_rule_standard_errors_from_chunk_sums_equal_those_of_the_rows():
     the rows' squared LOO residuals; the standard errors equal those of the rows on one machine."""
     from rffkern._dask import _chunk_loo, _paired_standard_errors
     from rffkern._ridge_solvers import GramStats, LooPass, fit_ridge_map
-    from rffkern.ridge import DEFAULT_ALPHAS, paired_standard_error
+    from rffkern._selection import DEFAULT_ALPHAS, paired_standard_error
 
     X, y = _regression(700, 4, seed=5)
     est = RFFRidge(80, random_state=0)

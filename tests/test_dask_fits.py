@@ -14,7 +14,8 @@ da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
 from rffkern import EERFClassifier, EERFRegressor, SRFFRegressor  # noqa: E402
-from rffkern.adaptive import (DEFAULT_ALPHAS, FINAL_ALPHAS, WIDTH_FACTORS, AdaptiveRFFClassifier,  # noqa: E402
+from rffkern._selection import EXTENDED_WIDTH_FACTORS as WIDTH_FACTORS  # noqa: E402
+from rffkern.adaptive import (FINAL_ALPHAS, GCV_ALPHAS, AdaptiveRFFClassifier,  # noqa: E402
                               AdaptiveRFFRegressor)
 
 TIMEOUT = 120  # seconds, for every fit / compute
@@ -158,7 +159,7 @@ PAPER_ADAPTIVE = dict(early_stopping=False, final_alpha=None, init_scale="median
     dict(),                                                  # width grid, held-out early stopping
     dict(early_stopping=False),                              # width grid, LOO over final_alpha
     PAPER_ADAPTIVE,
-    dict(PAPER_ADAPTIVE, alpha=DEFAULT_ALPHAS, normalize_y=False),  # GCV at the initial and final frequencies
+    dict(PAPER_ADAPTIVE, alpha=GCV_ALPHAS, normalize_y=False),  # GCV at the initial and final frequencies
     dict(PAPER_ADAPTIVE, resample=True, resample_threshold=0.95, init_scale=1.0),
 ], ids=["default", "loo", "paper", "gcv", "resample"])
 def test_adaptive_regressor_equals_single_machine(client, params):

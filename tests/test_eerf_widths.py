@@ -3,7 +3,9 @@ LOO error, extended at the edge of the grid; ``length_scale="knn"`` keeps the pa
 import numpy as np
 import pytest
 
-from rffkern.eerf import WIDTH_FACTORS, WIDTH_LIMITS, EERFClassifier, EERFRegressor, next_width
+from rffkern._selection import EXTENDED_WIDTH_FACTORS as WIDTH_FACTORS
+from rffkern._selection import WIDTH_LIMITS, next_width
+from rffkern.eerf import EERFClassifier, EERFRegressor
 
 
 def _smooth(n=600, d=5, seed=0, noise=0.1):

@@ -1092,8 +1092,8 @@ def test_closing_fit_with_many_classes_uses_matrix_products_and_stays_accurate(m
         assert Y.shape[1] < 64, "the compiled softmax ran for hundreds of outputs"
         return compiled(Z, Y, coef_t, w, n_threads)
 
-    compiled = refit._softmax_loss_grad
-    monkeypatch.setattr(refit, "_softmax_loss_grad", few_outputs_only)
+    compiled = refit.softmax_loss_grad_unchecked
+    monkeypatch.setattr(refit, "softmax_loss_grad_unchecked", few_outputs_only)
     X, y = make_classification(n_samples=1200, n_features=10, n_informative=10, n_redundant=0, n_classes=300,
                                n_clusters_per_class=1, class_sep=3.0, random_state=0)
     train, test = np.arange(1200) % 4 != 0, np.arange(1200) % 4 == 0
@@ -1213,14 +1213,14 @@ def test_closing_fit_preconditioned_at_a_confident_start_solves_the_same_problem
 
 
 def test_stratified_subset_keeps_every_class_in_proportion():
-    from rffkern.rffnet import CLOSING_MIN_CLASS_ROWS, _stratified_subset
+    from rffkern._rffnet_training import CLOSING_MIN_CLASS_ROWS, stratified_subset
     labels = np.repeat([0, 1, 2], [9000, 990, 10])
-    idx = _stratified_subset(labels, 1000, np.random.default_rng(0))
+    idx = stratified_subset(labels, 1000, np.random.default_rng(0))
     assert np.all(np.diff(idx) > 0)  # sorted, no repeats
     assert np.bincount(labels[idx]).tolist() == [900, 99, 10]  # the rare class whole (10 < 20 rows)
-    few = _stratified_subset(np.repeat([0, 1], [990, 10 * CLOSING_MIN_CLASS_ROWS]), 100, np.random.default_rng(0))
+    few = stratified_subset(np.repeat([0, 1], [990, 10 * CLOSING_MIN_CLASS_ROWS]), 100, np.random.default_rng(0))
     assert np.bincount(np.repeat([0, 1], [990, 10 * CLOSING_MIN_CLASS_ROWS])[few]).tolist()[1] == CLOSING_MIN_CLASS_ROWS
-    np.testing.assert_array_equal(idx, _stratified_subset(labels, 1000, np.random.default_rng(0)))
+    np.testing.assert_array_equal(idx, stratified_subset(labels, 1000, np.random.default_rng(0)))
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

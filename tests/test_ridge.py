@@ -336,7 +336,7 @@ def test_auto_width_picks_a_median_multiple_by_the_one_se_rule():
 
 
 def test_one_se_rule_keeps_the_median_width_unless_another_is_better_beyond_noise():
-    from rffkern.ridge import one_se_width
+    from rffkern._selection import one_se_width
 
     # factors 0.5, 1, 2; standard errors of the differences to the best (0 for the best itself)
     assert one_se_width([0.150, 0.152, 0.180], [0.0, 0.004, 0.01]) == 1    # 0.5x best by < 1 se
@@ -354,7 +354,7 @@ def test_one_se_rule_keeps_the_median_width_unless_another_is_better_beyond_nois
 def test_paired_standard_error_of_a_weighted_mean():
     """Unweighted: the sample standard error of the mean difference; weighted: that of a weighted
     mean of independent rows, the unweighted one for equal weights and unchanged by a common factor."""
-    from rffkern.ridge import paired_standard_error
+    from rffkern._selection import paired_standard_error
 
     rng = np.random.default_rng(0)
     a, b = rng.exponential(size=40), rng.exponential(size=40)

@@ -9,6 +9,8 @@ from numpy.typing import ArrayLike
 
 from rffkern._data import power_of_two_scale
 from rffkern._fit_options import fit_options
+from rffkern._rffnet_training import stratified_subset
+from rffkern._selection import paired_standard_error
 from rffkern._linalg import single_threaded_blas
 from rffkern._typing import RandomStateLike
 from rffkern._validation import refuse_mixed_labels
@@ -297,7 +299,6 @@ def _lead(losses: np.ndarray, others: np.ndarray, sample_weight: np.ndarray | No
     (:func:`rffkern.ridge.paired_standard_error`: unchanged when every weight is multiplied by one
     constant). The row of the largest difference either way is left out first
     (:func:`without_the_deciding_row`): one outlying held-out row does not decide."""
-    from rffkern.ridge import paired_standard_error
 
     paired_standard_error(others, losses, sample_weight)  # (first: it checks that the rows pair)
     losses, others, sample_weight = without_the_deciding_row(losses, others, sample_weight)
@@ -382,10 +383,10 @@ def _rows_to_add(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, idx_tr: np.
     weights RFFNet's fit was given (it divides both by the same unit)."""
     rest = np.setdiff1d(idx_tr, idx_net, assume_unique=True)
     if rest.size:
-        from rffkern.rffnet import CLOSING_MAX_ROWS, _stratified_subset
+        from rffkern.rffnet import CLOSING_MAX_ROWS
         room = CLOSING_MAX_ROWS - idx_net.size - idx_val.size
         if rest.size > room:
-            rest = rest[_stratified_subset(y[rest], max(room, 0), rng)]
+            rest = rest[stratified_subset(y[rest], max(room, 0), rng)]
     rows = np.concatenate([rest, idx_val])
     return X[rows], y[rows], None if w is None else w[rows]
 
@@ -651,8 +652,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     idx_net = idx_tr  # the rows RFFNet trains on; the others join its closing fit if it wins
     rows_rng = np.random.default_rng(seeds[4])  # draws that subset, then any subset of the others
     if classify and len(idx_tr) > NET_MAX_ROWS_CLASSIFICATION:
-        from rffkern.rffnet import _stratified_subset
-        idx_net = idx_tr[_stratified_subset(y[idx_tr], NET_MAX_ROWS_CLASSIFICATION, rows_rng)]
+        idx_net = idx_tr[stratified_subset(y[idx_tr], NET_MAX_ROWS_CLASSIFICATION, rows_rng)]
     nets: dict[str, tuple[float, Any]] = {}
     tic = time.perf_counter()
     runs: dict[str, Any] = {}

@@ -21,7 +21,8 @@ import sys
 
 import numpy as np
 
-from rffkern.kernels import _check_scale, default_scale
+from rffkern._validation import check_scale
+from rffkern.kernels import default_scale
 
 _BUILD_HINT = (
     "rebuild it on a machine with the CUDA toolkit: "
@@ -168,7 +169,7 @@ def _prepare(X, weights, offsets, theta, scale, pair, min_rows=1):
     th = None if theta is None else kind.convert(theta, dtype)
     if th is not None and tuple(th.shape) != (X.shape[1],):
         raise ValueError(f"theta must have shape ({X.shape[1]},), got {tuple(th.shape)}")
-    scale = default_scale(s, pair) if scale is None else _check_scale(scale)
+    scale = default_scale(s, pair) if scale is None else check_scale(scale)
     with np.errstate(over="ignore"):
         if not np.isfinite(dtype.type(scale)):
             raise ValueError(f"scale={scale} overflows {dtype} (the computation dtype)")

@@ -24,10 +24,11 @@ import numpy as np
 
 from rffkern._data import power_of_two_scale
 from rffkern._inputs import column_range, merge_ranges, scaling_from_statistics, set_input_scaling
+from rffkern._selection import one_se_width
 from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
 from rffkern._validation import as_generator
 
-__all__ = ["is_dask_array", "map_rows", "fit_ridge"]
+__all__ = ["is_dask_array", "map_rows", "fit_ridge", "refuse_dask_weights", "refuse_quantile"]
 
 #: Rows of the sample behind the median heuristic and ``feature_importances_`` (as on one machine).
 SAMPLE_ROWS = 2000
@@ -150,6 +151,13 @@ class _Moments:
             est.standardize_, est.standardize_errors_ = est.standardize, None
         refuse_quantile(est.standardize_)
         set_input_scaling(est, self.input_standardization(d, est.standardize_, est.robust_inputs))
+
+
+def refuse_dask_weights(sample_weight):
+    """A ``ValueError`` for ``sample_weight`` on Dask arrays (the fits that do not take it there)."""
+    if sample_weight is not None:
+        raise ValueError("sample_weight is not supported when X is a Dask array; fit on a NumPy array, "
+                         "or repeat rows in place of integer weights")
 
 
 def refuse_quantile(standardize):
@@ -427,8 +435,6 @@ def fit_ridge(est, X, y):
         est.width_errors_.append(error)
         fits.append((alpha, errors, s))
     if products is not None:
-        from rffkern.ridge import one_se_width
-
         pick = one_se_width(est.width_errors_, _paired_standard_errors(flat_sse, products, stats, alpha_index,
                                                                        n_targets))
     else:

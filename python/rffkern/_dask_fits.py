@@ -63,6 +63,7 @@ from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
 from rffkern._progress import ProgressLog
 from rffkern._calibration import calibration_rows
 from rffkern._ridge_solvers import FourierFeatureMap, GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
+from rffkern._selection import EXTENDED_WIDTH_FACTORS, search_widths, width_extension
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["fit_eerf", "fit_srff", "fit_adaptive"]
@@ -399,7 +400,7 @@ def fit_eerf(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
 
-    from rffkern.eerf import _WIDTH_FITTED, WIDTH_FACTORS, _width_extension, knn_length_scale, search_widths
+    from rffkern.eerf import WIDTH_FITTED, knn_length_scale
 
     est._validate_params()
     name = type(est).__name__
@@ -467,7 +468,7 @@ def fit_eerf(est, X, y):
             else:
                 sample = data.gather_rows(_sample_rows(n, 2000, rng, rows), inputs.x)
                 knn = knn_length_scale(sample, rng=rng)  # <= 2000 rows: draws nothing
-                widths = [knn] if est.length_scale == "knn" else [knn * f for f in WIDTH_FACTORS]
+                widths = [knn] if est.length_scale == "knn" else [knn * f for f in EXTENDED_WIDTH_FACTORS]
                 base = None if est.length_scale == "knn" else knn
         W0 = rng.standard_normal((d, est.n_candidates_))
         b0 = rng.uniform(0.0, 2.0 * np.pi, est.n_candidates_) if est.kernel == "gaussian" else None
@@ -515,10 +516,10 @@ def fit_eerf(est, X, y):
         error = float(np.min(errors))  # in the units of the scaled targets, as on one machine
         est.width_errors_.append(float(np.min(est.selection_errors_)))
         if not best or error < best[0]:
-            best[:] = [error, {k: getattr(est, k) for k in _WIDTH_FITTED}]
+            best[:] = [error, {k: getattr(est, k) for k in WIDTH_FITTED}]
         return error
 
-    tried, _ = search_widths(widths, _width_extension(base), error_of)
+    tried, _ = search_widths(widths, width_extension(base), error_of)
     est.widths_ = tried if several else None
     if best:
         for k, v in best[1].items():
@@ -666,7 +667,7 @@ def fit_adaptive(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
 
-    from rffkern.adaptive import (WIDTH_FACTORS, RunningCovariance, amplitudes, final_alpha_choice,
+    from rffkern.adaptive import (RunningCovariance, amplitudes, final_alpha_choice,
                                   metropolis_accept, search_scales)
     from rffkern._sampling import median_distance
 
@@ -713,7 +714,7 @@ def fit_adaptive(est, X, y):
     if isinstance(est.init_scale, str):
         sample = data.gather_rows(_sample_rows(n, 2000, rng), inputs.x)
         median_scale = 1.0 / median_distance(sample, rng=rng)   # <= 2000 rows: draws nothing
-        scales = [median_scale] if est.init_scale == "median" else [median_scale / f for f in WIDTH_FACTORS]
+        scales = [median_scale] if est.init_scale == "median" else [median_scale / f for f in EXTENDED_WIDTH_FACTORS]
     else:
         scales = [float(est.init_scale)]
     W_unit = rng.standard_normal((d, K))

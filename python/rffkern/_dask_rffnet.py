@@ -61,7 +61,8 @@ from rffkern._data import standardized_rows
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import (MAX_LR_DECAYS, EpochRunner, Schedule, TrainingState, best_of_starts,
-                                      median_init, zero_constant_relevances)
+                                      check_initial_relevances, median_init, r2_from_sums, stratified_subset,
+                                      training_targets, zero_constant_relevances)
 from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -168,11 +169,10 @@ class _ChunkContext:
 
     def prepared(self, index, Xb, yb, part):
         """Standardized X and training targets of one part ("train" / "val") of a chunk."""
-        from rffkern.rffnet import _training_targets
 
         rows = self.split(index, Xb.shape[0])[0 if part == "train" else 1]
         Xs = standardized_rows(np.asarray(Xb)[rows], self.x_mean, self.x_scale, self.dtype)
-        Y = _training_targets(self.targets(np.asarray(yb)[rows]), self.intercept, self.y_scale, self.dtype)
+        Y = training_targets(self.targets(np.asarray(yb)[rows]), self.intercept, self.y_scale, self.dtype)
         return np.ascontiguousarray(Xs), Y
 
 
@@ -366,7 +366,6 @@ def fit_rffnet(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.utils.multiclass import check_classification_targets
 
-    from rffkern.rffnet import _check_initial_relevances, _r2_from_sums
 
     est._validate_params()
     if isinstance(est.init, str) and est.init not in ("constant", "median"):
@@ -474,7 +473,7 @@ def fit_rffnet(est, X, y):
     elif isinstance(est.init, str):  # "constant": (max - min) / d of the standardized training rows
         theta = ((stats["hi"] - stats["lo"]) / est.x_scale_ / d).astype(dtype)
     else:
-        _check_initial_relevances(est.init, d)
+        check_initial_relevances(est.init, d)
         theta = np.asarray(est.init, dtype=dtype)
     theta = zero_constant_relevances(np.array(theta, dtype=dtype, order="C"), constant)
 
@@ -542,7 +541,7 @@ def fit_rffnet(est, X, y):
                 else:
                     sse = val[2:]
                     assert sst is not None  # computed whenever there is a validation split
-                    score = _r2_from_sums(sse, sst)
+                    score = r2_from_sums(sse, sst)
                 run.validation_scores.append(score)
             value = val_loss if val_loss is not None else train_loss
             if sched.observe(value, est.tol, run.params.theta, run.params.coef, est.checkpoint):
@@ -619,11 +618,11 @@ def _closing_softmax(est, X, y):
     interleaved folds of those rows, as a single-machine fit without an early-stopping split does.
     Its L-BFGS passes over the features some hundreds of times: on the workers that would be as
     many rounds of tasks."""
-    from rffkern.rffnet import CLOSING_MAX_ROWS, _stratified_subset
+    from rffkern.rffnet import CLOSING_MAX_ROWS
 
     labels = np.asarray(y.compute()).reshape(-1)
     if labels.size > CLOSING_MAX_ROWS:
-        keep = _stratified_subset(labels, CLOSING_MAX_ROWS, est._rng)
+        keep = stratified_subset(labels, CLOSING_MAX_ROWS, est._rng)
         labels, X = labels[keep], X[keep]
     rows = np.asarray(X.compute())
     _, Y, _ = est._encode_targets(labels, first_call=False)
@@ -642,12 +641,11 @@ class _ClosingInputs:
         self.dtype = est.relevances_.dtype
 
     def __call__(self, Xb, yb):
-        from rffkern.rffnet import _training_targets
 
         Xr = standardized_rows(Xb, self.x_mean, self.x_scale, self.dtype).astype(np.float64)
         Xr *= self.theta
         Y = np.asarray(yb, np.float64).reshape(Xr.shape[0], -1)
-        T = _training_targets(Y, self.intercept, self.y_scale, self.dtype).astype(np.float64)
+        T = training_targets(Y, self.intercept, self.y_scale, self.dtype).astype(np.float64)
         return Xr, T
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_softmax, softmax
 
+from rffkern import _core
+
 
 def mean_loss(F, Y, loss, sample_weight=None) -> float:
     """Mean per-sample loss of outputs ``F`` against targets ``Y`` (both n x m), in float64.
@@ -35,3 +37,18 @@ def class_probabilities(F) -> np.ndarray:
         p = expit(F[:, 0])
         return np.column_stack([1.0 - p, p])
     return softmax(F, axis=1)
+
+
+def logistic_loss_grad_unchecked(Z, y, coef, w, n_threads):
+    """:func:`rffkern.kernels.logistic_loss_grad` on arrays already checked: Z C-contiguous float32/float64, coef
+    (s,) of Z's dtype, y and w (n,) C-contiguous float64, n_threads resolved."""
+    grad = np.empty(Z.shape[1])
+    return float(_core.logistic_loss_grad(Z, coef, y, w, grad, n_threads)), grad
+
+
+def softmax_loss_grad_unchecked(Z, Y, coef_t, w, n_threads):
+    """:func:`rffkern.kernels.softmax_loss_grad` on arrays already checked: Z C-contiguous float32/float64, coef_t
+    the coefficients transposed, (m, s) C-contiguous of Z's dtype, Y (n, m) and w (n,)
+    C-contiguous float64, n_threads resolved. Returns the loss and the transposed gradient (m, s)."""
+    grad_t = np.empty(coef_t.shape)
+    return float(_core.softmax_loss_grad(Z, coef_t, Y, w, grad_t, n_threads)), grad_t

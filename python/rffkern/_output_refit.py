@@ -39,7 +39,7 @@ from scipy.special import expit, log_softmax
 from rffkern._linalg import single_threaded_blas
 from rffkern._losses import mean_loss
 from rffkern._validation import resolve_n_threads
-from rffkern.kernels import _logistic_loss_grad, _softmax_loss_grad
+from rffkern._losses import logistic_loss_grad_unchecked, softmax_loss_grad_unchecked
 
 __all__ = ["fit_output_layer", "choose_output_penalty", "OUTPUT_ALPHAS"]
 
@@ -262,7 +262,7 @@ def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whiten
         y = np.ascontiguousarray(Y[:, 0], dtype=np.float64)
 
         def loss_and_pullback(DU):  # the mean loss, and its gradient in D U
-            value, g = _logistic_loss_grad(X, y, (DU if rotate else V @ DU)[:, 0].astype(dt), w, threads)
+            value, g = logistic_loss_grad_unchecked(X, y, (DU if rotate else V @ DU)[:, 0].astype(dt), w, threads)
             return value, (g if rotate else V.T @ g)[:, None]
     elif m >= SOFTMAX_GEMM_MIN_OUTPUTS:
         products = _SoftmaxProducts(X, np.ascontiguousarray(Y, dtype=np.float64), w, threads)
@@ -276,7 +276,7 @@ def fit_output_layer(Z, Y, kind, alpha, sample_weight=None, coef=None, *, whiten
         def loss_and_pullback(DU):  # the kernel takes and returns the transposes (m x s)
             # (V D U).T as D U.T V.T: an m x s x s product, 1.6x faster than s x s x m at m = 10, s = 1000
             coef_t = DU.T if rotate else DU.T @ V.T
-            value, g_t = _softmax_loss_grad(X, Yc, np.ascontiguousarray(coef_t, dtype=dt), w, threads)
+            value, g_t = softmax_loss_grad_unchecked(X, Yc, np.ascontiguousarray(coef_t, dtype=dt), w, threads)
             return value, (g_t if rotate else g_t @ V).T
 
     def objective(u):

@@ -372,3 +372,46 @@ def train_epochs(est, runner, Xs, Y, w, Xs_val, Y_val, w_val, rng, *, max_epochs
         theta[...] = sched.best[0]
         coef[...] = sched.best[1]
     return sched
+
+
+#: :func:`stratified_subset` takes at least this many rows of each class (all of a smaller one).
+CLOSING_MIN_CLASS_ROWS = 20
+
+
+def stratified_subset(labels, size, rng):
+    """About ``size`` sorted row indices, drawn without replacement: each class's share of
+    ``size`` (at least ``CLOSING_MIN_CLASS_ROWS``, at most its rows) from its rows."""
+    classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    take = np.minimum(counts, np.maximum(np.round(size * counts / labels.size).astype(np.int64),
+                                         CLOSING_MIN_CLASS_ROWS))
+    return np.sort(np.concatenate([rng.choice(np.flatnonzero(inverse == k), take[k], replace=False)
+                                   for k in range(classes.size)]))
+
+
+def r2_from_sums(sse, sst):
+    """The mean over outputs of ``1 - SSE / SST`` from the per-output sums, as r2_score scores
+    them: 1 for a constant output (``SST == 0``) fitted exactly, 0 for one fitted otherwise."""
+    safe = sst > 0
+    r2 = np.where(safe, 1.0 - sse / np.where(safe, sst, 1.0), np.where(sse > 0, 0.0, 1.0))
+    return float(np.mean(r2))
+
+
+def check_initial_relevances(init, d):
+    theta = np.asarray(init)
+    if theta.dtype.kind not in "iuf" or theta.shape != (d,) or not np.isfinite(theta).all():
+        raise ValueError(f"init as an array must hold {d} finite initial relevances (one per feature), "
+                         f"got shape {theta.shape} and dtype {theta.dtype}")
+
+
+def training_targets(Y, intercept, scale, dtype):
+    """(Y - intercept) / scale in the training dtype, refused when its squares would overflow it
+    (the training loss would be infinite)."""
+    T = (np.asarray(Y, dtype=np.float64) - intercept.astype(np.float64)) / scale.astype(np.float64)
+    largest = float(np.abs(T).max(initial=0.0))
+    limit = float(np.sqrt(np.finfo(dtype).max))
+    if not largest < limit:
+        raise ValueError(
+            f"y holds values up to {largest:.3g} in magnitude (after centring): their squares "
+            f"overflow {dtype} (the training dtype; |y| must stay below {limit:.3g}). Use "
+            "normalize_y=True, rescale y, or use dtype='float64'")
+    return np.ascontiguousarray(T, dtype=dtype)

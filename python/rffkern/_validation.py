@@ -243,3 +243,11 @@ def as_generator(random_state) -> np.random.Generator:
     raise TypeError(
         f"random_state must be None, an int, a numpy Generator or RandomState, got {random_state!r}"
     )
+
+
+def check_scale(scale: float) -> float:
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"scale must be a real number, got {type(scale).__name__} {scale!r}")
+    if not np.isfinite(scale):
+        raise ValueError(f"scale must be finite, got {scale}")
+    return float(scale)

@@ -47,18 +47,17 @@ from rffkern._linalg import RidgeEigen, ridge_solve, single_threaded_blas
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
 from rffkern._sampling import median_distance
-from rffkern.eerf import next_width, search_widths
+from rffkern._selection import EXTENDED_WIDTH_FACTORS, next_width, search_widths
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
 from rffkern.ridge import resolve_standardization
 
 __all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda", "RunningCovariance"]
 
-#: A list of lambdas (``(S.T S + lambda N I) beta = S.T y``) searched by GCV.
-DEFAULT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 0, 9))
-#: ``init_scale="auto"`` compares the median-heuristic width times these factors (frequency scales
-#: ``1 / (median distance * factor)``) at the initial frequencies.
-WIDTH_FACTORS = (0.5, 1.0, 2.0, 4.0)
+#: A list of lambdas (``(S.T S + lambda N I) beta = S.T y``) to search by GCV.
+GCV_ALPHAS = tuple(float(a) for a in np.logspace(-8, 0, 9))
+#: ``init_scale="auto"`` compares the median-heuristic width times ``EXTENDED_WIDTH_FACTORS``
+#: (frequency scales ``1 / (median distance * factor)``) at the initial frequencies.
 #: ``final_alpha``'s default: the final amplitudes' lambdas, 1e-8 to 10, searched by exact leave-one-out.
 FINAL_ALPHAS = tuple(float(a) for a in np.logspace(-8, 1, 19))
 
@@ -88,7 +87,7 @@ def gcv_lambda(X, Y, W, lambdas, n_threads):
 
 def search_scales(scales, median_scale, loo_error):
     """The initial frequency scales compared by ``init_scale="auto"`` and their errors
-    ``loo_error(scale)``: ``scales`` in order, then, as :func:`rffkern.eerf.next_width` extends
+    ``loo_error(scale)``: ``scales`` in order, then, as :func:`rffkern._selection.next_width` extends
     EERF's widths, half (twice) the scale while the largest (smallest) is the best, within
     ``1 / WIDTH_LIMITS`` times ``median_scale``. Returns (scales, errors) as lists."""
     def extend(values, errors):  # in widths (1 / scale), EERF's rule around the median width
@@ -326,7 +325,7 @@ class _AdaptiveRFFBase(BaseEstimator):
         median_scale = None
         if isinstance(self.init_scale, str):
             median_scale = 1.0 / median_distance(Xs, rng=rng)
-            scales = [median_scale] if self.init_scale == "median" else [median_scale / f for f in WIDTH_FACTORS]
+            scales = [median_scale] if self.init_scale == "median" else [median_scale / f for f in EXTENDED_WIDTH_FACTORS]
         else:
             scales = [float(self.init_scale)]
         W_unit = rng.standard_normal((d, K))
@@ -456,7 +455,7 @@ _DOC = """
     gamma : float or None, default=None
         Exponent of the acceptance ratio; None gives ``3 d - 2``.
     alpha : float or sequence of float, default=1e-3
-        The penalty lambda in ``(S.T S + lambda N I) beta = S.T y``. A sequence (e.g. ``DEFAULT_ALPHAS``, 1e-8
+        The penalty lambda in ``(S.T S + lambda N I) beta = S.T y``. A sequence (e.g. ``GCV_ALPHAS``, 1e-8
         to 1) is searched by generalised cross-validation from the least-squares Gram (one
         eigendecomposition for all of them): once at the initial frequencies, for the Metropolis
         iterations, and (with ``final_alpha=None`` and ``early_stopping=False``) once at the final
@@ -504,9 +503,9 @@ _DOC = """
         Initial frequencies ``N(0, init_scale^2 I)`` (0 starts them all at the origin). "median"
         is the median heuristic: ``1 / median pairwise distance`` of the standardised X (subsample
         of 2000 rows), the Gaussian kernel of that width. "auto" compares that width times
-        ``WIDTH_FACTORS`` = (0.5, 1, 2, 4), extended by halving (doubling) the width while the
+        ``EXTENDED_WIDTH_FACTORS`` = (0.5, 1, 2, 4), extended by halving (doubling) the width while the
         smallest (largest) is the best, within 0.5 to 16 times the median width (EERF's rule,
-        :func:`rffkern.eerf.next_width`), (the same unit draw scaled) by the exact LOO error of
+        :func:`rffkern._selection.next_width`), (the same unit draw scaled) by the exact LOO error of
         their ridge fits on the chain's rows over the lambdas of ``final_alpha`` (one Gram and one
         LOO pass each; the initial frequencies do not depend on y, so the LOO error is an honest
         one) and starts the chain from the best; the Metropolis steps of ``2.4^2 / d`` rarely move

@@ -37,7 +37,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._dask import is_dask_array, map_rows
+from rffkern._dask import is_dask_array, map_rows, refuse_dask_weights
 from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, labels_from_decision, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
@@ -47,21 +47,15 @@ from rffkern._progress import ProgressLog
 from rffkern._sampling import knn_distances, weighted_knn_blocks
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
-from rffkern.ridge import DEFAULT_ALPHAS, _refuse_dask_weights, resolve_standardization
+from rffkern._selection import DEFAULT_ALPHAS, EXTENDED_WIDTH_FACTORS, search_widths, width_extension
+from rffkern.ridge import resolve_standardization
 
 __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
 
 EERF_KERNELS = ("gaussian", "arccos0", "arccos1", "arccos2", "linear")
 _BLOCK_ROWS = 2048
-#: ``length_scale="auto"`` compares these multiples of the paper's k-NN width by the selection error.
-WIDTH_FACTORS = (0.5, 1.0, 2.0, 4.0)
-#: ... and, where the best of them is the smallest (largest), halves (doubles) it while it stays the
-#: best, down to (up to) these multiples. Not below 0.5: on online_news (seed 1, 4000 rows) the LOO
-#: error picked 0.25 and the test error was 13 % above the kernel pipelines' (4 % at 0.5); kin40k,
-#: the one data set that chose 0.5, rejected 0.25.
-WIDTH_LIMITS = (0.5, 16.0)
 #: What a width's selection and ridge fit set (kept for the width of least selection error).
-_WIDTH_FITTED = ("length_scale_", "weights_", "offsets_", "scores_", "scale_", "coef_",
+WIDTH_FITTED = ("length_scale_", "weights_", "offsets_", "scores_", "scale_", "coef_",
                  "intercept_", "alpha_", "selection_errors_", "_ridge_stats")
 
 
@@ -164,38 +158,6 @@ def knn_length_scale(X, n_neighbors=50, max_samples=2000, rng=None):
     dist = knn_distances(X, n_neighbors, max_samples, rng)
     value = 0.0 if dist is None else float(dist[:, -1].mean())
     return value if value > 0 else 1.0
-
-
-def _width_extension(base):
-    """``extend`` of :func:`search_widths` by :func:`next_width` around ``base`` (None: none)."""
-    return lambda widths, errors: None if base is None else next_width(widths, errors, base)
-
-
-def next_width(widths, errors, base):
-    """The width to try after ``widths`` (with selection ``errors``), or None: half the smallest
-    when it is the best so far, twice the largest when it is, within ``WIDTH_LIMITS`` times
-    ``base`` (the k-NN width); ``length_scale="auto"`` searches this way."""
-    best = widths[int(np.argmin(errors))]
-    if best == min(widths) and best / 2 >= base * WIDTH_LIMITS[0] * (1 - 1e-12):
-        return best / 2
-    if best == max(widths) and best * 2 <= base * WIDTH_LIMITS[1] * (1 + 1e-12):
-        return best * 2
-    return None
-
-
-def search_widths(values, extend, error_of):
-    """``error_of(v)`` of every value in order, then of the values ``extend(values, errors)`` adds
-    (None: stop). Returns (values, errors) as lists: the width searches of EERF (single-machine and
-    distributed) and of adaptive RFF's initial scale."""
-    values = list(values)
-    errors: list[float] = []
-    while len(errors) < len(values):
-        errors.append(error_of(values[len(errors)]))
-        if len(errors) == len(values):
-            extra = extend(values, errors)
-            if extra is not None:
-                values.append(extra)
-    return values, errors
 
 
 def _scoring_targets(Y, sample_weight):
@@ -333,7 +295,7 @@ class _EERFBase(BaseEstimator):
                     else:
                         knn = _weighted_knn_length_scale(
                             Xsub, sample_weight if rows is None else sample_weight[rows], rng)
-                    widths = [knn] if self.length_scale == "knn" else [knn * f for f in WIDTH_FACTORS]
+                    widths = [knn] if self.length_scale == "knn" else [knn * f for f in EXTENDED_WIDTH_FACTORS]
                     base = None if self.length_scale == "knn" else knn
             W0 = rng.standard_normal((d, self.n_candidates_))
             b0 = rng.uniform(0.0, 2.0 * np.pi, self.n_candidates_) if self.kernel == "gaussian" else None
@@ -394,10 +356,10 @@ class _EERFBase(BaseEstimator):
             times[1] += self.training_time_
             width_errors.append(float(np.min(self.selection_errors_)))  # type: ignore[arg-type]
             if not best or error < best[0]:
-                best[:] = [error, {k: getattr(self, k) for k in _WIDTH_FITTED}]
+                best[:] = [error, {k: getattr(self, k) for k in WIDTH_FITTED}]
             return error  # compared in the units of the scaled targets
 
-        self.widths_, _ = search_widths(widths, _width_extension(base), error_of)
+        self.widths_, _ = search_widths(widths, width_extension(base), error_of)
         self.width_errors_ = width_errors
         for k, v in best[1].items():
             setattr(self, k, v)
@@ -463,7 +425,7 @@ _DOC_PARAMS = """
     length_scale : float, sequence of float, "auto" or "knn", default="auto"
         The length scale sigma of the Gaussian kernel. "knn" is the paper's rule: the mean distance
         to the 50th nearest neighbour, on a subsample of at most 2000 scoring rows. "auto" (not the
-        paper's) compares ``WIDTH_FACTORS`` = (0.5, 1, 2, 4) times that width, extended by halving
+        paper's) compares ``EXTENDED_WIDTH_FACTORS`` = (0.5, 1, 2, 4) times that width, extended by halving
         (doubling) while the smallest (largest) is the best, within ``WIDTH_LIMITS`` = (0.5, 16)
         times it; a sequence compares the given widths. Each width scores the same candidates
         (drawn once at unit width), keeps its own top M and costs one streamed Gram plus the alpha
@@ -620,7 +582,7 @@ class EERFRegressor(RegressorMixin, _EERFBase):
         (20,)
         """
         if is_dask_array(X):  # exact distributed fit on the workers
-            _refuse_dask_weights(sample_weight)
+            refuse_dask_weights(sample_weight)
             from rffkern._dask_fits import fit_eerf
             return fit_eerf(self, X, y)
         self._validate_params()
@@ -754,7 +716,7 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         array([0, 1])
         """
         if is_dask_array(X):  # exact distributed fit on the workers
-            _refuse_dask_weights(sample_weight)
+            refuse_dask_weights(sample_weight)
             from rffkern._dask_fits import fit_eerf
             return fit_eerf(self, X, y)
         self._validate_params()

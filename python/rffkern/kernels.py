@@ -42,6 +42,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 from typing import Any
 
 from rffkern import _core
+from rffkern._losses import logistic_loss_grad_unchecked, softmax_loss_grad_unchecked
 from rffkern._validation import (
     check_array_2d,
     float_dtype_of,
@@ -49,6 +50,7 @@ from rffkern._validation import (
     check_out,
     check_positive_float,
     check_positive_int,
+    check_scale,
     check_vector,
     refuse_sparse,
     resolve_n_threads,
@@ -447,20 +449,12 @@ def _prepare_map(X, weights, offsets, theta, scale, pair, *, X_name="X", min_row
     if scale is None:
         scale = default_scale(s, pair)
     else:
-        scale = _check_scale(scale)
+        scale = check_scale(scale)
     with np.errstate(over="ignore"):
         if not np.isfinite(dtype.type(scale)):
             raise ValueError(f"scale={scale} overflows {dtype} (the computation dtype)")
     _check_phase_range(X, th, _DENSE_GAIN * X.shape[1] * _abs_max(W), b, dtype)
     return X, W, b, th, float(scale), bool(pair)
-
-
-def _check_scale(scale: float) -> float:
-    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (numbers.Real, np.floating, np.integer)):
-        raise TypeError(f"scale must be a real number, got {type(scale).__name__} {scale!r}")
-    if not np.isfinite(scale):
-        raise ValueError(f"scale must be finite, got {scale}")
-    return float(scale)
 
 
 def _abs_max(a) -> float:
@@ -884,14 +878,7 @@ def logistic_loss_grad(Z: ArrayLike, y: ArrayLike, coef: ArrayLike, sample_weigh
         raise ValueError("the logistic loss needs targets y in {0, 1}")
     c = check_vector(coef, "coef", s, Zc.dtype)
     w = np.ones(n) if sample_weight is None else check_vector(sample_weight, "sample_weight", n, np.float64)
-    return _logistic_loss_grad(Zc, yc, c, w, resolve_n_threads(n_threads))
-
-
-def _logistic_loss_grad(Z, y, coef, w, n_threads):
-    """:func:`logistic_loss_grad` on arrays already checked: Z C-contiguous float32/float64, coef
-    (s,) of Z's dtype, y and w (n,) C-contiguous float64, n_threads resolved."""
-    grad = np.empty(Z.shape[1])
-    return float(_core.logistic_loss_grad(Z, coef, y, w, grad, n_threads)), grad
+    return logistic_loss_grad_unchecked(Zc, yc, c, w, resolve_n_threads(n_threads))
 
 
 def softmax_loss_grad(Z: ArrayLike, Y: ArrayLike, coef: ArrayLike, sample_weight: ArrayLike | None = None, *,
@@ -949,16 +936,8 @@ def softmax_loss_grad(Z: ArrayLike, Y: ArrayLike, coef: ArrayLike, sample_weight
         raise ValueError("the softmax loss needs non-negative targets Y (one-hot rows or class weights)")
     c = check_matrix(coef, "coef", (s, Yc.shape[1]), Zc.dtype)
     w = np.ones(n) if sample_weight is None else check_vector(sample_weight, "sample_weight", n, np.float64)
-    loss, grad_t = _softmax_loss_grad(Zc, Yc, np.ascontiguousarray(c.T), w, resolve_n_threads(n_threads))
+    loss, grad_t = softmax_loss_grad_unchecked(Zc, Yc, np.ascontiguousarray(c.T), w, resolve_n_threads(n_threads))
     return loss, grad_t.T.copy()
-
-
-def _softmax_loss_grad(Z, Y, coef_t, w, n_threads):
-    """:func:`softmax_loss_grad` on arrays already checked: Z C-contiguous float32/float64, coef_t
-    the coefficients transposed, (m, s) C-contiguous of Z's dtype, Y (n, m) and w (n,)
-    C-contiguous float64, n_threads resolved. Returns the loss and the transposed gradient (m, s)."""
-    grad_t = np.empty(coef_t.shape)
-    return float(_core.softmax_loss_grad(Z, coef_t, Y, w, grad_t, n_threads)), grad_t
 
 
 def _check_step_params(learning_rate: float, beta1: float, beta2: float, eps: float, l2: float, l1: float,
@@ -1282,7 +1261,7 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
     W = check_matrix(weights, "weights", (X.shape[1], coef.shape[0]), dtype)
     b = None if offsets is None else check_vector(offsets, "offsets", W.shape[1], dtype)
     _check_phase_range(X, theta, _DENSE_GAIN * X.shape[1] * _abs_max(W), b, dtype)
-    scale = default_scale(W.shape[1]) if scale is None else _check_scale(scale)
+    scale = default_scale(W.shape[1]) if scale is None else check_scale(scale)
     rows_arg = _rows_arg(rows, X)
     updated = (theta, coef, state.m_coef, state.v_coef, state.m_theta, state.v_theta)
     before = [a.copy() for a in updated]

@@ -44,12 +44,17 @@ from rffkern._rffnet_training import (
     Schedule,
     TrainingState,
     best_of_starts,
+    check_initial_relevances,
     constant_init,
     initial_relevances,
+    r2_from_sums,
+    stratified_subset,
     train_epochs,
+    training_targets,
     zero_constant_relevances,
 )
 from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, widen_map
+from rffkern._selection import pick_width
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, check_label_chunk, resolve_n_threads
 from rffkern.ridge import resolve_standardization
@@ -75,15 +80,7 @@ def _r2(Y, F, sample_weight=None):
     w = np.ones((Y.shape[0], 1)) if sample_weight is None else np.asarray(sample_weight, np.float64)[:, None]
     sse = (w * (Y - F) ** 2).sum(axis=0)
     sst = (w * (Y - np.average(Y, axis=0, weights=w[:, 0])) ** 2).sum(axis=0)  # as r2_score rounds it
-    return _r2_from_sums(sse, sst)
-
-
-def _r2_from_sums(sse, sst):
-    """The mean over outputs of ``1 - SSE / SST`` from the per-output sums, as r2_score scores
-    them: 1 for a constant output (``SST == 0``) fitted exactly, 0 for one fitted otherwise."""
-    safe = sst > 0
-    r2 = np.where(safe, 1.0 - sse / np.where(safe, sst, 1.0), np.where(sse > 0, 0.0, 1.0))
-    return float(np.mean(r2))
+    return r2_from_sums(sse, sst)
 
 
 def _accuracy(labels, predicted, sample_weight=None):
@@ -277,7 +274,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             self._check_partial_fit_params(dtype)
             widen_input_range(self, X, weights)
             Xs = self._standardized(X)
-            Y = _training_targets(Y, self.intercept_, self.y_scale_, dtype)
+            Y = training_targets(Y, self.intercept_, self.y_scale_, dtype)
             if incremental:
                 self._first_chunk_constant = warn_newly_varying_inputs(
                     getattr(self, "_first_chunk_constant", None), self.x_mean_, X, weights, type(self).__name__)
@@ -335,9 +332,9 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         intercept, y_scale = self._target_statistics(Y_train, w_train)
         self.intercept_, self.y_scale_ = intercept, y_scale  # float64: y in the caller's units
         if not isinstance(self.init, str):
-            _check_initial_relevances(self.init, d)
-        Y_train = _training_targets(Y_train, self.intercept_, self.y_scale_, dtype)
-        Y_val = None if Y_val is None else _training_targets(Y_val, self.intercept_, self.y_scale_, dtype)
+            check_initial_relevances(self.init, d)
+        Y_train = training_targets(Y_train, self.intercept_, self.y_scale_, dtype)
+        Y_val = None if Y_val is None else training_targets(Y_val, self.intercept_, self.y_scale_, dtype)
 
         def start(generator, coef, theta=None):
             """Initial relevances (``theta`` where given), fresh optimiser moments and curves."""
@@ -1331,7 +1328,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         n_train = Xs_train.shape[0]
         capped = n_rows > CLOSING_MAX_ROWS
         if capped:  # a stratified random subset of the rows (the stream draws only here)
-            keep = _stratified_subset(Y.argmax(axis=1) if Y.shape[1] > 1 else Y[:, 0], CLOSING_MAX_ROWS,
+            keep = stratified_subset(Y.argmax(axis=1) if Y.shape[1] > 1 else Y[:, 0], CLOSING_MAX_ROWS,
                                       self._rng)
             Xs, Y, w = Xs[keep], Y[keep], None if w is None else w[keep]
             n_train = int(np.count_nonzero(keep < n_train))
@@ -1614,13 +1611,6 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         return self.classes_[idx]
 
 
-def _check_initial_relevances(init, d):
-    theta = np.asarray(init)
-    if theta.dtype.kind not in "iuf" or theta.shape != (d,) or not np.isfinite(theta).all():
-        raise ValueError(f"init as an array must hold {d} finite initial relevances (one per feature), "
-                         f"got shape {theta.shape} and dtype {theta.dtype}")
-
-
 #: ``RFFNetRegressor(refit_coef=True)``'s penalties for the closing ridge on the trained features
 #: (targets centred and scaled), chosen by exact leave-one-out: half decades from 1e-8 to 1e4.
 REFIT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 4, 25))
@@ -1659,7 +1649,6 @@ def closing_width_factor(Xr, Y, sample_weight, weights, offsets, scale, n_thread
     n_threads : int or None, default=None
     """
     from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
-    from rffkern.ridge import pick_width
 
     if Xr.shape[0] < 3:  # no leave-one-out error to compare on
         return 1.0, None
@@ -1699,40 +1688,13 @@ def closing_check_rows(n, rng, sample_weight=None):
 #: ``RFFNetClassifier(refit_coef=True)``'s closing fit holds the n x s features of its rows (8 kB per
 #: row in float64 at 1000 features, plus float32 copies for the penalty search): above this many
 #: rows it fits on a random subset of this many, stratified by class (each class in proportion, at
-#: least ``CLOSING_MIN_CLASS_ROWS`` rows or all of its own), split as the rows are (early-stopping
+#: least ``CLOSING_MIN_CLASS_ROWS`` rows or all of its own, :func:`rffkern._rffnet_training.stratified_subset`), split as the rows are (early-stopping
 #: training and validation parts). On 200,000 rows the cap costs 0.0002 of test accuracy and saves
 #: more than half the time and two thirds of the memory (docs/design_notes.rst); without a cap the
 #: memory grows by about 20 kB per row: a million rows would take some 20 GB.
 CLOSING_MAX_ROWS = 50_000
-CLOSING_MIN_CLASS_ROWS = 20
-
-
-def _stratified_subset(labels, size, rng):
-    """About ``size`` sorted row indices, drawn without replacement: each class's share of
-    ``size`` (at least ``CLOSING_MIN_CLASS_ROWS``, at most its rows) from its rows."""
-    classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    take = np.minimum(counts, np.maximum(np.round(size * counts / labels.size).astype(np.int64),
-                                         CLOSING_MIN_CLASS_ROWS))
-    return np.sort(np.concatenate([rng.choice(np.flatnonzero(inverse == k), take[k], replace=False)
-                                   for k in range(classes.size)]))
 
 
 #: ``RFFNetClassifier(refit_coef=True)`` without an early-stopping split scores the penalties of its
 #: closing fit by cross-validation over this many interleaved folds of the training rows.
 N_REFIT_FOLDS = 3
-
-
-def _training_targets(Y, intercept, scale, dtype):
-    """(Y - intercept) / scale in the training dtype, refused when its squares would overflow it
-    (the training loss would be infinite)."""
-    T = (np.asarray(Y, dtype=np.float64) - intercept.astype(np.float64)) / scale.astype(np.float64)
-    largest = float(np.abs(T).max(initial=0.0))
-    limit = float(np.sqrt(np.finfo(dtype).max))
-    if not largest < limit:
-        raise ValueError(
-            f"y holds values up to {largest:.3g} in magnitude (after centring): their squares "
-            f"overflow {dtype} (the training dtype; |y| must stay below {limit:.3g}). Use "
-            "normalize_y=True, rescale y, or use dtype='float64'")
-    return np.ascontiguousarray(T, dtype=dtype)
-
-

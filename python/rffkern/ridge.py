@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
-from rffkern._dask import fit_ridge, is_dask_array, map_rows
+from rffkern._dask import fit_ridge, is_dask_array, map_rows, refuse_dask_weights
 from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
                                   temperature_of)
 from rffkern._fit_options import fit_options
@@ -46,96 +46,14 @@ from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
+from rffkern._selection import (DEFAULT_ALPHAS, PROBE_COMPONENTS, PROBE_ROWS, STANDARDIZE_CHOICES,
+                                WIDTH_FACTORS, one_se_geometry, paired_standard_error, pick_width)
 from rffkern._sampling import (KERNELS, draw_frequencies, draw_offsets, frequency_count, median_distance,
                                weighted_median_distance)
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, check_label_chunk, resolve_n_threads
 
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
-
-#: ``alpha``'s default: penalties from 1e-8 to 1e3 (in the units of standardized targets), searched by
-#: ``alpha_selection``.
-DEFAULT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 3, 23))
-#: ``length_scale="auto"`` compares these multiples of the median pairwise distance and keeps the
-#: one nearest the median (factor 1) whose selection error is within one standard error of the
-#: least (:func:`one_se_width`): the least error alone is noisy on a few hundred rows, and a finer
-#: grid costs more for little gain (docs/design_notes.rst).
-WIDTH_FACTORS = (0.5, 1.0, 2.0)
-#: ``standardize="auto"`` compares two standardizations of the inputs, each centred: every input by
-#: its own deviation (``True``) and every input by one pooled deviation (``"global"``, which keeps
-#: their relative spreads). The widths are searched with ``True``; "global" is fitted at its own
-#: median heuristic width and kept (its other widths then searched too) only if its selection
-#: error is lower than ``True``'s best by more than one standard error (:func:`one_se_geometry`).
-#: Inputs in one unit whose spreads differ by meaning, such as pixels, need "global":
-#: standardizing each column blows up the rarely inked pixels. True is compared at its best width,
-#: not at the median alone, whose comparison can pick "global" where True's best width is
-#: elsewhere (docs/design_notes.rst).
-STANDARDIZE_CHOICES = (True, "global")
-
-
-def one_se_geometry(errors: Sequence[float], diff_se: float) -> int:
-    """Index of the standardization ``standardize="auto"`` keeps among ``STANDARDIZE_CHOICES``:
-    the first (each input by its own deviation) unless the second's selection error is lower by
-    more than ``diff_se``, the standard error of their difference (NaN: by any amount).
-
-    Examples
-    --------
-    >>> from rffkern.ridge import one_se_geometry
-    >>> one_se_geometry([0.150, 0.140], 0.02), one_se_geometry([0.150, 0.100], 0.02)
-    (0, 1)
-    """
-    lead = float(errors[0]) - float(errors[1])
-    return int(lead > (float(diff_se) if np.isfinite(diff_se) else 0.0))
-
-
-def one_se_width(errors: Sequence[float], diff_se: Sequence[float],
-                 factors: Sequence[float] = WIDTH_FACTORS) -> int:
-    """Index of the width ``length_scale="auto"`` keeps: among the widths whose selection error is
-    at most the least plus one standard error, the one whose factor is nearest 1 (the median
-    heuristic) on a log scale, the smaller error on a tie.
-
-    The minimum of a leave-one-out error over a few widths is noisy on a few hundred rows (on
-    breast_cancer it picked 0.5x, 3.5 times the test errors of 1x, on one split of ten); the rule
-    moves off the median heuristic only on evidence.
-
-    Parameters
-    ----------
-    errors : sequence of float
-        The selection error of each width (at its best penalty).
-    diff_se : sequence of float
-        The standard error of each width's error minus the least one: of the mean of the per-row
-        differences of the losses (0 for the best width; NaN: not eligible unless best).
-    factors : sequence of float, default=``WIDTH_FACTORS``
-        Each width over the median heuristic.
-
-    Returns
-    -------
-    int
-        The index of the chosen width.
-
-    Examples
-    --------
-    >>> from rffkern.ridge import one_se_width
-    >>> one_se_width([0.150, 0.152, 0.180], [0.0, 0.004, 0.01])  # 0.5x best by less than 1 se
-    1
-    >>> one_se_width([0.120, 0.152, 0.180], [0.0, 0.004, 0.01])  # 0.5x best by 8 se
-    0
-    """
-    errors = np.asarray(errors, dtype=np.float64)
-    best = int(np.argmin(errors))
-    eligible = [i for i in range(errors.size)
-                if i == best or errors[i] <= errors[best] + float(diff_se[i])]
-    return min(eligible, key=lambda i: (abs(float(np.log(factors[i]))), errors[i]))
-
-
-#: ``standardize="auto"`` of EERF and adaptive RFF: the standardization that
-#: ``RFFRidge(PROBE_COMPONENTS, standardize="auto")`` keeps on at most ``PROBE_ROWS`` random rows of
-#: the estimator's inputs and targets (its widths and penalties searched as at its defaults), as
-#: ``rffkern.fit``'s width search. A kernel of one width over the inputs is what both estimators
-#: start from, and the probe costs a fraction of their fit (docs/design_notes.rst).
-PROBE_COMPONENTS = 500
-PROBE_ROWS = 3000
-
 
 def choose_standardization(X: NDArray[np.floating], Y: NDArray[np.floating],
                            sample_weight: NDArray[np.floating] | None, seed: int,
@@ -198,53 +116,6 @@ def resolve_standardization(standardize: bool | str, X: NDArray[np.floating], Y:
         return standardize, None
     seed = int(copy.deepcopy(rng).integers(2**32 - 1))
     return choose_standardization(X, Y, sample_weight, seed, n_jobs, robust_inputs)
-
-
-def pick_width(errors: Sequence[float], row_losses: Sequence[Any] | None = None,
-               factors: Sequence[float] = WIDTH_FACTORS) -> int:
-    """Index of the width kept: the least error, or with ``row_losses`` (each width's
-    ``(losses, weights)`` from :func:`rffkern._ridge_solvers.fit_ridge_map`) the
-    one-standard-error rule of :func:`one_se_width` over ``factors`` (each width over the one to
-    stay at unless another is better); GCV scores no row, so it keeps the least error."""
-    best = int(np.argmin(errors))
-    if row_losses is None or any(r is None for r in row_losses):
-        return best
-    base, weights = row_losses[best]
-    diff_se = [paired_standard_error(losses, base, weights) for losses, _ in row_losses]
-    return one_se_width(errors, diff_se, factors)
-
-
-def paired_standard_error(losses: NDArray[np.floating], base: NDArray[np.floating],
-                          weights: NDArray[np.floating] | None = None) -> float:
-    """Standard error of the (weighted) mean of ``losses - base``, the per-row differences of two
-    widths' selection losses on the same rows.
-
-    Without weights ``sqrt(sum_i (d_i - mean)^2 / (n - 1) / n)``; with weights that of a weighted
-    mean of independent rows, ``sqrt(sum_i w_i^2 (d_i - mean)^2) / sum_i w_i`` times
-    ``sqrt(k / (k - 1))`` for the effective row count ``k = (sum w)^2 / sum w^2``: the unweighted
-    one for equal weights, and unchanged when every weight is multiplied by one constant (as the
-    leave-one-out errors the rows are scored by, :meth:`rffkern._ridge_solvers.LooPass.sse`, which
-    leave each row out with all its weight). NaN for ``k <= 1``."""
-    losses, base = np.asarray(losses, np.float64), np.asarray(base, np.float64)
-    if losses.shape != base.shape:  # (broadcasting (n, 1) against (n,) would build an n x n array)
-        raise ValueError(f"per-row losses of shapes {losses.shape} and {base.shape} cannot be paired")
-    d = losses - base
-    if weights is None:  # (the arithmetic of every earlier version: the same bits)
-        if d.size <= 1:
-            return float("nan")
-        ones = np.ones(d.size)
-        mean_d = float(ones @ d) / d.size
-        return float(np.sqrt(float(ones @ (d - mean_d) ** 2) / (d.size - 1) / d.size))
-    w = np.asarray(weights, np.float64)
-    total = float(w.sum())
-    if not total > 0:
-        return float("nan")
-    w = w / total  # (the SE is unchanged by a common factor; this one keeps the sums in range)
-    k = 1.0 / float(w @ w)
-    if not k > 1:
-        return float("nan")
-    mean = float(w @ d)
-    return float(np.sqrt(float((w * w) @ (d - mean) ** 2) * k / (k - 1)))
 
 
 class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
@@ -600,12 +471,6 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         return F[:, 0] if self.coef_.ndim == 1 else F
 
 
-def _refuse_dask_weights(sample_weight):
-    if sample_weight is not None:
-        raise ValueError("sample_weight is not supported when X is a Dask array; fit on a NumPy array, "
-                         "or repeat rows in place of integer weights")
-
-
 def _scaled(r):
     r = np.asarray(r, dtype=np.float64)
     top = r.max() if r.size else 0.0
@@ -814,7 +679,7 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         (100,)
         """
         if is_dask_array(X):
-            _refuse_dask_weights(sample_weight)
+            refuse_dask_weights(sample_weight)
             return fit_ridge(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         Y = y.reshape(X.shape[0], -1).astype(X.dtype, copy=False)
@@ -1067,7 +932,7 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         array([0, 1])
         """
         if is_dask_array(X):
-            _refuse_dask_weights(sample_weight)
+            refuse_dask_weights(sample_weight)
             return fit_ridge(self, X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_class_labels(y)

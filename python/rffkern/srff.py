@@ -36,7 +36,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._dask import is_dask_array, map_rows
+from rffkern._dask import is_dask_array, map_rows, refuse_dask_weights
 from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, holdout_split, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
@@ -46,7 +46,6 @@ from rffkern._sampling import (knn_distances, median_distance, weighted_knn_bloc
                                weighted_median_distance, widen_map)
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
-from rffkern.ridge import _refuse_dask_weights
 
 __all__ = ["SRFFRegressor", "srff_alpha_grid", "simplex_projection", "path_start"]
 
@@ -559,7 +558,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         (10,)
         """
         if is_dask_array(X):  # data terms on the workers, the alternating minimisation here
-            _refuse_dask_weights(sample_weight)
+            refuse_dask_weights(sample_weight)
             from rffkern._dask_fits import fit_srff
             return fit_srff(self, X, y)
         self._validate_params()

@@ -19,10 +19,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern._api import task_of_target
 from rffkern._losses import class_probabilities
+from rffkern._selection import paired_standard_error
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator
 from rffkern._data import check_sample_weight
-from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor, _BaseRFFNet
+from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor
 
 __all__ = ["TopKResult", "topk_selection", "TopKSelector"]
 
@@ -87,7 +88,6 @@ def _within_one_standard_error(estimator, Xs, order, scores, y, sample_weight):
     """Which nested sets of the regressor's TopK path score within one standard error of the best:
     of the mean of the per-row differences of their squared errors to the best set's. The sets are
     scored row by row up to the first such one, which alone is marked (the rule needs no more)."""
-    from rffkern.ridge import paired_standard_error
 
     theta = estimator.relevances_
     best = int(np.argmax(scores))
@@ -114,7 +114,7 @@ def _within_one_standard_error(estimator, Xs, order, scores, y, sample_weight):
 TIE_RTOL = 1e-4
 
 
-def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
+def topk_selection(estimator: RFFNetRegressor | RFFNetClassifier, X: ArrayLike, y: ArrayLike,
                    sample_weight: ArrayLike | None = None) -> TopKResult:
     """Run TopK (Algorithm 3 of the RFFNet paper): score the nested sets of most relevant features.
 
@@ -159,7 +159,7 @@ def topk_selection(estimator: _BaseRFFNet, X: ArrayLike, y: ArrayLike,
     >>> result.n_selected, sorted(result.selected.tolist())
     (2, [0, 1])
     """
-    if not isinstance(estimator, _BaseRFFNet):
+    if not isinstance(estimator, (RFFNetRegressor, RFFNetClassifier)):
         raise TypeError(f"estimator must be an RFFNetRegressor or RFFNetClassifier, got {type(estimator).__name__}")
     check_is_fitted(estimator, "relevances_")
     X = validate_data(estimator, X, dtype=estimator.relevances_.dtype, ensure_all_finite=True,
@@ -256,7 +256,7 @@ class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         "random_state": ["random_state", np.random.Generator],
     }
 
-    def __init__(self, estimator: _BaseRFFNet | None = None, *, selection_fraction: float = 0.2,
+    def __init__(self, estimator: RFFNetRegressor | RFFNetClassifier | None = None, *, selection_fraction: float = 0.2,
                  random_state: RandomStateLike = None) -> None:
         self.estimator = estimator
         self.selection_fraction = selection_fraction
@@ -303,7 +303,7 @@ class TopKSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
                    else RFFNetRegressor(random_state=seed))
         else:
             est = clone(self.estimator)
-            if not isinstance(est, _BaseRFFNet):
+            if not isinstance(est, (RFFNetRegressor, RFFNetClassifier)):
                 raise TypeError("estimator must be an RFFNetRegressor or RFFNetClassifier")
         n = X.shape[0]
         n_sel = int(np.ceil(self.selection_fraction * n))
