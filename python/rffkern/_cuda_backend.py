@@ -21,8 +21,8 @@ import sys
 
 import numpy as np
 
+from rffkern._sampling import default_scale
 from rffkern._validation import check_scale
-from rffkern.kernels import default_scale
 
 _BUILD_HINT = (
     "rebuild it on a machine with the CUDA toolkit: "

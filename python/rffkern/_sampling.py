@@ -8,7 +8,34 @@ from __future__ import annotations
 
 import numpy as np
 
+from rffkern._validation import check_positive_int
+
 KERNELS = ("gaussian", "laplace", "cauchy")
+
+
+def default_scale(n_components: int, pair: bool = False) -> float:
+    """The default feature scale ``c``: ``sqrt(2/s)``, or ``sqrt(1/s)`` for the pair form.
+
+    Parameters
+    ----------
+    n_components : int
+        The number of frequencies ``s`` (>= 1).
+    pair : bool, default=False
+        Whether the features are ``[cos U, sin U]`` (2s columns) rather than ``cos U``.
+
+    Returns
+    -------
+    float
+        The scale that makes ``Z @ Z.T`` an unbiased estimate of the kernel matrix.
+
+    Examples
+    --------
+    >>> from rffkern.kernels import default_scale
+    >>> round(default_scale(8), 4), round(default_scale(8, pair=True), 4)
+    (0.5, 0.3536)
+    """
+    n_components = check_positive_int(n_components, "n_components")
+    return float(np.sqrt((1.0 if pair else 2.0) / n_components))
 
 
 def check_kernel(kernel):

@@ -42,6 +42,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 from typing import Any
 
 from rffkern import _core
+from rffkern._sampling import default_scale
 from rffkern._losses import logistic_loss_grad_unchecked, softmax_loss_grad_unchecked
 from rffkern._validation import (
     check_array_2d,
@@ -380,31 +381,6 @@ def _x_and_rows(X, rows):
     if rows is not None:
         raise TypeError("X is already a CenteredRows: pass the rows as X or as rows=, not both")
     return None, X._arrays(X.dtype)
-
-
-def default_scale(n_components: int, pair: bool = False) -> float:
-    """The default feature scale ``c``: ``sqrt(2/s)``, or ``sqrt(1/s)`` for the pair form.
-
-    Parameters
-    ----------
-    n_components : int
-        The number of frequencies ``s`` (>= 1).
-    pair : bool, default=False
-        Whether the features are ``[cos U, sin U]`` (2s columns) rather than ``cos U``.
-
-    Returns
-    -------
-    float
-        The scale that makes ``Z @ Z.T`` an unbiased estimate of the kernel matrix.
-
-    Examples
-    --------
-    >>> from rffkern.kernels import default_scale
-    >>> round(default_scale(8), 4), round(default_scale(8, pair=True), 4)
-    (0.5, 0.3536)
-    """
-    n_components = check_positive_int(n_components, "n_components")
-    return float(np.sqrt((1.0 if pair else 2.0) / n_components))
 
 
 def _on_device(*arrays):
