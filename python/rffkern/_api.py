@@ -1,7 +1,10 @@
 """``rffkern.fit``: one call that picks the right RFFNet estimator for the target."""
 from __future__ import annotations
 
+import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -525,18 +528,10 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
                 "compares models on one machine. Fit an estimator on the Dask arrays instead (RFFRidge, "
                 "RFFRidgeClassifier, RFFNetRegressor, RFFNetClassifier, EERF, SRFF and adaptive RFF fit on "
                 "their chunks), or pass X.compute() and y.compute() if they fit in memory")
-    import time
-    from concurrent.futures import ThreadPoolExecutor
-
-    from sklearn.model_selection import train_test_split
-    from sklearn.utils import assert_all_finite, check_X_y
     from sklearn.utils._param_validation import validate_parameter_constraints
-    from threadpoolctl import threadpool_limits
 
-    from rffkern._data import relative_sample_weight
     from rffkern._progress import ProgressLog
-    from rffkern._validation import as_generator, resolve_n_threads
-    from rffkern.ridge import RFFRidge, RFFRidgeClassifier
+    from rffkern._validation import as_generator
 
     if task is None:
         task, reason, guessed = _task_rule(y)
@@ -558,6 +553,56 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     columns = getattr(X, "columns", None)  # a DataFrame's column names: the model's feature_names_in_
     X = _numeric_inputs(X)
     y = np.asarray(y)
+    X, y, w, n_dropped = _validated_rows(X, y, sample_weight, classify, validation_fraction)
+    run = _FitRun(X, y, w, classify, seeds, n_jobs, ProgressLog("rffkern.fit", verbose),
+                  max(int(verbose or 0) - 1, 0), *_split(X, y, classify, reason, n_dropped, validation_fraction,
+                                                         seeds[0]))
+    weighted = (f", {n_dropped} rows of weight 0 left out" if n_dropped else "") + (", weighted" * (w is not None))
+    run.log.step("stage", 1, 5, f"task {task} ({reason}); {len(run.idx_tr)} rows to fit, {len(run.idx_val)} to "
+                 f"compare{weighted}")
+    probe, ridge, width, geometry, net_width = _search_width(run)
+    dense_init = _pooled_start(probe if probe is not None else ridge)
+    rows_rng = np.random.default_rng(seeds[4])  # draws RFFNet's subset of rows, then any subset of the others
+    nets, idx_net = _train_rffnet(run, net_cls, params, geometry, net_width, dense_init, rows_rng)
+    net_name = max(nets, key=lambda k: nets[k][0])
+    net = nets[net_name][1]
+    ridge, lead = _compare_with_ridge(run, net, probe, ridge, width)
+    report = dict(task=task, reason=reason, weighted=w is not None, zero_weight_rows=n_dropped,
+                  standardize=geometry, width=width, rffnet_init_width=net_width,
+                  rffnet_dense_start="per-input" if dense_init is None else "pooled", rffnet_rows=len(idx_net),
+                  validation_scores=run.scores,
+                  rffnet_variant=net_name, rffnet_variant_scores={k: v[0] for k, v in nets.items()},
+                  rffnet_lead={"over": "width_search" if ridge is None else "ridge", "mean": lead[0],
+                               "standard_error": lead[1]},
+                  fit_times=run.times)
+    # the closing fits' statistics (a Gram matrix, or the features of every row) are dropped,
+    # but the winner's until the held-out rows have joined it
+    closing_stats = net.__dict__.pop("_closing_stats", None)
+    for _, other in nets.values():
+        other.__dict__.pop("_closing_stats", None)
+    if ridge is None or lead[0] > LEAD_STANDARD_ERRORS * lead[1]:  # (no ridge: RFFNet's lead was clear)
+        model, report["chosen"] = _close_rffnet(run, net, closing_stats, idx_net, rows_rng), "rffnet"
+    else:
+        model, report["chosen"] = _close_ridge(run, ridge), "ridge"
+    over = "the width search's ridge" if ridge is None else "the ridge"
+    run.log.step("stage", 5, 5, f"chose {report['chosen']} (RFFNet's lead in held-out loss over {over}: "
+                 f"{lead[0]:+.4f} +- {lead[1]:.4f}; it needs more than {LEAD_STANDARD_ERRORS:g} standard error)")
+    model.selection_report_ = report
+    if columns is not None and all(isinstance(c, str) for c in columns):
+        # as a scikit-learn estimator fitted on the frame: predict checks a frame's columns against
+        # them (and does not warn that the model was "fitted without feature names")
+        model.feature_names_in_ = np.asarray(list(columns), dtype=object)
+    return model
+
+
+def _validated_rows(X: np.ndarray, y: np.ndarray, sample_weight: ArrayLike | None, classify: bool,
+                    validation_fraction: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+    """``(X, y, w, n_dropped)``: the checked rows of positive weight, their weights relative to
+    their mean (None for equal ones) and the count of rows of weight 0 left out."""
+    from sklearn.utils import assert_all_finite, check_X_y
+
+    from rffkern._data import relative_sample_weight
+
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
     if X.dtype.kind == "f":  # (named as rffkern.fit's, not as the first estimator's that reads X)
@@ -579,6 +624,15 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     if n_fit < 3:
         raise ValueError(f"X is too small for rffkern.fit: {X.shape[0]} samples leave {n_fit} to fit after "
                          f"holding out validation_fraction={validation_fraction}; at least 3 are needed")
+    return X, y, w, n_dropped
+
+
+def _split(X: np.ndarray, y: np.ndarray, classify: bool, reason: str, n_dropped: int, validation_fraction: float,
+           seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(idx_tr, idx_val)``: the rows to fit and the held-out rows that compare the models
+    (stratified by class where every class can be split)."""
+    from sklearn.model_selection import train_test_split
+
     stratify = None
     if classify:
         labels, counts = np.unique(y, return_counts=True)
@@ -591,69 +645,106 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         n_val = int(np.ceil(validation_fraction * len(y)))
         if counts.min() >= 2 and min(n_val, len(y) - n_val) >= counts.size:
             stratify = y
-    idx_tr, idx_val = train_test_split(np.arange(X.shape[0]), test_size=validation_fraction,
-                                       random_state=seeds[0], stratify=stratify)
-    log = ProgressLog("rffkern.fit", verbose)
-    inner_verbose = max(int(verbose or 0) - 1, 0)
-    weighted = (f", {n_dropped} rows of weight 0 left out" if n_dropped else "") + (", weighted" * (w is not None))
-    log.step("stage", 1, 5, f"task {task} ({reason}); {len(idx_tr)} rows to fit, {len(idx_val)} to compare{weighted}")
+    return train_test_split(np.arange(X.shape[0]), test_size=validation_fraction, random_state=seed,
+                            stratify=stratify)
 
-    ridge_cls = RFFRidgeClassifier if classify else RFFRidge
-    # more features than twice the rows buy little (the Gram's rank is at most the row count) and
-    # cost O(s^3) per eigendecomposition
-    n_full = min(N_COMPONENTS, COMPONENTS_PER_ROW * len(idx_tr))
-    times: dict[str, float] = {"width_search": 0.0, "ridge": 0.0, "rffnet": 0.0}
-    scores: dict[str, float] = {}
 
-    def fit_ridge(width: float | str) -> Any:
+@dataclass
+class _FitRun:
+    """One ``rffkern.fit`` call: its rows, the training and held-out split, and what each stage
+    records (held-out scores, times)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    w: np.ndarray | None
+    classify: bool
+    seeds: list[int]
+    n_jobs: int | None
+    log: Any
+    inner_verbose: int
+    idx_tr: np.ndarray
+    idx_val: np.ndarray
+    times: dict[str, float] = field(default_factory=lambda: {"width_search": 0.0, "ridge": 0.0, "rffnet": 0.0})
+    scores: dict[str, float] = field(default_factory=dict)
+    search_rows: int = 0  # the width search's rows
+
+    @property
+    def ridge_cls(self) -> Any:
+        from rffkern.ridge import RFFRidge, RFFRidgeClassifier
+
+        return RFFRidgeClassifier if self.classify else RFFRidge
+
+    @property
+    def n_full(self) -> int:
+        # more features than twice the rows buy little (the Gram's rank is at most the row count) and
+        # cost O(s^3) per eigendecomposition
+        return min(N_COMPONENTS, COMPONENTS_PER_ROW * len(self.idx_tr))
+
+    def weights(self, idx: np.ndarray) -> np.ndarray | None:
+        return None if self.w is None else self.w[idx]
+
+    def held_out_score(self, model: Any) -> float:
+        return _held_out_score(model, self.X[self.idx_val], self.y[self.idx_val], self.weights(self.idx_val))
+
+    def held_out_losses(self, model: Any) -> np.ndarray:
+        return _validation_losses(model, self.X[self.idx_val], self.y[self.idx_val], self.classify,
+                                  self.weights(self.idx_val))
+
+    def fit_ridge(self, width: float | str, geometry: bool | str) -> Any:
+        """The ridge of ``n_full`` features on every training row, scored on the held-out rows."""
         tic = time.perf_counter()
-        model = ridge_cls(n_full, length_scale=width, standardize=geometry, random_state=seeds[1], n_jobs=n_jobs,
-                          verbose=inner_verbose)
-        with fit_options(model, summaries=False):  # computed below if the ridge is returned
-            model.fit(X[idx_tr], y[idx_tr], sample_weight=weights(idx_tr))
-        times["ridge"] = time.perf_counter() - tic
-        scores["ridge"] = _held_out_score(model, X[idx_val], y[idx_val], w_val)
+        model = self.ridge_cls(self.n_full, length_scale=width, standardize=geometry, random_state=self.seeds[1],
+                               n_jobs=self.n_jobs, verbose=self.inner_verbose)
+        with fit_options(model, summaries=False):  # computed at the close if the ridge is returned
+            model.fit(self.X[self.idx_tr], self.y[self.idx_tr], sample_weight=self.weights(self.idx_tr))
+        self.times["ridge"] = time.perf_counter() - tic
+        self.scores["ridge"] = self.held_out_score(model)
         return model
 
-    def weights(idx: np.ndarray) -> np.ndarray | None:
-        return None if w is None else w[idx]
 
-    w_val = weights(idx_val)
-    ridge = None
+def _search_width(run: _FitRun) -> tuple[Any, Any, float, bool | str, float]:
+    """Stage 2, ``(probe, ridge, width, standardize, RFFNet's start width)``: the width search's
+    ridge (``SEARCH_COMPONENTS`` features on at most ``SEARCH_ROWS`` training rows); where it
+    cannot fit (a class absent from its rows) the full ridge searches instead (``probe`` None)."""
     tic = time.perf_counter()
-    search_idx = idx_tr
-    if len(idx_tr) > SEARCH_ROWS:
-        search_idx = np.sort(np.random.default_rng(seeds[3]).choice(idx_tr, SEARCH_ROWS, replace=False))
-    n_probe = min(SEARCH_COMPONENTS, n_full)
-    probe: Any = ridge_cls(n_probe, random_state=seeds[1], n_jobs=n_jobs, verbose=inner_verbose)
+    search_idx = run.idx_tr
+    if len(run.idx_tr) > SEARCH_ROWS:
+        search_idx = np.sort(np.random.default_rng(run.seeds[3]).choice(run.idx_tr, SEARCH_ROWS, replace=False))
+    n_probe = min(SEARCH_COMPONENTS, run.n_full)
+    probe: Any = run.ridge_cls(n_probe, random_state=run.seeds[1], n_jobs=run.n_jobs, verbose=run.inner_verbose)
     try:
         with fit_options(probe, summaries=False):  # (their derivative norms cost ~1 s each on mnist)
-            probe.fit(X[search_idx], y[search_idx], sample_weight=weights(search_idx))
-        scores["width_search"] = _held_out_score(probe, X[idx_val], y[idx_val], w_val)
+            probe.fit(run.X[search_idx], run.y[search_idx], sample_weight=run.weights(search_idx))
+        run.scores["width_search"] = run.held_out_score(probe)
     except ValueError:  # e.g. a class absent from the subset: search on every training row
         probe = None
-    times["width_search"] = time.perf_counter() - tic
-    geometry: bool | str = "auto"  # the input standardization: the width search's
+    run.times["width_search"] = time.perf_counter() - tic
     if probe is None:  # a failed search: the full ridge compares the widths itself
-        ridge = fit_ridge("auto")
-        width, geometry = ridge.length_scale_, ridge.standardize_
-        net_width = _least_error_width(ridge)
-        log.step("stage", 2, 5, f"width search on every training row, {n_full} features: ridge standardize "
-                 f"{geometry!r}, length_scale {width:.4g}, alpha {ridge.alpha_:.3g}, validation score "
-                 f"{scores['ridge']:.4f} ({times['ridge']:.2f} s)")
-    else:
-        width, geometry = probe.length_scale_, probe.standardize_
-        net_width = _least_error_width(probe)
-        log.step("stage", 2, 5, f"width search on {len(search_idx)} rows, {n_probe} features: standardize "
-                 f"{geometry!r}, length_scale {width:.4g}, validation score {scores['width_search']:.4f} "
-                 f"({times['width_search']:.2f} s)")
+        ridge = run.fit_ridge("auto", "auto")
+        run.log.step("stage", 2, 5, f"width search on every training row, {run.n_full} features: ridge "
+                     f"standardize {ridge.standardize_!r}, length_scale {ridge.length_scale_:.4g}, alpha "
+                     f"{ridge.alpha_:.3g}, validation score {run.scores['ridge']:.4f} ({run.times['ridge']:.2f} s)")
+        return None, ridge, ridge.length_scale_, ridge.standardize_, _least_error_width(ridge)
+    run.log.step("stage", 2, 5, f"width search on {len(search_idx)} rows, {n_probe} features: standardize "
+                 f"{probe.standardize_!r}, length_scale {probe.length_scale_:.4g}, validation score "
+                 f"{run.scores['width_search']:.4f} ({run.times['width_search']:.2f} s)")
+    run.search_rows = len(search_idx)
+    return probe, None, probe.length_scale_, probe.standardize_, _least_error_width(probe)
 
-    dense_init = _pooled_start(probe if probe is not None else ridge)
+
+def _train_rffnet(run: _FitRun, net_cls: Any, params: dict, geometry: bool | str, net_width: float,
+                  dense_init: np.ndarray | None, rows_rng: np.random.Generator) -> tuple[dict, np.ndarray]:
+    """Stage 3, ``({variant: (held-out score, model)}, RFFNet's rows)``: each of
+    ``RFFNET_VARIANTS`` that the caller's parameters leave distinct, trained on the training rows
+    (for classes at most ``NET_MAX_ROWS_CLASSIFICATION`` of them, stratified)."""
+    from threadpoolctl import threadpool_limits
+
+    from rffkern._validation import resolve_n_threads
+
+    X, y, idx_tr = run.X, run.y, run.idx_tr
     idx_net = idx_tr  # the rows RFFNet trains on; the others join its closing fit if it wins
-    rows_rng = np.random.default_rng(seeds[4])  # draws that subset, then any subset of the others
-    if classify and len(idx_tr) > NET_MAX_ROWS_CLASSIFICATION:
+    if run.classify and len(idx_tr) > NET_MAX_ROWS_CLASSIFICATION:
         idx_net = idx_tr[stratified_subset(y[idx_tr], NET_MAX_ROWS_CLASSIFICATION, rows_rng)]
-    nets: dict[str, tuple[float, Any]] = {}
     tic = time.perf_counter()
     runs: dict[str, Any] = {}
     tried: list[str] = []
@@ -664,7 +755,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         if name == "dense" and dense_init is not None:
             init = dense_init
         standardize = "quantile" if geometry == "quantile" else True  # (heavy-tailed inputs as normal scores)
-        net_params = dict(init=init, standardize=standardize, random_state=seeds[2], n_jobs=n_jobs, **variant)
+        net_params = dict(init=init, standardize=standardize, random_state=run.seeds[2], n_jobs=run.n_jobs, **variant)
         net_params.update(params)  # the caller's parameters apply to both
         key = repr(sorted((k, v) for k, v in net_params.items() if k != "init"))  # init: the same array
         if key in tried:  # the caller fixed what tells the two apart
@@ -673,13 +764,13 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         runs[name] = net_cls(**net_params)
 
     def train(net: Any) -> tuple[float, Any]:
-        # the closing statistics for the held-out rows (below); the importances computed below for
-        # the model returned, on every row
+        # the closing statistics for the held-out rows (stage 5); the importances computed at the
+        # close for the model returned, on every row
         with fit_options(net, summaries=False, keep_closing_stats=True, max_lr_decays=FIT_LR_DECAYS):
-            net.fit(X[idx_net], y[idx_net], sample_weight=weights(idx_net))
-        return _held_out_score(net, X[idx_val], y[idx_val], w_val), net
+            net.fit(X[idx_net], y[idx_net], sample_weight=run.weights(idx_net))
+        return run.held_out_score(net), net
 
-    threads = resolve_n_threads(n_jobs)
+    threads = resolve_n_threads(run.n_jobs)
     if len(runs) > 1 and threads >= len(runs):
         # the variants side by side, the threads shared out: the compiled kernels release the GIL,
         # and one fit's Python and L-BFGS steps fill the other's gaps: faster than one after the
@@ -689,90 +780,79 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(len(runs)) as pool:
             nets = dict(zip(runs, pool.map(train, runs.values())))
         for _, net in nets.values():  # the models do not depend on it: the caller's n_jobs
-            net.set_params(n_jobs=n_jobs)
+            net.set_params(n_jobs=run.n_jobs)
     else:
         nets = {name: train(net) for name, net in runs.items()}
-    times["rffnet"] = time.perf_counter() - tic
-    net_name = max(nets, key=lambda k: nets[k][0])
-    s_net, net = nets[net_name]
-    scores["rffnet"] = s_net
+    run.times["rffnet"] = time.perf_counter() - tic
+    best = max(nets, key=lambda k: nets[k][0])
+    run.scores["rffnet"] = nets[best][0]
     shown = ", ".join(f"{k} {v[1].n_iter_} epochs {v[0]:.4f}" for k, v in nets.items())
     subset = f" on {len(idx_net)} of the {len(idx_tr)} rows" if len(idx_net) < len(idx_tr) else ""
-    log.step("stage", 3, 5, f"RFFNet{subset} ({shown}): validation score {s_net:.4f} ({times['rffnet']:.2f} s)")
+    run.log.step("stage", 3, 5, f"RFFNet{subset} ({shown}): validation score {nets[best][0]:.4f} "
+                 f"({run.times['rffnet']:.2f} s)")
+    return nets, idx_net
 
-    # RFFNet is kept only where it beats the ridge by more than LEAD_STANDARD_ERRORS standard
-    # errors of the per-row differences on the held-out rows
-    X_val, y_val = X[idx_val], y[idx_val]
-    net_losses = _validation_losses(net, X_val, y_val, classify, w_val)
-    if ridge is None:
-        lead = _lead(net_losses, _validation_losses(probe, X_val, y_val, classify, w_val), w_val)
-        # the search's ridge stands in for the full one where it saw every training row, or where
-        # its subset is representative; a regression target whose few largest values carry much
-        # of its variance (a count of people) needs every row: countymurders, the search's ridge
-        # on 3000 of 12,800 rows scored held-out R^2 0.48, the full one 0.97
-        stands_in = classify or len(search_idx) == len(idx_tr) or not few_rows_carry(y[idx_tr])
-        if stands_in and lead[0] > LEAD_STANDARD_ERRORS * lead[1]:
-            log.step("stage", 4, 5, f"ridge on every training row: not needed, RFFNet beat the width search's "
-                     f"ridge by more than one standard error ({s_net:.4f} against {scores['width_search']:.4f})")
-        else:
-            ridge = fit_ridge(width)
-            log.step("stage", 4, 5, f"ridge on every training row, {n_full} features: length_scale "
-                     f"{ridge.length_scale_:.4g}, alpha {ridge.alpha_:.3g}, validation score "
-                     f"{scores['ridge']:.4f} ({times['ridge']:.2f} s)")
-    else:
-        log.step("stage", 4, 5, f"ridge: fitted in stage 2, validation score {scores['ridge']:.4f}")
+
+def _compare_with_ridge(run: _FitRun, net: Any, probe: Any, ridge: Any, width: float) -> tuple[Any, tuple]:
+    """Stage 4, ``(ridge or None, RFFNet's lead)``: the full ridge where RFFNet does not beat the
+    width search's ridge by more than ``LEAD_STANDARD_ERRORS`` standard errors of the per-row
+    differences on the held-out rows, or where the search's ridge cannot stand in for it."""
+    net_losses = run.held_out_losses(net)
     if ridge is not None:
-        lead = _lead(net_losses, _validation_losses(ridge, X_val, y_val, classify, w_val), w_val)
+        run.log.step("stage", 4, 5, f"ridge: fitted in stage 2, validation score {run.scores['ridge']:.4f}")
+        return ridge, _lead(net_losses, run.held_out_losses(ridge), run.weights(run.idx_val))
+    lead = _lead(net_losses, run.held_out_losses(probe), run.weights(run.idx_val))
+    # the search's ridge stands in for the full one where it saw every training row, or where
+    # its subset is representative; a regression target whose few largest values carry much
+    # of its variance (a count of people) needs every row: countymurders, the search's ridge
+    # on 3000 of 12,800 rows scored held-out R^2 0.48, the full one 0.97
+    stands_in = (run.classify or run.search_rows == len(run.idx_tr)
+                 or not few_rows_carry(run.y[run.idx_tr]))
+    if stands_in and lead[0] > LEAD_STANDARD_ERRORS * lead[1]:
+        run.log.step("stage", 4, 5, f"ridge on every training row: not needed, RFFNet beat the width search's "
+                     f"ridge by more than one standard error ({run.scores['rffnet']:.4f} against "
+                     f"{run.scores['width_search']:.4f})")
+        return None, lead
+    ridge = run.fit_ridge(width, probe.standardize_)
+    run.log.step("stage", 4, 5, f"ridge on every training row, {run.n_full} features: length_scale "
+                 f"{ridge.length_scale_:.4g}, alpha {ridge.alpha_:.3g}, validation score "
+                 f"{run.scores['ridge']:.4f} ({run.times['ridge']:.2f} s)")
+    return ridge, _lead(net_losses, run.held_out_losses(ridge), run.weights(run.idx_val))
 
-    report = dict(task=task, reason=reason, weighted=w is not None, zero_weight_rows=n_dropped,
-                  standardize=geometry, width=width, rffnet_init_width=net_width,
-                  rffnet_dense_start="per-input" if dense_init is None else "pooled", rffnet_rows=len(idx_net),
-                  validation_scores=scores,
-                  rffnet_variant=net_name, rffnet_variant_scores={k: v[0] for k, v in nets.items()},
-                  rffnet_lead={"over": "width_search" if ridge is None else "ridge", "mean": lead[0],
-                               "standard_error": lead[1]},
-                  fit_times=times)
-    # the closing fits' statistics (a Gram matrix, or the features of every row) are dropped,
-    # but the winner's until the held-out rows have joined it
-    closing_stats = net.__dict__.pop("_closing_stats", None)
-    for _, other in nets.values():
-        other.__dict__.pop("_closing_stats", None)
-    if ridge is None or lead[0] > LEAD_STANDARD_ERRORS * lead[1]:  # (no ridge: RFFNet's lead was clear)
-        model, report["chosen"] = net, "rffnet"
-        if closing_stats is not None and (not classify or np.isin(y[idx_val], net.classes_).all()):
-            # the held-out rows, and the training rows RFFNet did not train on, join the closing
-            # fit (same relevances, map and penalty)
-            tic = time.perf_counter()
-            net._closing_stats = closing_stats
-            net._closing_fit_add_rows(*_rows_to_add(X, y, w, idx_tr, idx_net, idx_val, rows_rng))
-            times["rffnet_refit"] = time.perf_counter() - tic
-        net._store_derivative_norms(net._standardized(X), w)  # over every row (at most 2000 drawn)
-    else:
+
+def _close_rffnet(run: _FitRun, net: Any, closing_stats: Any, idx_net: np.ndarray,
+                  rows_rng: np.random.Generator) -> Any:
+    """Stage 5 for RFFNet: the held-out rows, and the training rows RFFNet did not train on, join
+    its closing fit (same relevances, map and penalty); the importances over every row."""
+    X, y, w = run.X, run.y, run.w
+    if closing_stats is not None and (not run.classify or np.isin(y[run.idx_val], net.classes_).all()):
         tic = time.perf_counter()
-        model = ridge
-        if classify and not np.isin(y[idx_val], ridge.classes_).all():
-            # a class seen only in the held-out rows: refit on every row
-            model = ridge_cls(n_full, length_scale=ridge.length_scale_, alpha=ridge.alpha_,
-                              standardize=ridge.standardize_, random_state=seeds[1],
-                              n_jobs=n_jobs).fit(X, y, sample_weight=w)
-        else:
-            # the held-out rows join the Gram: the model of all rows at the chosen width and penalty
-            model.set_params(alpha=ridge.alpha_, length_scale=ridge.length_scale_, verbose=0)
-            with fit_options(model, summaries=False):
-                model.partial_fit(X[idx_val], y[idx_val], sample_weight=w_val)
-            # the importances over every row (at most 2000 drawn), not the held-out ones alone
-            Xs_all = model._standardized(np.asarray(X, dtype=model.coef_.dtype))
-            model._store_derivative_norms(Xs_all, w)
-            if classify:  # predict_proba's temperature, from every row's leave-one-out decisions
-                model._store_calibration(Xs_all, model._targets(y), w)
-        times["ridge_refit"] = time.perf_counter() - tic
-        report["chosen"] = "ridge"
-    over = "the width search's ridge" if ridge is None else "the ridge"
-    log.step("stage", 5, 5, f"chose {report['chosen']} (RFFNet's lead in held-out loss over {over}: "
-             f"{lead[0]:+.4f} +- {lead[1]:.4f}; it needs more than {LEAD_STANDARD_ERRORS:g} standard error)")
-    model.selection_report_ = report
-    if columns is not None and all(isinstance(c, str) for c in columns):
-        # as a scikit-learn estimator fitted on the frame: predict checks a frame's columns against
-        # them (and does not warn that the model was "fitted without feature names")
-        model.feature_names_in_ = np.asarray(list(columns), dtype=object)
+        net._closing_stats = closing_stats
+        net._closing_fit_add_rows(*_rows_to_add(X, y, w, run.idx_tr, idx_net, run.idx_val, rows_rng))
+        run.times["rffnet_refit"] = time.perf_counter() - tic
+    net._store_derivative_norms(net._standardized(X), w)  # over every row (at most 2000 drawn)
+    return net
+
+
+def _close_ridge(run: _FitRun, ridge: Any) -> Any:
+    """Stage 5 for the ridge: the held-out rows join its Gram (the model of every row at the
+    chosen width and penalty); the importances and the calibration over every row."""
+    X, y, w = run.X, run.y, run.w
+    tic = time.perf_counter()
+    model = ridge
+    if run.classify and not np.isin(y[run.idx_val], ridge.classes_).all():
+        # a class seen only in the held-out rows: refit on every row
+        model = run.ridge_cls(run.n_full, length_scale=ridge.length_scale_, alpha=ridge.alpha_,
+                              standardize=ridge.standardize_, random_state=run.seeds[1],
+                              n_jobs=run.n_jobs).fit(X, y, sample_weight=w)
+    else:
+        model.set_params(alpha=ridge.alpha_, length_scale=ridge.length_scale_, verbose=0)
+        with fit_options(model, summaries=False):
+            model.partial_fit(X[run.idx_val], y[run.idx_val], sample_weight=run.weights(run.idx_val))
+        # the importances over every row (at most 2000 drawn), not the held-out ones alone
+        Xs_all = model._standardized(np.asarray(X, dtype=model.coef_.dtype))
+        model._store_derivative_norms(Xs_all, w)
+        if run.classify:  # predict_proba's temperature, from every row's leave-one-out decisions
+            model._store_calibration(Xs_all, model._targets(y), w)
+    run.times["ridge_refit"] = time.perf_counter() - tic
     return model
