@@ -357,16 +357,8 @@ class _AdaptiveRFFBase(BaseEstimator):
         val_errors = []
         self.init_scale_errors_ = self.init_scales_ = None
         if len(scales) > 1:  # the initial width: least held-out (or exact LOO) error over the grid
-            search = [v * Xc.shape[0] for v in (finals if finals is not None else lambdas)]
-
-            def loo_error(scale):
-                fmap = FourierFeatureMap(W_unit * scale, None, 1.0, True, n_threads)
-                loo = fit_ridge_map(fmap, Xc, Yc, search, fit_intercept=False, selection="loo", score_single=True)[3]
-                return float(np.min(loo))
-
-            self.init_scales_, self.init_scale_errors_ = search_scales(scales, median_scale, loo_error)
-            self.init_scale_ = self.init_scales_[int(np.argmin(self.init_scale_errors_))]
-            W = W_unit * self.init_scale_
+            W = W_unit * self._search_initial_scale(Xc, Yc, W_unit, scales, median_scale,
+                                                    finals if finals is not None else lambdas, n_threads)
         if self.early_stopping:
             errs = holdout_errors(Xk, Yc, Xv, Yv, W, grid, n_threads)
             val_errors.append(float(errs.min()))
@@ -406,22 +398,8 @@ class _AdaptiveRFFBase(BaseEstimator):
             if (it + 1) % max(1, self.n_iter // 10) == 0:
                 log.step("iteration", it + 1, self.n_iter,
                          f"acceptance {hist_acc[-1]:.3f}, proposal training MSE {mse:.4g}")
-        self.gcv_errors_ = self.loo_errors_ = None
         self.validation_errors_ = np.array(val_errors) if self.early_stopping else None
-        if self.early_stopping:  # the checked frequencies and lambda of least held-out error, all rows
-            _, W, lam, self.best_iteration_ = best  # type: ignore[misc]
-            beta = least_squares(Xs, Y, W, lam, n_threads)
-        elif finals is not None:  # exact LOO over final_alpha (one Gram pass, one LOO pass)
-            self.best_iteration_ = self.n_iter
-            fmap = FourierFeatureMap(W, None, 1.0, True, n_threads)
-            lam, beta, self.loo_errors_ = final_alpha_choice(
-                lambda f, pens, intercept: fit_ridge_map(f, Xs, Y, pens, fit_intercept=intercept, selection="loo"),
-                fmap, finals, n)
-        else:
-            self.best_iteration_ = self.n_iter
-            if lambdas.size > 1:  # the final frequencies may want another penalty than the initial ones
-                lam, self.gcv_errors_ = gcv_lambda(Xs, Y, W, lambdas, n_threads)
-            beta = least_squares(Xs, Y, W, lam, n_threads)
+        W, lam, beta = self._final_coefficients(Xs, Y, W, lam, best, lambdas, finals, n_threads)
         self.alpha_ = lam
         self.frequencies_ = W
         self.coef_ = beta
@@ -433,6 +411,42 @@ class _AdaptiveRFFBase(BaseEstimator):
         self.proposal_covariance_ = chol @ chol.T
         self.n_iter_ = self.n_iter
         return self
+
+    def _search_initial_scale(self, Xc, Yc, W_unit, scales, median_scale, penalties, n_threads):
+        """``init_scale_`` of ``init_scale="auto"``: the frequency scale of least exact LOO error
+        (each at its best of ``penalties``) over ``scales`` and :func:`search_scales`'s extension;
+        sets ``init_scales_`` and ``init_scale_errors_``."""
+        search = [v * Xc.shape[0] for v in penalties]
+
+        def loo_error(scale):
+            fmap = FourierFeatureMap(W_unit * scale, None, 1.0, True, n_threads)
+            loo = fit_ridge_map(fmap, Xc, Yc, search, fit_intercept=False, selection="loo", score_single=True)[3]
+            return float(np.min(loo))
+
+        self.init_scales_, self.init_scale_errors_ = search_scales(scales, median_scale, loo_error)
+        self.init_scale_ = self.init_scales_[int(np.argmin(self.init_scale_errors_))]
+        return self.init_scale_
+
+    def _final_coefficients(self, Xs, Y, W, lam, best, lambdas, finals, n_threads):
+        """``(W, lambda, beta)`` after the chain, on every row: the checked frequencies of least
+        held-out error with early stopping, else the last ones, their penalty chosen by exact LOO
+        over ``final_alpha`` or by GCV."""
+        self.gcv_errors_ = self.loo_errors_ = None
+        if self.early_stopping:  # the checked frequencies and lambda of least held-out error, all rows
+            _, W, lam, self.best_iteration_ = best  # type: ignore[misc]
+            beta = least_squares(Xs, Y, W, lam, n_threads)
+        elif finals is not None:  # exact LOO over final_alpha (one Gram pass, one LOO pass)
+            self.best_iteration_ = self.n_iter
+            fmap = FourierFeatureMap(W, None, 1.0, True, n_threads)
+            lam, beta, self.loo_errors_ = final_alpha_choice(
+                lambda f, pens, intercept: fit_ridge_map(f, Xs, Y, pens, fit_intercept=intercept, selection="loo"),
+                fmap, finals, Xs.shape[0])
+        else:
+            self.best_iteration_ = self.n_iter
+            if lambdas.size > 1:  # the final frequencies may want another penalty than the initial ones
+                lam, self.gcv_errors_ = gcv_lambda(Xs, Y, W, lambdas, n_threads)
+            beta = least_squares(Xs, Y, W, lam, n_threads)
+        return W, lam, beta
 
     def _raw_predict(self, X):
         check_is_fitted(self)

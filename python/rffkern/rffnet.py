@@ -237,23 +237,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
     def _fit(self, X, y, *, incremental, classes=None, sample_weight=None):
         fitted = hasattr(self, "relevances_")
         if is_dask_array(X) and not incremental:  # data-parallel on the Dask workers
-            if sample_weight is not None or (self.warm_start and fitted):
-                raise ValueError("sample_weight and warm_start are not supported when X is a Dask array "
-                                 "(the data-parallel fit starts anew with unit weights)")
-            from rffkern._dask_rffnet import fit_rffnet
-            from rffkern._dask import _head_sample
-
-            self._trained_map = None
-            self._weight_unit = 1.0  # (unweighted)
-            self.__dict__.pop("_first_chunk_constant", None)  # (a previous partial_fit's)
-            fit_rffnet(self, X, y)  # with the regressor's closing fit, not the classifier's
-            # the importances over at most IMPORTANCE_ROWS rows from randomly chosen chunks (as
-            # the ridge's on Dask arrays; a fixed generator: the estimator's stream is left as it was)
-            sample = np.asarray(_head_sample(X, np.random.default_rng(0)).compute())
-            self._store_derivative_norms(self._standardized(sample))
-            return self
-        # partial_fit after a fit, and fit with warm_start after a fit, continue from the fitted
-        # map, statistics, (theta, B) and optimiser state.
+            return self._fit_dask(X, y, sample_weight, fitted)
+        # partial_fit after a fit, and fit with warm_start after a fit, go on from the fitted model
         first_call = not fitted or not (incremental or self.warm_start)
         if first_call or not incremental:
             self._validate_params()
@@ -267,33 +252,57 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             check_first_chunk(X, weights, type(self).__name__)
         y, Y, self._loss = self._encode_targets(y, first_call, classes)
         Y = np.asarray(Y, dtype=np.float64)  # cast to the training dtype once centred and scaled
-        n = X.shape[0]
-
         if not first_call:
-            self._restore_trained_map()
-            self._check_partial_fit_params(dtype)
-            widen_input_range(self, X, weights)
-            Xs = self._standardized(X)
-            Y = training_targets(Y, self.intercept_, self.y_scale_, dtype)
-            if incremental:
-                self._first_chunk_constant = warn_newly_varying_inputs(
-                    getattr(self, "_first_chunk_constant", None), self.x_mean_, X, weights, type(self).__name__)
-                train_epochs(self, self._runner(), Xs, Y, weights, None, None, None, self._rng,
-                             max_epochs=1, monitor=False)
-                self.refit_alpha_ = None  # B has moved on from any closing fit
-                self._defer_summaries(Xs, Y, weights)  # over this call's rows, computed when read
-                return self
-            # fit(warm_start=True): max_iter more epochs, a new validation split from the
-            # estimator's generator, the schedule restarting at learning_rate.
-            use_validation = self.early_stopping
-            X_tr, Y_tr, w_tr, X_va, Y_va, w_va = self._split(self._rng, Xs, Y, y, weights, use_validation)
-            self.learning_rate_ = float(self.learning_rate)
-            train_epochs(self, self._runner(), X_tr, Y_tr, w_tr, X_va, Y_va, w_va, self._rng,
-                         max_epochs=self.max_iter, monitor=True)
-            self._after_training(X_tr, Y_tr, w_tr, X_va, Y_va, w_va)
-            self._store_derivative_norms(Xs, weights)
-            return self
+            return self._fit_further(X, y, Y, weights, dtype, incremental)
+        return self._fit_first(X, y, Y, weights, dtype, incremental)
 
+    def _fit_dask(self, X, y, sample_weight, fitted):
+        """The data-parallel fit on the Dask workers (:func:`rffkern._dask_rffnet.fit_rffnet`)."""
+        if sample_weight is not None or (self.warm_start and fitted):
+            raise ValueError("sample_weight and warm_start are not supported when X is a Dask array "
+                             "(the data-parallel fit starts anew with unit weights)")
+        from rffkern._dask_rffnet import fit_rffnet
+        from rffkern._dask import _head_sample
+
+        self._trained_map = None
+        self._weight_unit = 1.0  # (unweighted)
+        self.__dict__.pop("_first_chunk_constant", None)  # (a previous partial_fit's)
+        fit_rffnet(self, X, y)  # with the regressor's closing fit, not the classifier's
+        # the importances over at most IMPORTANCE_ROWS rows from randomly chosen chunks (as
+        # the ridge's on Dask arrays; a fixed generator: the estimator's stream is left as it was)
+        sample = np.asarray(_head_sample(X, np.random.default_rng(0)).compute())
+        self._store_derivative_norms(self._standardized(sample))
+        return self
+
+    def _fit_further(self, X, y, Y, weights, dtype, incremental):
+        """partial_fit after a fit, or fit with warm_start after a fit: from the fitted map,
+        statistics, (theta, B) and optimiser state."""
+        self._restore_trained_map()
+        self._check_partial_fit_params(dtype)
+        widen_input_range(self, X, weights)
+        Xs = self._standardized(X)
+        Y = training_targets(Y, self.intercept_, self.y_scale_, dtype)
+        if incremental:
+            self._first_chunk_constant = warn_newly_varying_inputs(
+                getattr(self, "_first_chunk_constant", None), self.x_mean_, X, weights, type(self).__name__)
+            train_epochs(self, self._runner(), Xs, Y, weights, None, None, None, self._rng,
+                         max_epochs=1, monitor=False)
+            self.refit_alpha_ = None  # B has moved on from any closing fit
+            self._defer_summaries(Xs, Y, weights)  # over this call's rows, computed when read
+            return self
+        # fit(warm_start=True): max_iter more epochs, a new validation split from the
+        # estimator's generator, the schedule restarting at learning_rate.
+        use_validation = self.early_stopping
+        X_tr, Y_tr, w_tr, X_va, Y_va, w_va = self._split(self._rng, Xs, Y, y, weights, use_validation)
+        self.learning_rate_ = float(self.learning_rate)
+        train_epochs(self, self._runner(), X_tr, Y_tr, w_tr, X_va, Y_va, w_va, self._rng,
+                     max_epochs=self.max_iter, monitor=True)
+        self._after_training(X_tr, Y_tr, w_tr, X_va, Y_va, w_va)
+        self._store_derivative_norms(Xs, weights)
+        return self
+
+    def _fit_first(self, X, y, Y, weights, dtype, incremental):
+        """fit, or partial_fit's first call: new draws, statistics and training."""
         # The draws come in a fixed order (W, b, B, [validation split], [restarts], one permutation
         # per pass) so that partial_fit's first call reproduces fit(max_iter=1, early_stopping=False).
         rng = as_generator(self.random_state)
