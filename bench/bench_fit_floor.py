@@ -16,7 +16,7 @@ Each time is the median of ``--reps`` fits in a row (1 where the pipeline takes 
 printed with its ratio to the pipeline's, beside the test error (RMSE/sd or 1 - accuracy) and the
 better of the two kernel pipelines' error (``rbf_sampler`` fitted once). One thread for
 everything by default (``OMP_NUM_THREADS=1`` is set before rffkern loads; BLAS pinned by
-threadpoolctl), as the README's benchmark tables.
+threadpoolctl), as the benchmark tables of docs/benchmarks.rst.
 
     python bench/bench_fit_floor.py                                  # every data set, seed 0
     python bench/bench_fit_floor.py --datasets diabetes breast_cancer --reps 5
