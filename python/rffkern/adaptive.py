@@ -400,10 +400,7 @@ class _AdaptiveRFFBase(BaseEstimator):
                          f"acceptance {hist_acc[-1]:.3f}, proposal training MSE {mse:.4g}")
         self.validation_errors_ = np.array(val_errors) if self.early_stopping else None
         W, lam, beta = self._final_coefficients(Xs, Y, W, lam, best, lambdas, finals, n_threads)
-        self.alpha_ = lam
-        self.frequencies_ = W
-        self.coef_ = beta
-        self.amplitudes_ = amplitudes(beta, K)
+        self.alpha_, self.frequencies_, self.coef_, self.amplitudes_ = lam, W, beta, amplitudes(beta, K)
         self.acceptance_rate_ = float(np.mean(hist_acc)) if hist_acc else 0.0
         self.history_ = {"acceptance": np.array(hist_acc), "proposal_mse": np.array(hist_mse),
                          "n_resamples": resamples}

@@ -662,6 +662,40 @@ def write_plot(path, names, importances, title):
 
 
 # -------------------------------------------------------------------------------------- fit
+def _metrics(model, Xt, yt, wt, task):
+    """The held-out metrics of ``model`` on the rows ``Xt``, ``yt`` (weights ``wt``): accuracy,
+    ROC AUC and log loss where defined for classes, MSE and R^2 for regression."""
+    from sklearn.metrics import accuracy_score, log_loss, mean_squared_error, r2_score, roc_auc_score
+
+    if task == "classification":
+        out = {"accuracy": accuracy_score(yt, model.predict(Xt), sample_weight=wt)}
+        if np.unique(yt).size == model.classes_.size:
+            if hasattr(model, "predict_proba"):
+                proba = model.predict_proba(Xt)
+                out["roc_auc"] = (roc_auc_score(yt, proba[:, 1], sample_weight=wt) if proba.shape[1] == 2 else
+                                  roc_auc_score(yt, proba, multi_class="ovr", labels=model.classes_,
+                                                sample_weight=wt))
+                out["log_loss"] = log_loss(yt, proba, labels=model.classes_, sample_weight=wt)
+            elif model.classes_.size == 2:  # a ridge classifier: its decision scores rank the rows
+                out["roc_auc"] = roc_auc_score(yt, model.decision_function(Xt), sample_weight=wt)
+        return out
+    pred = model.predict(Xt)
+    return {"mse": mean_squared_error(yt, pred, sample_weight=wt), "r2": r2_score(yt, pred, sample_weight=wt)}
+
+
+def _print_model(model):
+    """Print the fitted model's class (and ``rffkern.fit``'s choice); return the class name."""
+    kind = type(model).__name__
+    if hasattr(model, "selection_report_"):
+        lead = model.selection_report_["rffnet_lead"]
+        print(f"model: {kind} (rffkern.fit chose {model.selection_report_['chosen']!r} on its held-out rows: "
+              f"RFFNet's lead in held-out loss {lead['mean']:+.4f} +- {lead['standard_error']:.4f}; "
+              f"it needs more than one standard error)")
+    else:
+        print(f"model: {kind}")
+    return kind
+
+
 def run_fit(args):
     """The ``fit`` command: read the CSV, fit the model, print metrics and relevances.
 
@@ -679,7 +713,6 @@ def run_fit(args):
         The exit status: 0 on success.
     """
     from sklearn.base import clone
-    from sklearn.metrics import accuracy_score, log_loss, mean_squared_error, r2_score, roc_auc_score
     from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
     from rffkern import RFFNetClassifier, RFFNetRegressor
@@ -741,22 +774,6 @@ def run_fit(args):
                 raise CLIError(f"every one of the {len(te)} test rows has weight 0 in --weight {args.weight!r}: "
                                "no metric is defined (a larger --test-size or fewer --cv folds)")
 
-    def metrics(model, Xt, yt, wt):
-        if task == "classification":
-            out = {"accuracy": accuracy_score(yt, model.predict(Xt), sample_weight=wt)}
-            if np.unique(yt).size == model.classes_.size:
-                if hasattr(model, "predict_proba"):
-                    proba = model.predict_proba(Xt)
-                    out["roc_auc"] = (roc_auc_score(yt, proba[:, 1], sample_weight=wt) if proba.shape[1] == 2 else
-                                      roc_auc_score(yt, proba, multi_class="ovr", labels=model.classes_,
-                                                    sample_weight=wt))
-                    out["log_loss"] = log_loss(yt, proba, labels=model.classes_, sample_weight=wt)
-                elif model.classes_.size == 2:  # a ridge classifier: its decision scores rank the rows
-                    out["roc_auc"] = roc_auc_score(yt, model.decision_function(Xt), sample_weight=wt)
-            return out
-        pred = model.predict(Xt)
-        return {"mse": mean_squared_error(yt, pred, sample_weight=wt), "r2": r2_score(yt, pred, sample_weight=wt)}
-
     tic = time.perf_counter()
     try:
         if args.cv:
@@ -764,7 +781,7 @@ def run_fit(args):
                 args.cv, shuffle=True, random_state=args.random_state)
             folds = list(split.split(X, y))
             check_test_weights([te for _, te in folds])
-            per_fold = [metrics(fit_one(X[tr], y[tr], rows(tr)), X[te], y[te], rows(te)) for tr, te in folds]
+            per_fold = [_metrics(fit_one(X[tr], y[tr], rows(tr)), X[te], y[te], rows(te), task) for tr, te in folds]
             print(f"{args.cv}-fold cross-validation{' (weighted metrics)' if w is not None else ''}:")
             for key in per_fold[0]:
                 vals = np.array([m[key] for m in per_fold if key in m])
@@ -778,19 +795,12 @@ def run_fit(args):
             model = fit_one(X[idx_tr], y[idx_tr], rows(idx_tr))
             weighted = ", weighted" if w is not None else ""
             print(f"held-out metrics ({len(idx_te)} test samples{weighted}):")
-            for key, val in metrics(model, X[idx_te], y[idx_te], rows(idx_te)).items():
+            for key, val in _metrics(model, X[idx_te], y[idx_te], rows(idx_te), task).items():
                 print(f"  {key:9s} {val:.4f}")
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     print(f"time: {time.perf_counter() - tic:.2f} s")
-    kind = type(model).__name__
-    if hasattr(model, "selection_report_"):
-        lead = model.selection_report_["rffnet_lead"]
-        print(f"model: {kind} (rffkern.fit chose {model.selection_report_['chosen']!r} on its held-out rows: "
-              f"RFFNet's lead in held-out loss {lead['mean']:+.4f} +- {lead['standard_error']:.4f}; "
-              f"it needs more than one standard error)")
-    else:
-        print(f"model: {kind}")
+    kind = _print_model(model)
     print("relevance ranking (RMS of df/dx_j per unit of x_j's deviation, scaled to [0, 1]):")
     _print_ranking(names, model.feature_importances_, min(args.top, len(names)))
     if args.plot:
