@@ -635,6 +635,23 @@ class _PairLeastSquares:
         return float(lambdas[int(np.argmin(errors))]), errors
 
 
+class _ChainRows:
+    """:func:`rffkern.adaptive.run_chain`'s least squares on Dask rows: fits on the chain's rows of
+    ``ls``, held-out errors on the ``n_val`` rows of the mask "adaptive_val"."""
+
+    def __init__(self, ls, data, n_val):
+        self.ls, self.data, self.n_val = ls, data, n_val
+
+    def fit(self, W, lam, with_mse=False):
+        return self.ls.solve(self.ls.stats(W), lam, with_mse=with_mse)
+
+    def holdout(self, W, lambdas):
+        return self.ls.holdout(W, lambdas, "adaptive_val", self.n_val)
+
+    def progress(self):
+        return f", data passes {self.data.passes}"
+
+
 def fit_adaptive(est, X, y):
     """Fit ``AdaptiveRFFRegressor`` / ``AdaptiveRFFClassifier`` ``est`` on Dask arrays X and y.
 
@@ -667,8 +684,7 @@ def fit_adaptive(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
 
-    from rffkern.adaptive import (RunningCovariance, amplitudes, final_alpha_choice,
-                                  metropolis_accept, search_scales)
+    from rffkern.adaptive import amplitudes, final_alpha_choice, run_chain, search_scales
     from rffkern._sampling import median_distance
 
     est._validate_params()
@@ -723,6 +739,7 @@ def fit_adaptive(est, X, y):
     lambdas = np.atleast_1d(np.asarray(est.alpha, np.float64))
     finals = None if est.final_alpha is None else np.atleast_1d(np.asarray(est.final_alpha, np.float64))
     chain_mask, n_chain = "all", n   # the rows of the chain: all of them, or the training part
+    n_val, grid, check_every = 0, None, 1
     if est.early_stopping:
         n_val = int(round(est.validation_fraction * n))
         if n_val < 1 or n - n_val < 2:
@@ -737,8 +754,6 @@ def fit_adaptive(est, X, y):
         grid = finals if finals is not None else lambdas
         check_every = max(1, est.n_iter // 10)
     ls = _PairLeastSquares(data, inputs, n_threads, chain_mask, n_chain)
-    best = None
-    val_errors = []
     est.init_scale_errors_ = est.init_scales_ = None
     if len(scales) > 1:  # the initial width: least exact LOO error over the grid, on the chain's rows
         search = [v * n_chain for v in (finals if finals is not None else lambdas)]
@@ -754,53 +769,11 @@ def fit_adaptive(est, X, y):
         W = W_unit * est.init_scale_
     stats = ls.stats(W)
     lam = ls.gcv(stats, lambdas)[0] if lambdas.size > 1 else float(lambdas[0])
-    if est.early_stopping:
-        errs = ls.holdout(W, grid, "adaptive_val", n_val)
-        val_errors.append(float(errs.min()))
-        best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), 0)
     amp = amplitudes(ls.solve(stats, lam), K)
-    t0 = int(np.ceil(est.burn_in * est.n_iter))
-    running = RunningCovariance(W)
-    chol = np.eye(d)
-    hist_acc, hist_mse, snapshots, resamples = [], [], [], 0
-    if est.keep_frequency_history:
-        snapshots.append(W.copy())
-    for it in range(est.n_iter):
-        zeta = rng.standard_normal((K, d)) @ chol.T
-        u = rng.random(K)
-        # metropolis_step of rffkern.adaptive
-        W_new = W + est.step_ * zeta.T
-        beta_new, mse = ls.solve(ls.stats(W_new), lam, with_mse=True)
-        amp_new = amplitudes(beta_new, K)
-        acc = metropolis_accept(amp, amp_new, est.gamma_, u)
-        if est.omega_max is not None:
-            acc &= np.linalg.norm(W_new, axis=0) <= est.omega_max
-        W = W.copy()
-        W[:, acc] = W_new[:, acc]
-        amp = np.where(acc, amp_new, amp)
-        hist_acc.append(float(acc.mean()))
-        hist_mse.append(mse)
-        if est.adaptive_covariance:
-            running.update(W)
-            if it + 1 >= t0:
-                chol = running.proposal_factor(est.adaptive_covariance)
-        if est.resample:
-            ess = amp.sum() ** 2 / max((amp**2).sum(), np.finfo(float).tiny)
-            if ess < est.resample_threshold * K:
-                p = amp / amp.sum()
-                W = W[:, np.sort(rng.choice(K, K, p=p))]
-                amp = amplitudes(ls.solve(ls.stats(W), lam), K)
-                resamples += 1
-        if est.keep_frequency_history and (it + 1) % est.keep_frequency_history == 0:
-            snapshots.append(W.copy())
-        if est.early_stopping and ((it + 1) % check_every == 0 or it + 1 == est.n_iter):
-            errs = ls.holdout(W, grid, "adaptive_val", n_val)
-            val_errors.append(float(errs.min()))
-            if val_errors[-1] < best[0]:  # type: ignore[index]  # set before the loop
-                best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), it + 1)
-        if (it + 1) % max(1, est.n_iter // 10) == 0:
-            log.step("iteration", it + 1, est.n_iter, f"acceptance {hist_acc[-1]:.3f}, proposal training MSE "
-                     f"{mse:.4g}, data passes {data.passes}")
+    chain = run_chain(est, _ChainRows(ls, data, n_val), W, amp, lam, rng, grid, check_every, log)
+    W, best, val_errors = chain.W, chain.best, chain.validation_errors
+    hist_acc, hist_mse, snapshots, resamples, chol = (chain.acceptance, chain.proposal_mse, chain.snapshots,
+                                                      chain.resamples, chain.chol)
     est.gcv_errors_ = est.loo_errors_ = None
     est.validation_errors_ = np.array(val_errors) if est.early_stopping else None
     ls_all = _PairLeastSquares(data, inputs, n_threads)

@@ -27,6 +27,7 @@ targets are standardised first (the paper's Algorithm 3).
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -152,9 +153,16 @@ def metropolis_step(X, Y, W, amp, zeta, u, *, delta, gamma, lam, omega_max=None,
     ``u`` (K,) the uniforms of the test; the caller draws both, so a reference implementation can
     replay the same stream (the tests' ``datadep_reference.metropolis_step``).
     """
+    rows = RowsInMemory(X, Y, n_threads)
+    return metropolis_update(rows, W, amp, zeta, u, delta=delta, gamma=gamma, lam=lam, omega_max=omega_max)
+
+
+def metropolis_update(rows, W, amp, zeta, u, *, delta, gamma, lam, omega_max=None):
+    """:func:`metropolis_step` with the least squares of ``rows`` (:class:`RowsInMemory`, or the
+    same methods over Dask rows)."""
     K = W.shape[1]
     W_new = W + delta * zeta.T
-    beta_new, mse = least_squares(X, Y, W_new, lam, n_threads, with_mse=True)
+    beta_new, mse = rows.fit(W_new, lam, with_mse=True)
     amp_new = amplitudes(beta_new, K)
     acc = metropolis_accept(amp, amp_new, gamma, u)
     if omega_max is not None:
@@ -163,6 +171,91 @@ def metropolis_step(X, Y, W, amp, zeta, u, *, delta, gamma, lam, omega_max=None,
     W[:, acc] = W_new[:, acc]
     amp = np.where(acc, amp_new, amp)
     return W, amp, beta_new, acc, mse
+
+
+class RowsInMemory:
+    """The chain's least-squares fits on rows in memory: ``fit`` on (X, Y), ``holdout`` scored on
+    (X_val, Y_val). :func:`rffkern._dask_fits.fit_adaptive` gives the chain the same methods over
+    Dask rows."""
+
+    def __init__(self, X, Y, n_threads, X_val=None, Y_val=None):
+        self.X, self.Y, self.n_threads, self.X_val, self.Y_val = X, Y, n_threads, X_val, Y_val
+
+    def fit(self, W, lam, with_mse=False):
+        """:func:`least_squares` of ``W`` at penalty ``lam``."""
+        return least_squares(self.X, self.Y, W, lam, self.n_threads, with_mse=with_mse)
+
+    def holdout(self, W, lambdas):
+        """:func:`holdout_errors` of ``W`` for each penalty."""
+        return holdout_errors(self.X, self.Y, self.X_val, self.Y_val, W, lambdas, self.n_threads)
+
+    def progress(self):
+        """What the progress line adds (nothing in memory)."""
+        return ""
+
+
+@dataclass
+class Chain:
+    """What :func:`run_chain` leaves: the last frequencies, the best checkpoint (early stopping:
+    ``(error, W, lambda, iteration)``), and the traces."""
+
+    W: np.ndarray
+    best: tuple | None
+    validation_errors: list
+    acceptance: list
+    proposal_mse: list
+    snapshots: list
+    resamples: int
+    chol: np.ndarray
+
+
+def run_chain(est, rows, W, amp, lam, rng, grid=None, check_every=1, log=None):
+    """Algorithm 2's chain of ``est.n_iter`` Metropolis iterations from frequencies ``W``
+    (amplitudes ``amp``) at penalty ``lam``, on the least squares of ``rows``: the adaptive
+    proposal covariance after the burn-in, resampling at low effective sample size, and with
+    ``early_stopping`` a check of the held-out error over ``grid`` every ``check_every``
+    iterations. One loop for the rows in memory and on Dask: the same draws from ``rng``."""
+    K, d = W.shape[1], W.shape[0]
+    best, val_errors = None, []
+    if est.early_stopping:
+        errs = rows.holdout(W, grid)
+        val_errors.append(float(errs.min()))
+        best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), 0)
+    t0 = int(np.ceil(est.burn_in * est.n_iter))
+    running = RunningCovariance(W)
+    chol = np.eye(d)
+    hist_acc, hist_mse, snapshots, resamples = [], [], [], 0
+    if est.keep_frequency_history:
+        snapshots.append(W.copy())
+    for it in range(est.n_iter):
+        zeta = rng.standard_normal((K, d)) @ chol.T
+        u = rng.random(K)
+        W, amp, _, acc, mse = metropolis_update(rows, W, amp, zeta, u, delta=est.step_, gamma=est.gamma_, lam=lam,
+                                                omega_max=est.omega_max)
+        hist_acc.append(float(acc.mean()))
+        hist_mse.append(mse)
+        if est.adaptive_covariance:
+            running.update(W)
+            if it + 1 >= t0:
+                chol = running.proposal_factor(est.adaptive_covariance)
+        if est.resample:
+            ess = amp.sum() ** 2 / max((amp**2).sum(), np.finfo(float).tiny)
+            if ess < est.resample_threshold * K:
+                p = amp / amp.sum()
+                W = W[:, np.sort(rng.choice(K, K, p=p))]
+                amp = amplitudes(rows.fit(W, lam), K)
+                resamples += 1
+        if est.keep_frequency_history and (it + 1) % est.keep_frequency_history == 0:
+            snapshots.append(W.copy())
+        if est.early_stopping and ((it + 1) % check_every == 0 or it + 1 == est.n_iter):
+            errs = rows.holdout(W, grid)
+            val_errors.append(float(errs.min()))
+            if val_errors[-1] < best[0]:  # type: ignore[index]  # set before the loop
+                best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), it + 1)
+        if log is not None and (it + 1) % max(1, est.n_iter // 10) == 0:
+            log.step("iteration", it + 1, est.n_iter,
+                     f"acceptance {hist_acc[-1]:.3f}, proposal training MSE {mse:.4g}{rows.progress()}")
+    return Chain(W, best, val_errors, hist_acc, hist_mse, snapshots, resamples, chol)
 
 
 #: Smallest eigenvalue of the guarded proposal covariance, relative to its mean eigenvalue (so its
@@ -334,6 +427,8 @@ class _AdaptiveRFFBase(BaseEstimator):
         lambdas = np.atleast_1d(np.asarray(self.alpha, np.float64))
         finals = None if self.final_alpha is None else np.atleast_1d(np.asarray(self.final_alpha, np.float64))
         Xc, Yc = Xs, Y   # the rows of the chain: all of them, or the training part
+        Xv = Yv = grid = None
+        check_every = 1
         if self.early_stopping:
             n_val = int(round(self.validation_fraction * n))
             if n_val < 1 or n - n_val < 2:
@@ -353,51 +448,15 @@ class _AdaptiveRFFBase(BaseEstimator):
             lam, _ = gcv_lambda(Xk, Yc, W, lambdas, n_threads)
         else:
             lam = float(lambdas[0])
-        best = None
-        val_errors = []
         self.init_scale_errors_ = self.init_scales_ = None
         if len(scales) > 1:  # the initial width: least held-out (or exact LOO) error over the grid
             W = W_unit * self._search_initial_scale(Xc, Yc, W_unit, scales, median_scale,
                                                     finals if finals is not None else lambdas, n_threads)
-        if self.early_stopping:
-            errs = holdout_errors(Xk, Yc, Xv, Yv, W, grid, n_threads)
-            val_errors.append(float(errs.min()))
-            best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), 0)
         amp = amplitudes(least_squares(Xk, Yc, W, lam, n_threads), K)
-        t0 = int(np.ceil(self.burn_in * self.n_iter))
-        running = RunningCovariance(W)
-        chol = np.eye(d)
-        hist_acc, hist_mse, snapshots, resamples = [], [], [], 0
-        if self.keep_frequency_history:
-            snapshots.append(W.copy())
-        for it in range(self.n_iter):
-            zeta = rng.standard_normal((K, d)) @ chol.T
-            u = rng.random(K)
-            W, amp, _, acc, mse = metropolis_step(Xk, Yc, W, amp, zeta, u, delta=self.step_, gamma=self.gamma_,
-                                                    lam=lam, omega_max=self.omega_max, n_threads=n_threads)
-            hist_acc.append(float(acc.mean()))
-            hist_mse.append(mse)
-            if self.adaptive_covariance:
-                running.update(W)
-                if it + 1 >= t0:
-                    chol = running.proposal_factor(self.adaptive_covariance)
-            if self.resample:
-                ess = amp.sum() ** 2 / max((amp**2).sum(), np.finfo(float).tiny)
-                if ess < self.resample_threshold * K:
-                    p = amp / amp.sum()
-                    W = W[:, np.sort(rng.choice(K, K, p=p))]
-                    amp = amplitudes(least_squares(Xk, Yc, W, lam, n_threads), K)
-                    resamples += 1
-            if self.keep_frequency_history and (it + 1) % self.keep_frequency_history == 0:
-                snapshots.append(W.copy())
-            if self.early_stopping and ((it + 1) % check_every == 0 or it + 1 == self.n_iter):
-                errs = holdout_errors(Xk, Yc, Xv, Yv, W, grid, n_threads)
-                val_errors.append(float(errs.min()))
-                if val_errors[-1] < best[0]:  # type: ignore[index]  # set before the loop
-                    best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), it + 1)
-            if (it + 1) % max(1, self.n_iter // 10) == 0:
-                log.step("iteration", it + 1, self.n_iter,
-                         f"acceptance {hist_acc[-1]:.3f}, proposal training MSE {mse:.4g}")
+        chain = run_chain(self, RowsInMemory(Xk, Yc, n_threads, Xv, Yv), W, amp, lam, rng, grid, check_every, log)
+        W, best, val_errors = chain.W, chain.best, chain.validation_errors
+        hist_acc, hist_mse, snapshots, resamples, chol = (chain.acceptance, chain.proposal_mse, chain.snapshots,
+                                                          chain.resamples, chain.chol)
         self.validation_errors_ = np.array(val_errors) if self.early_stopping else None
         W, lam, beta = self._final_coefficients(Xs, Y, W, lam, best, lambdas, finals, n_threads)
         self.alpha_, self.frequencies_, self.coef_, self.amplitudes_ = lam, W, beta, amplitudes(beta, K)
