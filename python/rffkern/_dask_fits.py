@@ -400,7 +400,7 @@ def fit_eerf(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
 
-    from rffkern.eerf import WIDTH_FITTED, knn_length_scale
+    from rffkern.eerf import WIDTH_FITTED, candidate_count, knn_length_scale
 
     est._validate_params()
     name = type(est).__name__
@@ -453,15 +453,10 @@ def fit_eerf(est, X, y):
     base = None
     est.n_subsample_ = min(n, est.n_subsample or max(int(0.1 * n), 1000))
     rows = np.sort(rng.choice(n, est.n_subsample_, replace=False)) if est.n_subsample_ < n else None
+    est.n_candidates_ = candidate_count(est.kernel, est.n_candidates, M, d)
     if est.kernel == "linear":
-        if M > d:
-            raise ValueError(f"the linear kernel selects input coordinates: n_components={M} > n_features={d}")
-        est.n_candidates_ = d
         W0 = b0 = None
     else:
-        est.n_candidates_ = est.n_candidates or 10 * M
-        if est.n_candidates_ < M:
-            raise ValueError(f"n_candidates={est.n_candidates_} must be >= n_components={M}")
         if est.kernel == "gaussian":
             if not isinstance(est.length_scale, str):
                 widths = [float(v) for v in np.atleast_1d(est.length_scale)]
@@ -684,7 +679,7 @@ def fit_adaptive(est, X, y):
     from sklearn.base import is_classifier
     from sklearn.preprocessing import LabelBinarizer
 
-    from rffkern.adaptive import amplitudes, final_alpha_choice, run_chain, search_scales
+    from rffkern.adaptive import amplitudes, chain_settings, final_alpha_choice, run_chain, search_scales
     from rffkern._sampling import median_distance
 
     est._validate_params()
@@ -725,26 +720,17 @@ def fit_adaptive(est, X, y):
 
     # _AdaptiveRFFBase._run, with every least-squares problem on reduced statistics
     K = est.n_components
-    est.gamma_ = float(est.gamma) if est.gamma is not None else float(max(3 * d - 2, 1))
-    est.step_ = 2.4**2 / d if est.step == "auto" else float(est.step)
+    median_scale = None
     if isinstance(est.init_scale, str):
         sample = data.gather_rows(_sample_rows(n, 2000, rng), inputs.x)
         median_scale = 1.0 / median_distance(sample, rng=rng)   # <= 2000 rows: draws nothing
-        scales = [median_scale] if est.init_scale == "median" else [median_scale / f for f in EXTENDED_WIDTH_FACTORS]
-    else:
-        scales = [float(est.init_scale)]
+    scales, lambdas, finals, n_val = chain_settings(est, n, d, median_scale)
     W_unit = rng.standard_normal((d, K))
     est.init_scale_ = scales[0]
     W = W_unit * est.init_scale_
-    lambdas = np.atleast_1d(np.asarray(est.alpha, np.float64))
-    finals = None if est.final_alpha is None else np.atleast_1d(np.asarray(est.final_alpha, np.float64))
     chain_mask, n_chain = "all", n   # the rows of the chain: all of them, or the training part
-    n_val, grid, check_every = 0, None, 1
+    grid, check_every = None, 1
     if est.early_stopping:
-        n_val = int(round(est.validation_fraction * n))
-        if n_val < 1 or n - n_val < 2:
-            raise ValueError(f"validation_fraction={est.validation_fraction} leaves no training or "
-                             f"validation sample out of n_samples={n}")
         _, va = holdout_split(n, n_val, rng)
         val_mask = np.zeros(n, bool)
         val_mask[va] = True

@@ -209,6 +209,29 @@ class Chain:
     chol: np.ndarray
 
 
+def chain_settings(est, n, d, median_scale):
+    """The chain's settings from ``est``'s parameters for ``n`` rows of ``d`` inputs: sets
+    ``gamma_`` and ``step_``; returns ``(scales, lambdas, finals, n_val)``: the initial frequency
+    scales to compare (from ``median_scale``, one over the median heuristic, for a searched
+    ``init_scale``), the penalties of the chain and the final fit (None), and the held-out rows of
+    early stopping (0 without)."""
+    est.gamma_ = float(est.gamma) if est.gamma is not None else float(max(3 * d - 2, 1))
+    est.step_ = 2.4**2 / d if est.step == "auto" else float(est.step)
+    if median_scale is None:
+        scales = [float(est.init_scale)]
+    else:
+        scales = [median_scale] if est.init_scale == "median" else [median_scale / f for f in EXTENDED_WIDTH_FACTORS]
+    lambdas = np.atleast_1d(np.asarray(est.alpha, np.float64))
+    finals = None if est.final_alpha is None else np.atleast_1d(np.asarray(est.final_alpha, np.float64))
+    n_val = 0
+    if est.early_stopping:
+        n_val = int(round(est.validation_fraction * n))
+        if n_val < 1 or n - n_val < 2:
+            raise ValueError(f"validation_fraction={est.validation_fraction} leaves no training or "
+                             f"validation sample out of n_samples={n}")
+    return scales, lambdas, finals, n_val
+
+
 def run_chain(est, rows, W, amp, lam, rng, grid=None, check_every=1, log=None):
     """Algorithm 2's chain of ``est.n_iter`` Metropolis iterations from frequencies ``W``
     (amplitudes ``amp``) at penalty ``lam``, on the least squares of ``rows``: the adaptive
@@ -413,27 +436,15 @@ class _AdaptiveRFFBase(BaseEstimator):
         set_input_scaling(self, fit_input_scaling(X, None, self.standardize_, self.robust_inputs))
         Xs = self._standardise(X)
         Y = np.ascontiguousarray(Y, dtype=Xs.dtype)
-        self.gamma_ = float(self.gamma) if self.gamma is not None else float(max(3 * d - 2, 1))
-        self.step_ = 2.4**2 / d if self.step == "auto" else float(self.step)
-        median_scale = None
-        if isinstance(self.init_scale, str):
-            median_scale = 1.0 / median_distance(Xs, rng=rng)
-            scales = [median_scale] if self.init_scale == "median" else [median_scale / f for f in EXTENDED_WIDTH_FACTORS]
-        else:
-            scales = [float(self.init_scale)]
+        median_scale = 1.0 / median_distance(Xs, rng=rng) if isinstance(self.init_scale, str) else None
+        scales, lambdas, finals, n_val = chain_settings(self, n, d, median_scale)
         W_unit = rng.standard_normal((d, K))
         self.init_scale_ = scales[0]
         W = W_unit * self.init_scale_
-        lambdas = np.atleast_1d(np.asarray(self.alpha, np.float64))
-        finals = None if self.final_alpha is None else np.atleast_1d(np.asarray(self.final_alpha, np.float64))
         Xc, Yc = Xs, Y   # the rows of the chain: all of them, or the training part
         Xv = Yv = grid = None
         check_every = 1
         if self.early_stopping:
-            n_val = int(round(self.validation_fraction * n))
-            if n_val < 1 or n - n_val < 2:
-                raise ValueError(f"validation_fraction={self.validation_fraction} leaves no training or "
-                                 f"validation sample out of n_samples={n}")
             tr, va = holdout_split(n, n_val, rng)
             Xc, Yc = np.ascontiguousarray(Xs[tr]), np.ascontiguousarray(Y[tr])
             Xv, Yv = np.ascontiguousarray(Xs[va]), Y[va]

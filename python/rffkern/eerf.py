@@ -160,6 +160,21 @@ def knn_length_scale(X, n_neighbors=50, max_samples=2000, rng=None):
     return value if value > 0 else 1.0
 
 
+def candidate_count(kernel, n_candidates, n_components, n_features):
+    """How many candidate features EERF scores: every input coordinate for the linear kernel (of
+    which it keeps ``n_components``), else ``n_candidates`` (default ten per feature kept); a
+    ``ValueError`` where that leaves fewer than ``n_components``."""
+    if kernel == "linear":
+        if n_components > n_features:
+            raise ValueError(f"the linear kernel selects input coordinates: n_components={n_components} > "
+                             f"n_features={n_features}")
+        return n_features
+    count = n_candidates or 10 * n_components
+    if count < n_components:
+        raise ValueError(f"n_candidates={count} must be >= n_components={n_components}")
+    return count
+
+
 def _scoring_targets(Y, sample_weight):
     """The centred scoring targets: ``Y`` minus its (weighted) column means; rows of zero weight
     are centred too but take no part in the mean."""
@@ -276,16 +291,10 @@ class _EERFBase(BaseEstimator):
         b0: NDArray[np.float64] | None  # the candidates' phases (Gaussian kernel only)
         widths: list[float | None] = [None]
         base = None
+        self.n_candidates_ = candidate_count(self.kernel, self.n_candidates, M, d)
         if self.kernel == "linear":
-            if M > d:
-                raise ValueError(f"the linear kernel selects input coordinates: n_components={M} > "
-                                 f"n_features={d}")
-            self.n_candidates_ = d
             W0 = b0 = None
         else:
-            self.n_candidates_ = self.n_candidates or 10 * M
-            if self.n_candidates_ < M:
-                raise ValueError(f"n_candidates={self.n_candidates_} must be >= n_components={M}")
             if self.kernel == "gaussian":
                 if not isinstance(self.length_scale, str):
                     widths = [float(v) for v in np.atleast_1d(self.length_scale)]
