@@ -765,7 +765,7 @@ def fit_adaptive(est, X, y):
     ls_all = _PairLeastSquares(data, inputs, n_threads)
     stats = None  # the final frequencies' statistics over every row, where computed
     if est.early_stopping:  # the checked frequencies and lambda of least held-out error, all rows
-        _, W, lam, est.best_iteration_ = best  # type: ignore[misc]
+        _, W, lam, est.best_iteration_ = best
         stats = ls_all.stats(W)
         beta = ls_all.solve(stats, lam)
     elif finals is not None:  # exact LOO over final_alpha

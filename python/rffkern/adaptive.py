@@ -500,7 +500,7 @@ class _AdaptiveRFFBase(BaseEstimator):
         over ``final_alpha`` or by GCV."""
         self.gcv_errors_ = self.loo_errors_ = None
         if self.early_stopping:  # the checked frequencies and lambda of least held-out error, all rows
-            _, W, lam, self.best_iteration_ = best  # type: ignore[misc]
+            _, W, lam, self.best_iteration_ = best
             beta = least_squares(Xs, Y, W, lam, n_threads)
         elif finals is not None:  # exact LOO over final_alpha (one Gram pass, one LOO pass)
             self.best_iteration_ = self.n_iter

@@ -108,6 +108,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
     """Shared fitting machinery of :class:`RFFNetRegressor` and :class:`RFFNetClassifier`."""
 
     x_mean_: NDArray[np.float64]  # declared for type checkers only (set by _set_input_scaling)
+    _weight_unit: float  # the mean weight of the first fit's rows: the unit of later weights
 
     _parameter_constraints = {
         "n_components": [COMPONENTS],
