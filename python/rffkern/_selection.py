@@ -37,11 +37,11 @@ STANDARDIZE_CHOICES = (True, "global")
 #: EERF's and adaptive RFF's ``length_scale="auto"`` compare these multiples of their width
 #: heuristic (the k-NN width, the median scale), extended by halving or doubling at the ends.
 EXTENDED_WIDTH_FACTORS = (0.5, 1.0, 2.0, 4.0)
-#: EERF's ``length_scale="auto"`` compares ``EXTENDED_WIDTH_FACTORS`` times the paper's k-NN width
-#: by the selection error and, where the best of them is the smallest (largest), halves (doubles) it while it stays the
-#: best, down to (up to) these multiples. Not below 0.5: on online_news (seed 1, 4000 rows) the LOO
-#: error picked 0.25 and the test error was 13 % above the kernel pipelines' (4 % at 0.5); kin40k,
-#: the one data set that chose 0.5, rejected 0.25.
+#: Where the best of those multiples is the smallest (largest), the search (:func:`next_width`)
+#: halves (doubles) it while it stays the best, down to (up to) these multiples of the heuristic.
+#: Not below 0.5: on online_news (seed 1, 4000 rows) EERF's LOO error picked 0.25 and the test
+#: error was 13 % above the kernel pipelines' (4 % at 0.5); kin40k, the one data set that chose
+#: 0.5, rejected 0.25.
 WIDTH_LIMITS = (0.5, 16.0)
 
 
