@@ -264,11 +264,11 @@ def test_variants_side_by_side_give_the_sequential_model(small_search, monkeypat
 
     pools = []
 
-    class Spy(concurrent.futures.ThreadPoolExecutor):  # fit imports it when it runs
+    class Spy(concurrent.futures.ThreadPoolExecutor):
         def __init__(self, n):
             pools.append(n)
             super().__init__(n)
-    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", Spy)
+    monkeypatch.setattr(_api, "ThreadPoolExecutor", Spy)
     two = rffkern.fit(X, y, random_state=0, max_iter=3, n_jobs=2)
     assert pools == [2]  # the side-by-side path ran
     assert two.selection_report_["rffnet_variant_scores"] == one.selection_report_["rffnet_variant_scores"]

@@ -297,11 +297,12 @@ def check_first_chunk(X, sample_weight, name):
     return constant_columns(rows)
 
 
-def warn_newly_varying_inputs(constant, values, X, sample_weight, name):
+def warn_newly_varying_inputs(constant, values, X, sample_weight, name, stacklevel=5):
     """Warn (``UserWarning``) where the rows of X (of positive ``sample_weight``) leave ``values``
     in inputs ``constant`` on ``partial_fit``'s first chunk: that chunk fixed their standardization
     (their value as the mean, scale 1), so the model takes them in raw units. Returns the mask
-    less the inputs warned about (each is named once)."""
+    less the inputs warned about (each is named once). ``stacklevel`` reaches the caller of
+    ``partial_fit`` (by default through ``_fit`` and ``single_threaded_blas``)."""
     if constant is None or not constant.any():
         return constant
     rows = X if sample_weight is None else X[np.asarray(sample_weight) > 0]
@@ -313,7 +314,7 @@ def warn_newly_varying_inputs(constant, values, X, sample_weight, name):
             f"{name}.partial_fit: input(s) {np.flatnonzero(moved).tolist()} vary in this chunk but were constant "
             "on the first chunk, which fixed the standardization: the model takes them in raw units (scale 1), "
             "not standardized. Start with a first chunk on which every input varies, or fit(X, y) first",
-            UserWarning, stacklevel=5)  # (the caller of partial_fit: through _fit and single_threaded_blas)
+            UserWarning, stacklevel=stacklevel)
     return constant & ~moved
 
 

@@ -285,7 +285,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         Y = training_targets(Y, self.intercept_, self.y_scale_, dtype)
         if incremental:
             self._first_chunk_constant = warn_newly_varying_inputs(
-                getattr(self, "_first_chunk_constant", None), self.x_mean_, X, weights, type(self).__name__)
+                getattr(self, "_first_chunk_constant", None), self.x_mean_, X, weights, type(self).__name__,
+                stacklevel=6)  # (the caller of partial_fit, through _fit_further)
             train_epochs(self, self._runner(), Xs, Y, weights, None, None, None, self._rng,
                          max_epochs=1, monitor=False)
             self.refit_alpha_ = None  # B has moved on from any closing fit
