@@ -19,7 +19,9 @@ from rffkern import RFFNetClassifier, RFFNetRegressor, RFFRidge  # noqa: E402
 from rffkern._dask_rffnet import CONFIG_KEY  # noqa: E402
 from rffkern.datasets import make_gse2  # noqa: E402
 
-TIMEOUT = 60  # seconds, for every compute / result
+# seconds, for every compute / result: a bound against hangs (the 3-class fit took over 60 s on a
+# loaded 2-core machine)
+TIMEOUT = 180
 
 
 def _in_thread(fn, *args, shards=None):
