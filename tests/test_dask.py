@@ -216,7 +216,8 @@ def test_default_fit_on_dask_is_close_to_single_machine(client):
 def test_width_rule_standard_errors_from_chunk_sums_equal_those_of_the_rows():
     """The distributed fit's one-standard-error width rule works from per-chunk sums of products of
     the rows' squared LOO residuals; the standard errors equal those of the rows on one machine."""
-    from rffkern._dask import _chunk_loo, _paired_standard_errors
+    from rffkern._dask import Block
+    from rffkern._dask_ridge import chunk_loo, paired_standard_errors
     from rffkern._ridge_solvers import GramStats, LooPass, fit_ridge_map
     from rffkern._selection import DEFAULT_ALPHAS, paired_standard_error
 
@@ -229,9 +230,11 @@ def test_width_rule_standard_errors_from_chunk_sums_equal_those_of_the_rows():
     widths = [0.8, 1.6, 3.2]
     stats = [GramStats(est._map(unit / w).n_out, 1, Xs.dtype).add(est._map(unit / w), Xs, Ys) for w in widths]
     passes = [LooPass(s, DEFAULT_ALPHAS, True) for s in stats]
-    sums = sum(_chunk_loo(est, unit, widths, passes, X[i:i + 200], y[i:i + 200], True) for i in range(0, 700, 200))
-    alpha_index = [int(np.argmin(r)) for r in sums[0].reshape(len(widths), -1)]
-    chunked = _paired_standard_errors(sums[0], sums[1:], stats, alpha_index, 1)
+    parts = [chunk_loo((est, unit, widths, passes, True), Block(X[i:i + 200], y[i:i + 200], None, None, i // 200))
+             for i in range(0, 700, 200)]
+    sums = {k: sum(p[k] for p in parts) for k in parts[0]}
+    alpha_index = [int(np.argmin(r)) for r in sums["sse"].reshape(len(widths), -1)]
+    chunked = paired_standard_errors(sums, stats, alpha_index, 1)
     fits = [fit_ridge_map(est._map(unit / w), Xs, Ys, DEFAULT_ALPHAS, return_row_losses=True) for w in widths]
     best = int(np.argmin([f[3].min() for f in fits]))
     rows = [paired_standard_error(f[5][0], fits[best][5][0]) for f in fits]
@@ -275,7 +278,7 @@ def test_fit_survives_a_killed_worker(client):
         victim, deadline = None, time.monotonic() + TIMEOUT
         while victim is None and time.monotonic() < deadline and not future.done():
             for worker, keys in client.processing().items():
-                if any(str(k).startswith("_chunk_grams") for k in keys):
+                if any(str(k).startswith("chunk_grams") for k in keys):
                     victim = worker
             time.sleep(0.02)
         assert victim is not None, "the Gram pass was never seen running"

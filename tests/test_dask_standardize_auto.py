@@ -19,6 +19,7 @@ from sklearn.datasets import load_digits  # noqa: E402
 from rffkern import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, EERFClassifier, EERFRegressor,  # noqa: E402
                      RFFNetClassifier, RFFNetRegressor, RFFRidge, RFFRidgeClassifier)
 from rffkern._dask import probe_standardization  # noqa: E402
+from rffkern.ridge import choose_standardization  # noqa: E402
 
 TIMEOUT = 120
 
@@ -90,9 +91,12 @@ def test_the_rest_of_the_fit_is_that_of_the_choice_given(client, name):
 
 def _probe_rows(monkeypatch, probe_rows):
     """Set ``PROBE_ROWS``; the list that receives the row count of every probe."""
+    import rffkern._selection as selection
+    import rffkern.rffnet as rffnet
     import rffkern.ridge as ridge
 
     monkeypatch.setattr(ridge, "PROBE_ROWS", probe_rows)
+    monkeypatch.setattr(selection, "PROBE_ROWS", probe_rows)
     seen = []
     original = ridge.choose_standardization
 
@@ -101,6 +105,7 @@ def _probe_rows(monkeypatch, probe_rows):
         return original(X, Y, *args, **kwargs)
 
     monkeypatch.setattr(ridge, "choose_standardization", spy)
+    monkeypatch.setattr(rffnet, "choose_standardization", spy)
     return seen
 
 
@@ -118,11 +123,11 @@ def test_no_probe_for_one_spread_or_a_given_choice(client):
     X_one = X / X.std(axis=0)  # standardized already: the two standardizations are one
     est = RFFRidge(100, random_state=0)
     moments_one = _moments(X_one, y)
-    assert probe_standardization(est, da.from_array(X_one, chunks=300), da.from_array(y, chunks=300),
-                                 moments_one, 3, np.random.default_rng(0)) == (True, None)
+    assert probe_standardization(est, _rows(X_one, y, 300), moments_one, 3, np.random.default_rng(0),
+                                 choose_standardization) == (True, None)
     est.set_params(standardize=True)
-    assert probe_standardization(est, da.from_array(X, chunks=300), da.from_array(y, chunks=300),
-                                 _moments(X, y), 3, np.random.default_rng(0)) is None
+    assert probe_standardization(est, _rows(X, y, 300), _moments(X, y), 3, np.random.default_rng(0),
+                                 choose_standardization) is None
     # a given width: True, as on one machine (no probe)
     fitted = _fit(RFFRidge(100, length_scale=2.0, random_state=0), da.from_array(X, chunks=300),
                   da.from_array(y, chunks=300))
@@ -130,9 +135,15 @@ def test_no_probe_for_one_spread_or_a_given_choice(client):
 
 
 def _moments(X, y):
-    from rffkern._dask import _Moments
+    from rffkern._dask import Moments
 
-    return _Moments(np.hstack([X, y[:, None]]))
+    return Moments(np.hstack([X, y[:, None]]))
+
+
+def _rows(X, y, chunk):
+    from rffkern._dask import DaskRows
+
+    return DaskRows(da.from_array(X, chunks=chunk), da.from_array(y, chunks=chunk))
 
 
 def test_rffnet_probes_its_training_rows_only(client, monkeypatch):
@@ -160,6 +171,6 @@ def test_too_few_rows_left_to_probe_keep_their_own_deviation(client):
     """A filter that leaves fewer than two rows: nothing to compare, True (no crash)."""
     X, y = _units(40)
     est = RFFRidge(50, random_state=0)
-    got = probe_standardization(est, da.from_array(X, chunks=20), da.from_array(y, chunks=20), _moments(X, y), 3,
-                                np.random.default_rng(0), keep=lambda rows: rows[:1])
+    got = probe_standardization(est, _rows(X, y, 20), _moments(X, y), 3, np.random.default_rng(0),
+                                choose_standardization, keep=lambda rows: rows[:1])
     assert got == (True, None)

@@ -1,17 +1,21 @@
-"""Dask arrays in and out (the optional ``rffkern[dask]`` extra).
+"""Dask arrays in and out (the optional ``rffkern[dask]`` extra): the rows every distributed fit
+is written on.
 
 * :func:`map_rows`: ``transform`` / ``predict`` / ``predict_proba`` / ``decision_function`` of a Dask
   array chunked by rows is the NumPy method applied to every chunk, lazily (``map_blocks``): no
   compute, nothing gathered on the client.
-* :func:`fit_ridge`: the exact distributed fit of ``RFFRidge`` / ``RFFRidgeClassifier``. One pass for
-  the column statistics (standardization, target scaling, finiteness) and a small row sample (median
-  heuristic); one pass of per-chunk :class:`GramStats` for every candidate width, reduced by a binary
-  tree of :meth:`GramStats.merge` on the workers; for ``alpha_selection="loo"`` one more pass of
-  per-chunk leave-one-out sums (:class:`LooPass`); the O(s^3) solves on the client, with the same
-  code as one machine. Everything runs on Dask's current scheduler (a ``distributed.Client`` when
-  one is active), so a lost worker's chunks are recomputed by Dask.
-* The exact distributed fits of EERF, SRFF and adaptive RFF build on these pieces in
-  :mod:`rffkern._dask_fits`.
+* :class:`DaskRows`: X, y and the relative sample weights of a fit, chunked by rows. A pass over
+  them is a function of one :class:`Block` (a chunk's rows, its weights and a row mask) that runs
+  on the workers; the partial results are merged by a binary tree on the workers (:func:`add`), and
+  the client receives one small result per pass (moments, a Gram, a score vector). The client runs
+  the single-machine code on it, with the same random draws in the same order.
+* :class:`Moments`: weighted column moments and ranges, mergeable (the standardization, the target
+  scaling, the inputs constant on every row of positive weight).
+
+The fits built on these pieces: :mod:`rffkern._dask_ridge` (RFFRidge and the ridge on any feature
+map), :mod:`rffkern._dask_eerf`, :mod:`rffkern._dask_srff`, :mod:`rffkern._dask_adaptive` and
+:mod:`rffkern._dask_rffnet`. Everything runs on Dask's current scheduler (a ``distributed.Client``
+when one is active), so a lost worker's chunks are recomputed by Dask.
 
 Dask is imported only once a Dask array has been seen: ``import rffkern`` works without it.
 """
@@ -19,16 +23,16 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from rffkern._data import power_of_two_scale
+from rffkern._data import one_spread, power_of_two_scale
 from rffkern._inputs import column_range, merge_ranges, scaling_from_statistics, set_input_scaling
-from rffkern._selection import one_se_width
-from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
-from rffkern._validation import as_generator
 
-__all__ = ["is_dask_array", "map_rows", "fit_ridge", "refuse_dask_weights", "refuse_quantile"]
+__all__ = ["is_dask_array", "map_rows", "DaskRows", "Block", "Moments", "add", "tree_reduce", "row_chunked",
+           "aligned_rows", "prepare_input", "head_sample", "sample_rows", "probe_standardization",
+           "refuse_quantile"]
 
 #: Rows of the sample behind the median heuristic and ``feature_importances_`` (as on one machine).
 SAMPLE_ROWS = 2000
@@ -44,7 +48,7 @@ def is_dask_array(X):
     return isinstance(X, da.Array)
 
 
-def _row_chunked(X, method):
+def row_chunked(X, method):
     """X itself when it is 2-D with every row whole in one chunk; a clear ValueError otherwise."""
     if X.ndim != 2:
         raise ValueError(f"{method} expects a 2-D Dask array (n_samples, n_features), got shape {X.shape}")
@@ -65,7 +69,7 @@ def map_rows(fn, X):
     """
     import dask
 
-    X = _row_chunked(X, getattr(fn, "__name__", "this method"))
+    X = row_chunked(X, getattr(fn, "__name__", "this method"))
     probe = np.asarray(fn(np.zeros((1, X.shape[1]), X.dtype)))
     # the estimator travels once per worker as one key of the graph, not once per task
     fn_key = dask.delayed(fn, pure=False)
@@ -80,64 +84,80 @@ def _apply(block, fn):
     return fn(block)
 
 
-# -- distributed ridge fit ------------------------------------------------------------------------
+# -- mergeable statistics -------------------------------------------------------------------------
 
-class _Moments:
-    """Column count, mean and sum of squared deviations of a chunk, mergeable (Chan et al.).
+class Moments:
+    """Column weight, mean and sum of squared deviations of a chunk, mergeable (Chan et al.), and
+    the columns' ranges over the rows of positive weight.
 
-    Each chunk is divided by its power-of-two column scale first (as :func:`mean_and_scale` does);
-    merging brings both to the larger scale exactly, so values near the float limits do not overflow.
+    ``sample_weight`` (relative, or None for 1 each) weights the mean and the deviation as
+    :func:`rffkern._data.mean_scale_constant` does; ``n`` counts the rows, ``total`` their weight.
+    Each chunk is divided by its power-of-two column scale first; merging brings both to the
+    larger scale exactly, so values near the float limits do not overflow.
     """
 
-    def __init__(self, A):
+    def __init__(self, A, sample_weight=None):
         A = np.asarray(A, np.float64)
+        w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
         self.n = A.shape[0]
+        self.total = float(self.n if w is None else w.sum())
         self.finite = bool(np.isfinite(A).all())
         self.scale = power_of_two_scale(A, axis=0) if self.finite else np.ones(A.shape[1])
-        if self.n == 0 or not self.finite:
+        positive = A if w is None else A[w > 0]
+        if not self.total > 0 or not self.finite:
             self.mean, self.m2 = np.zeros(A.shape[1]), np.zeros(A.shape[1])
             self.lo, self.lo2, self.hi = column_range(A[:0])
         else:
             As = A / self.scale
-            self.mean = As.mean(0)
-            self.m2 = ((As - self.mean) ** 2).sum(0)
-            self.lo, self.lo2, self.hi = column_range(A)  # (which columns are constant or two-valued)
+            self.mean = As.mean(0) if w is None else np.average(As, axis=0, weights=w)
+            self.m2 = ((As - self.mean) ** 2).sum(0) if w is None else w @ (As - self.mean) ** 2
+            self.lo, self.lo2, self.hi = column_range(positive)  # (the constant and two-valued columns)
 
     def merged(self, other):
         out = copy.copy(self)
         out.finite = self.finite and other.finite
         out.n = self.n + other.n
+        out.total = self.total + other.total
         out.scale = np.maximum(self.scale, other.scale)
         ra, rb = self.scale / out.scale, other.scale / out.scale
         ma, mb = self.mean * ra, other.mean * rb
         delta = mb - ma
-        if out.n:
-            out.mean = ma + delta * (other.n / out.n)
-            out.m2 = self.m2 * ra**2 + other.m2 * rb**2 + delta**2 * (self.n * other.n / out.n)
+        if out.total > 0:
+            out.mean = ma + delta * (other.total / out.total)
+            out.m2 = self.m2 * ra**2 + other.m2 * rb**2 + delta**2 * (self.total * other.total / out.total)
         out.lo, out.lo2, out.hi = merge_ranges((self.lo, self.lo2, self.hi), (other.lo, other.lo2, other.hi))
         return out
 
     def constant(self):
-        """The columns that hold one value on every row (none without rows)."""
+        """The columns that hold one value on every row of positive weight (none without rows)."""
         return self.lo == self.hi
+
+    def columns(self, start, stop=None):
+        """The moments of columns ``start:stop`` only (e.g. the targets after the inputs)."""
+        out = copy.copy(self)
+        part = slice(start, stop)
+        out.mean, out.m2, out.scale = self.mean[part], self.m2[part], self.scale[part]
+        out.lo, out.lo2, out.hi = self.lo[part], self.lo2[part], self.hi[part]
+        return out
+
+    def deviation(self):
+        """The (weighted) population deviation of every column, 0 for a constant one."""
+        return np.where(self.constant(), 0.0, np.sqrt(self.m2 / max(self.total, np.finfo(float).tiny)) * self.scale)
 
     def mean_and_scale(self):
         """As :func:`rffkern._data.mean_and_scale` of all rows (zero deviations replaced by 1; a
         constant column's value as its mean)."""
-        constant = self.constant()
-        sd = np.where(constant, 0.0, np.sqrt(self.m2 / max(self.n, 1)) * self.scale)
-        return np.where(constant, self.lo, self.mean * self.scale), np.where(sd > 0, sd, 1.0)
+        sd = self.deviation()
+        return np.where(self.constant(), self.lo, self.mean * self.scale), np.where(sd > 0, sd, 1.0)
 
     def input_standardization(self, d, standardize=True, robust=False, ignore_constant=True):
         """:func:`rffkern._inputs.scaling_from_statistics` of the first ``d`` columns (the inputs)
         of all rows: as :func:`rffkern._inputs.fit_input_scaling` in memory (an infinite scale for
         the constant inputs with ``ignore_constant``)."""
-        constant = self.constant()[:d]
-        sd = np.where(constant, 0.0, np.sqrt(self.m2[:d] / max(self.n, 1)) * self.scale[:d])
-        mean = np.where(constant, self.lo[:d], self.mean[:d] * self.scale[:d])
-        ranges = (self.lo[:d], self.lo2[:d], self.hi[:d])
-        return scaling_from_statistics(mean, np.where(sd > 0, sd, 1.0), constant, ranges, standardize, robust,
-                                       ignore_constant)
+        inputs = self.columns(0, d)
+        mean, scale = inputs.mean_and_scale()
+        return scaling_from_statistics(mean, scale, inputs.constant(), (inputs.lo, inputs.lo2, inputs.hi),
+                                       standardize, robust, ignore_constant)
 
     def scale_inputs(self, est, d, probe=None):
         """Set ``est``'s ``standardize_`` and ``standardize_errors_`` (for ``"auto"``, ``probe``:
@@ -153,65 +173,42 @@ class _Moments:
         set_input_scaling(est, self.input_standardization(d, est.standardize_, est.robust_inputs))
 
 
-def refuse_dask_weights(sample_weight):
-    """A ``ValueError`` for ``sample_weight`` on Dask arrays (the fits that do not take it there)."""
-    if sample_weight is not None:
-        raise ValueError("sample_weight is not supported when X is a Dask array; fit on a NumPy array, "
-                         "or repeat rows in place of integer weights")
+class WeightSums:
+    """What the relative weights need of the caller's weights: the largest, the least, the sum of
+    the positive ones over the largest, and their count; mergeable. Checks the weights as
+    :func:`rffkern._data.check_sample_weight` does."""
+
+    def __init__(self, w):
+        w = np.asarray(w, np.float64)
+        if not np.isfinite(w).all():
+            raise ValueError("sample_weight contains NaN or infinity")
+        if (w < 0).any():
+            raise ValueError(f"sample_weight must be non-negative; got {int((w < 0).sum())} negative weight(s)")
+        positive = w[w > 0]
+        self.top = float(positive.max()) if positive.size else 0.0
+        self.least = float(w.min()) if w.size else np.inf
+        self.sum = float(np.sum(positive / self.top)) if positive.size else 0.0
+        self.count = int(positive.size)
+
+    def merged(self, other):
+        out = copy.copy(self)
+        out.top = max(self.top, other.top)
+        if out.top > 0:
+            out.sum = (self.sum * (self.top / out.top) if self.top else 0.0) + \
+                (other.sum * (other.top / out.top) if other.top else 0.0)
+        out.least, out.count = min(self.least, other.least), self.count + other.count
+        return out
+
+    def unit(self):
+        """The mean positive weight, as :func:`rffkern._data.relative_sample_weight` takes it."""
+        if not self.count:
+            raise ValueError("sample_weight sums to zero: at least one sample needs a positive weight")
+        return self.top * (self.sum / self.count)
 
 
-def refuse_quantile(standardize):
-    """A ``ValueError`` for ``standardize="quantile"`` on Dask arrays."""
-    if standardize == "quantile":
-        raise ValueError("standardize='quantile' needs the order statistics of every row and is not supported "
-                         "when X is a Dask array; use standardize='auto', True or 'global' (or fit on a NumPy array)")
+# -- passes over the rows ---------------------------------------------------------------------------
 
-
-def probe_standardization(est, X, y, moments, d, rng, classes=None, keep=None):
-    """``(standardize_, standardize_errors_)`` of ``standardize="auto"`` on Dask arrays: the
-    in-memory rule (:func:`rffkern.ridge.choose_standardization`, an ``RFFRidge(PROBE_COMPONENTS)``
-    at its defaults comparing each input's own deviation with one pooled deviation) on at most
-    ``PROBE_ROWS`` rows drawn at random from all of X and gathered on the client; ``(True, None)``
-    without a comparison where the varying inputs have one spread (``moments`` of every row).
-
-    The rows are drawn with a seed from a copy of ``rng`` (the estimator's draws stay those of any
-    other ``standardize``), so the choice depends on neither the chunks nor the scheduler. The
-    probe's targets are ``y`` for regression (the probe scales them itself) and the +-1 indicators
-    of ``classes`` for labels. ``keep`` (sorted row indices -> the ones to keep), if given, drops
-    drawn rows, such as RFFNet's validation rows. Not for other ``standardize`` values: returns None.
-    """
-    if est.standardize != "auto":
-        return None
-    from rffkern._data import one_spread
-    from rffkern.ridge import PROBE_ROWS, choose_standardization
-
-    constant = moments.constant()[:d]
-    if one_spread(moments.mean_and_scale()[1][:d], constant):
-        return True, None
-    import dask
-
-    seed = int(copy.deepcopy(rng).integers(2**32 - 1))
-    n = X.shape[0]
-    rows = np.arange(n) if n <= PROBE_ROWS else np.sort(np.random.default_rng(seed).choice(n, PROBE_ROWS,
-                                                                                            replace=False))
-    if keep is not None:
-        rows = keep(rows)
-    if rows.size < 2:  # nothing to compare on (as a probe that cannot fit in memory)
-        return True, None
-    # one at a time: in one graph the workers held many more chunks at once (an out-of-core fit's
-    # peak memory: 43 MB against 8 MB, tests/test_dask_outofcore.py's data)
-    (X_rows,), (y_rows,) = dask.compute(X[rows]), dask.compute(y[rows])
-    if classes is None:
-        Y = np.asarray(y_rows, np.float64).reshape(len(rows), -1)
-    else:
-        from sklearn.preprocessing import label_binarize
-        Y = label_binarize(np.asarray(y_rows), classes=np.asarray(classes), neg_label=-1, pos_label=1)
-        Y = Y.astype(np.float64)
-    return choose_standardization(np.asarray(X_rows, np.float64), Y, None, seed, est.n_jobs, est.robust_inputs,
-                                  quantile=False)
-
-
-def _tree_reduce(parts, combine):
+def tree_reduce(parts, combine):
     """A binary tree of ``combine`` over delayed ``parts`` (log2(n) levels, run on the workers)."""
     import dask
 
@@ -222,95 +219,224 @@ def _tree_reduce(parts, combine):
     return parts[0]
 
 
-def _merge_moments(a, b):
-    return a.merged(b)
-
-
-def _merge_gram_lists(a, b):
-    # copies: a task's input may be held by its worker and reused if the task is recomputed
-    return [copy.deepcopy(x).merge(y) for x, y in zip(a, b)]
-
-
-def _add_arrays(a, b):
+def add(a, b):
+    """Sum of two partial results: arrays and numbers add, objects with ``merge`` (``GramStats``)
+    or ``merged`` (:class:`Moments`) merge, tuples, lists and dicts add item by item, None is the
+    empty sum."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if hasattr(a, "merge"):
+        return copy.deepcopy(a).merge(b)  # a copy: a task's input may be reused on recomputation
+    if hasattr(a, "merged"):
+        return a.merged(b)
+    if isinstance(a, dict):
+        return {k: add(a[k], b[k]) for k in a}
+    if isinstance(a, (tuple, list)):
+        return type(a)(add(x, y) for x, y in zip(a, b))
     return a + b
 
 
-def _ridge_targets(est, yb, dtype):
-    """The scaled targets of a chunk, as ``fit`` makes them on one machine."""
-    from sklearn.base import is_classifier
+@dataclass
+class Block:
+    """One chunk of a pass: its rows ``X`` and ``y``, their relative weights ``w`` (None: 1 each),
+    the chunk's row ``mask`` (None: every row) and its ``index`` among the chunks."""
 
-    Y = est._targets(yb) if is_classifier(est) else yb.reshape(yb.shape[0], -1)
-    return est._target_scaler.transform(Y.astype(dtype)).astype(dtype)
+    X: np.ndarray
+    y: np.ndarray
+    w: np.ndarray | None
+    mask: np.ndarray | None
+    index: int
 
+    def masked(self, *arrays):
+        """Each of ``arrays`` (this chunk's rows, or None) restricted to the mask's rows
+        (contiguous); the whole arrays without a mask."""
+        if self.mask is None:
+            return arrays if len(arrays) > 1 else arrays[0]
+        out = tuple(None if A is None else np.ascontiguousarray(A[self.mask]) for A in arrays)
+        return out if len(out) > 1 else out[0]
 
-def _chunk_moments(Xb, yb, with_targets):
-    A = Xb.astype(np.float64)
-    if with_targets:
-        A = np.hstack([A, np.asarray(yb, Xb.dtype).reshape(yb.shape[0], -1).astype(np.float64)])
-    return _Moments(A)
-
-
-def _chunk_grams(est, unit, widths, n_targets, Xb, yb):
-    Xs, Ys = est._standardized(Xb), _ridge_targets(est, yb, Xb.dtype)
-    return [GramStats(est._map(unit / w).n_out, n_targets, Xs.dtype).add(est._map(unit / w), Xs, Ys)
-            for w in widths]
-
-
-def _chunk_loo(est, unit, widths, passes, Xb, yb, moments=False):
-    """The LOO sums of a chunk per width and alpha, shape (n_widths, n_alphas); with ``moments``
-    also the sums of products of the rows' squared residuals over every (width, alpha) pair, for
-    the standard errors of the width rule: one array (1 + n_widths * n_alphas, n_widths * n_alphas),
-    its first row the sums, so that chunks add up as arrays."""
-    Xs, Ys = est._standardized(Xb), _ridge_targets(est, yb, Xb.dtype)
-    if not moments:
-        return np.array([p.sse(est._map(unit / w), Xs, Ys) for w, p in zip(widths, passes)])
-    rows = [np.empty((Xs.shape[0], p.inv.shape[0])) for p in passes]
-    sse = np.concatenate([p.sse(est._map(unit / w), Xs, Ys, row_out=r) for w, p, r in zip(widths, passes, rows)])
-    R = np.hstack(rows)
-    return np.vstack([sse[None, :], R.T @ R])
+    def weights(self):
+        """The weights of the mask's rows (None: 1 each)."""
+        return self.masked(self.w)
 
 
-def _paired_standard_errors(sums, products, stats, alpha_index, n_targets):
-    """Per width, the standard error of the mean per-row difference of its squared LOO residuals
-    (at its chosen alpha, averaged over the targets, in y's units) to those of the width of least
-    error: from the chunk sums of :func:`_chunk_loo` (``moments=True``), as one machine computes it
-    from the rows (:func:`rffkern.ridge.paired_standard_error`) up to rounding."""
-    n_alphas = sums.shape[0] // len(stats)
-    cols = [k * n_alphas + a for k, a in enumerate(alpha_index)]
-    unit = [s.target_scale ** 2 / n_targets for s in stats]  # a row's R2 sum -> its loss in y's units
-    means = [sums[c] * u for c, u in zip(cols, unit)]
-    n = stats[0].rows
-    best = int(np.argmin([m / n for m in means]))
-    out = []
-    for k, (c, u) in enumerate(zip(cols, unit)):
-        cb, ub = cols[best], unit[best]
-        sum_d = means[k] - means[best]
-        sum_d2 = products[c, c] * u * u + products[cb, cb] * ub * ub - 2.0 * products[c, cb] * u * ub
-        var = max(sum_d2 - sum_d * sum_d / n, 0.0) / (n - 1) if n > 1 else float("nan")
-        out.append(float(np.sqrt(var / n)))
-    return out
+def _run_block(fn, shared, xb, yb, wb, unit, mb, index):
+    w = None if wb is None else np.asarray(wb, np.float64) / unit
+    return fn(shared, Block(xb, yb, w, mb, index))
 
 
-def _aligned_targets(y, X):
-    """y as a Dask array with X's row chunks."""
+class DaskRows:
+    """X and y chunked by rows, with the fit's relative sample weights, boolean row masks, and one
+    reduction per pass (:meth:`reduce`). ``sample_weight`` (array-like or Dask array, None for 1
+    each) is checked and made relative at once (one pass over it), as
+    :func:`rffkern._data.relative_sample_weight` makes it in memory."""
+
+    def __init__(self, X, y, sample_weight=None):
+        self.X, self.y = X, y
+        self.x_blocks = list(X.to_delayed().ravel())
+        self.y_blocks = list(y.to_delayed().ravel())
+        self.chunks = tuple(int(c) for c in X.chunks[0])
+        self.n, self.d = int(X.shape[0]), int(X.shape[1])
+        self.masks = {"all": [None] * len(self.chunks)}
+        self._held = {}
+        self.passes = 0
+        self.w, self.weight_unit, self.w_blocks = None, 1.0, [None] * len(self.chunks)
+        if sample_weight is not None:
+            self._set_weights(sample_weight)
+
+    def _set_weights(self, sample_weight):
+        import dask
+
+        w = aligned_rows(sample_weight, self.X, "sample_weight")
+        if w.dtype.kind not in "biuf":
+            raise TypeError(f"sample_weight must be numeric, got dtype {w.dtype}")
+        if w.ndim != 1:
+            raise ValueError(f"sample_weight must have shape ({self.n},) (one weight per sample), got shape {w.shape}")
+        sums = tree_reduce([dask.delayed(WeightSums, pure=True)(b) for b in w.to_delayed().ravel()], add)
+        (sums,) = dask.compute(sums)
+        self.weight_unit = sums.unit()
+        if sums.least == sums.top == self.weight_unit:  # all equal: the model of no weights
+            return
+        self.w = w
+        self.w_blocks = list(w.to_delayed().ravel())
+
+    @property
+    def weighted(self):
+        return self.w is not None
+
+    def set_mask(self, name, mask):
+        """Persist a boolean row mask with X's row chunks (``None``: every row)."""
+        import dask.array as da
+
+        if mask is None:
+            self.masks[name] = [None] * len(self.chunks)
+        else:
+            m = da.from_array(np.asarray(mask, bool), chunks=(self.chunks,)).persist()
+            self._held[name] = m  # holds the persisted chunks (futures) for the passes to come
+            self.masks[name] = list(m.to_delayed().ravel())
+
+    def reduce(self, fn, shared, *, mask="all"):
+        """Delayed sum over the chunks of ``fn(shared, block)`` (a tree of :func:`add`)."""
+        import dask
+
+        from dask.base import tokenize
+
+        key = dask.delayed(shared, pure=False, traverse=False)  # one key: travels once per worker
+        part = dask.delayed(_run_block, pure=True)
+        parts = []
+        for i, args in enumerate(zip(self.x_blocks, self.y_blocks, self.w_blocks, self.masks[mask])):
+            xb, yb, wb, mb = args
+            # the task named after the chunk function (the dashboard's and the tests' view of a pass)
+            name = f"{fn.__name__}-{tokenize(fn, key, *args, self.weight_unit, i)}"
+            parts.append(part(fn, key, xb, yb, wb, self.weight_unit, mb, i, dask_key_name=name))
+        return tree_reduce(parts, add)
+
+    def compute(self, *delayed):
+        import dask
+
+        self.passes += 1
+        return dask.compute(*delayed)
+
+    def moments(self, with_y, extra=()):
+        """Pass 1: the weighted :class:`Moments` of X (and y's columns after X's), finiteness;
+        plus ``extra`` delayed values. A ``ValueError`` for NaN or infinity."""
+        (moments, *rest) = self.compute(self.reduce(_chunk_moments, with_y), *extra)
+        if not moments.finite:
+            raise ValueError("Input X or y contains NaN or infinity.")
+        return moments, rest
+
+    def gather(self, rows):
+        """``(X[rows], y[rows], w[rows] or None)`` on the client, rows in the given order (at most
+        a few thousand); the weights relative."""
+        # one array at a time: in one graph the workers held many more chunks at once (an
+        # out-of-core fit's peak memory: 43 MB against 8 MB, tests/test_dask_outofcore.py's data)
+        X_rows, y_rows = _gather_one(self.X, rows), _gather_one(self.y, rows)
+        if self.w is None:
+            return X_rows, y_rows, None
+        return X_rows, y_rows, _gather_one(self.w, rows).astype(np.float64) / self.weight_unit
+
+    def gather_x(self, rows):
+        """``X[rows]`` on the client (at most a few thousand rows)."""
+        return _gather_one(self.X, rows)
+
+    def positive_rows(self):
+        """The indices of the rows of positive weight (all rows without weights)."""
+        import dask.array as da
+
+        return np.arange(self.n) if self.w is None else np.asarray(da.flatnonzero(self.w > 0).compute())
+
+
+def _gather_one(A, rows):
+    """``A[rows]`` (rows in the given order) as a NumPy array on the client."""
+    import dask
+
+    rows = np.asarray(rows, np.intp)
+    if rows.size == 0:
+        return np.empty((0,) + A.shape[1:], A.dtype)
+    (out,) = dask.compute(A[rows])
+    return np.asarray(out)
+
+
+def _chunk_moments(with_y, block):
+    A = np.asarray(block.X, np.float64)
+    if with_y:
+        A = np.hstack([A, np.asarray(block.y, np.float64).reshape(A.shape[0], -1)])
+    return Moments(A, block.w)
+
+
+def aligned_rows(v, X, name="y"):
+    """``v`` (y or sample_weight: a Dask array, an array-like or a scalar weight) as a Dask array
+    with X's row chunks."""
     import dask.array as da
 
     if any(math.isnan(c) for c in X.chunks[0]):
         raise ValueError("X has unknown chunk sizes; call X.compute_chunk_sizes() first")
-    if not is_dask_array(y):
-        y = np.asarray(y)
-        if y.shape[:1] != X.shape[:1]:
-            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0] if y.ndim else 0}")
-        return da.from_array(y, chunks=(X.chunks[0],) + y.shape[1:])
-    if y.shape[:1] != X.shape[:1]:
-        raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0] if y.ndim else 0}")
-    return y.rechunk((X.chunks[0],) + y.shape[1:])
+    if not is_dask_array(v):
+        v = np.asarray(v)
+        if name == "sample_weight" and v.ndim == 0:  # one weight for every sample
+            v = np.full(X.shape[0], v)
+        if v.shape[:1] != X.shape[:1]:
+            raise ValueError(f"X has {X.shape[0]} samples but {name} has {v.shape[0] if v.ndim else 0}")
+        return da.from_array(v, chunks=(X.chunks[0],) + v.shape[1:])
+    if v.shape[:1] != X.shape[:1]:
+        raise ValueError(f"X has {X.shape[0]} samples but {name} has {v.shape[0] if v.ndim else 0}")
+    return v.rechunk((X.chunks[0],) + v.shape[1:])
 
 
-def _head_sample(X, rng, y=None):
+def prepare_input(X, y, name, classifier, float_dtypes=(np.float32, np.float64)):
+    """X row-chunked with a float dtype, y aligned to its chunks, both checked for shape."""
+    X = row_chunked(X, "fit")
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"{name}.fit needs a non-empty 2-D X, got shape {X.shape}")
+    if X.dtype not in float_dtypes:
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"X must be numeric, got dtype {X.dtype}")
+        X = X.astype(np.float64)
+    y = aligned_rows(y, X)
+    if classifier:
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D class labels, got shape {y.shape}")
+    elif y.ndim not in (1, 2) or y.dtype.kind not in "biuf":
+        raise ValueError(f"y must be numeric of shape (n,) or (n, n_targets), got {y.dtype} {y.shape}")
+    return X, y
+
+
+def sample_rows(n, max_samples, rng, within=None):
+    """The rows the single-machine width rules subsample: ``rng.choice`` of ``max_samples`` out of
+    ``n`` (of the rows ``within`` when given), drawn exactly as :func:`rffkern._sampling.knn_distances`
+    and :func:`~rffkern._sampling.median_distance` draw them; all rows when there are few."""
+    base = np.arange(n) if within is None else within
+    if base.size > max_samples:
+        return base[rng.choice(base.size, max_samples, replace=False)]
+    return base
+
+
+def head_sample(X, rng, *others):
     """At most SAMPLE_ROWS rows: the first rows of chunks taken in a random order, from at most
-    SAMPLE_CHUNKS of them when the chunks are large enough (lazy); with ``y`` (a Dask array chunked
-    by rows as X), ``(X rows, y rows)``, the same rows of each."""
+    SAMPLE_CHUNKS of them when the chunks are large enough (lazy); with ``others`` (Dask arrays
+    chunked by rows as X, or None), a tuple of the same rows of X and of each."""
     import dask.array as da
 
     sizes = X.chunks[0]
@@ -325,128 +451,81 @@ def _head_sample(X, rng, y=None):
             break
 
     def rows(A):
+        if A is None:
+            return None
         return da.concatenate([A.blocks[i][:take] for i, take in picked]) if picked else A[:0]
 
-    return rows(X) if y is None else (rows(X), rows(y))
+    return rows(X) if not others else (rows(X),) + tuple(rows(A) for A in others)
 
 
-def fit_ridge(est, X, y):
-    """Fit ``RFFRidge`` / ``RFFRidgeClassifier`` ``est`` on Dask arrays X (chunked by rows) and y.
+# -- the standardization ----------------------------------------------------------------------------
 
-    The same model as ``est.fit(X.compute(), y.compute())`` up to the order of floating-point sums
-    (the tests hold it to 1e-10 relative in float64), except where the single-machine fit samples
-    rows: the median heuristic and ``feature_importances_`` use the first rows of randomly chosen
-    chunks. ``alpha_selection="validation"`` (a held-out split) is refused.
+def refuse_dask_weights(sample_weight):
+    """A ``ValueError`` for ``sample_weight`` on Dask arrays (the fits that do not take it there)."""
+    if sample_weight is not None:
+        raise ValueError("sample_weight is not supported when X is a Dask array; fit on a NumPy array, "
+                         "or repeat rows in place of integer weights")
+
+
+def refuse_quantile(standardize):
+    """A ``ValueError`` for ``standardize="quantile"`` on Dask arrays."""
+    if standardize == "quantile":
+        raise ValueError("standardize='quantile' needs the order statistics of every row and is not supported "
+                         "when X is a Dask array; use standardize='auto', True or 'global' (or fit on a NumPy array)")
+
+
+def probe_standardization(est, rows, moments, d, rng, choose, classes=None, keep=None):
+    """``(standardize_, standardize_errors_)`` of ``standardize="auto"`` on Dask rows: the
+    in-memory rule ``choose`` (:func:`rffkern.ridge.choose_standardization`, an
+    ``RFFRidge(PROBE_COMPONENTS)`` at its defaults comparing each input's own deviation with one
+    pooled deviation) on at most ``PROBE_ROWS`` rows of positive weight drawn at random from all of
+    ``rows`` (a :class:`DaskRows`) and gathered on the client; ``(True, None)`` without a
+    comparison where the varying inputs have one spread (``moments`` of every row).
+
+    The rows are drawn as ``choose`` draws them in memory, with a seed from a copy of ``rng`` (the
+    estimator's draws stay those of any other ``standardize``), so the choice depends on neither
+    the chunks nor the scheduler. The probe's targets are ``y`` for regression (the probe scales
+    them itself) and the +-1 indicators of ``classes`` for labels. ``keep`` (sorted row indices ->
+    the ones to keep), if given, drops drawn rows, such as RFFNet's validation rows. Not for other
+    ``standardize`` values: returns None.
     """
-    import dask
+    from rffkern._selection import PROBE_ROWS
+
+    if est.standardize != "auto":
+        return None
+    inputs = moments.columns(0, d)
+    if one_spread(inputs.mean_and_scale()[1], inputs.constant()):
+        return True, None
+    seed = int(copy.deepcopy(rng).integers(2**32 - 1))
+    candidates = rows.positive_rows()
+    drawn = candidates
+    if candidates.size > PROBE_ROWS:
+        drawn = np.sort(np.random.default_rng(seed).choice(candidates, PROBE_ROWS, replace=False))
+    if keep is not None:
+        drawn = keep(drawn)
+    if drawn.size < 2:  # nothing to compare on (as a probe that cannot fit in memory)
+        return True, None
+    X_rows, y_rows, w_rows = rows.gather(drawn)
+    if classes is None:
+        Y = np.asarray(y_rows, np.float64).reshape(len(drawn), -1)
+    else:
+        from sklearn.preprocessing import label_binarize
+        Y = label_binarize(np.asarray(y_rows), classes=np.asarray(classes), neg_label=-1, pos_label=1)
+        Y = Y.astype(np.float64)
+    return choose(np.asarray(X_rows, np.float64), Y, w_rows, seed, est.n_jobs, est.robust_inputs, quantile=False)
+
+
+def class_counts(y):
+    """The classes of the labels ``y`` (a Dask array) and their counts, delayed."""
     import dask.array as da
-    from sklearn.base import is_classifier
+
+    return da.unique(y, return_counts=True)
+
+
+def check_labels(classes, name):
+    """As the in-memory classifiers check their labels: classification targets of 2 classes or more."""
     from sklearn.utils.multiclass import check_classification_targets
 
-    est._validate_params()
-    est.__dict__.pop("_stats", None)  # a previous fit's Gram need not travel to the workers
-    est.__dict__.pop("_first_chunk_constant", None)  # (a previous partial_fit's: this fit sees every row)
-    est.__dict__.pop("feature_names_in_", None)
-    X = _row_chunked(X, "fit")
-    if X.dtype not in (np.float32, np.float64):
-        X = X.astype(np.float64)
-    y = _aligned_targets(y, X)
-    alphas = as_alpha_list(est.alpha)
-    classifier = is_classifier(est)
-    if est.alpha_selection == "validation" and (len(alphas) > 1 or isinstance(est.length_scale, str)):
-        raise ValueError("alpha_selection='validation' is not supported on Dask arrays; use 'loo' or 'gcv'")
-    if classifier:
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D class labels, got shape {y.shape}")
-        classes = da.unique(y).compute()
-        check_classification_targets(classes)
-        est._set_classes(classes)
-        n_targets = 1 if len(est.classes_) == 2 else len(est.classes_)
-    else:
-        if y.ndim not in (1, 2) or y.dtype.kind not in "biuf":
-            raise ValueError(f"y must be numeric of shape (n,) or (n, n_targets), got {y.dtype} {y.shape}")
-        n_targets = 1 if y.ndim == 1 else y.shape[1]
-    ravel = n_targets == 1 if classifier else y.ndim == 1
-    est.n_features_in_ = X.shape[1]
-
-    rng = as_generator(est.random_state)
-    unit = est._draw_map(X.shape[1], rng)  # the same draws as one machine
-    x_blocks, y_blocks = list(X.to_delayed().ravel()), list(y.to_delayed().ravel())
-    moments = _tree_reduce([dask.delayed(_chunk_moments, pure=True)(xb, yb, not classifier)
-                            for xb, yb in zip(x_blocks, y_blocks)], _merge_moments)
-    probe_rng = copy.deepcopy(rng)  # the probe's seed, before the sample's draws (which depend on the chunks)
-    moments, (sample, y_sample) = dask.compute(moments, _head_sample(X, rng, y))
-    if not moments.finite:
-        raise ValueError("Input X or y contains NaN or infinity.")
-    mean, scale = moments.mean_and_scale()
-    d = X.shape[1]
-    est._varying_inputs = ~moments.constant()[:d]  # the inputs that vary over all rows (importances)
-    # "auto" with a searched width: the probe ridge on at most PROBE_ROWS gathered rows (RFFRidge.fit
-    # compares the two standardizations in its own width search, which here would take passes over
-    # every row); with a given width, True (a width in the units of each input's own deviation)
-    probe = None
-    if len(est._geometries()) > 1:
-        probe = probe_standardization(est, X, y, moments, d, probe_rng, est.classes_ if classifier else None)
-    moments.scale_inputs(est, d, probe)
-    est._column_scale = moments.input_standardization(d, True, est.robust_inputs).scale  # the importances' units
-    est._target_scaler = est._make_target_scaler()
-    if est._target_scaler.normalize:
-        est._target_scaler.mean_, est._target_scaler.scale_ = mean[d:], scale[d:]
-    else:
-        est._target_scaler.mean_, est._target_scaler.scale_ = np.zeros(n_targets), np.ones(n_targets)
-    Xs_sample = est._standardized(sample)
-    widths = est._candidate_widths(Xs_sample, rng)
-    rng.integers(2**32 - 1)  # the held-out split's seed on one machine: keeps the later draws the same
-
-    est_key = dask.delayed(est, pure=False)  # now with the standardization and the target scaler
-    unit_key = dask.delayed(unit, pure=False)
-    stats = _tree_reduce([dask.delayed(_chunk_grams, pure=True)(est_key, unit_key, widths, n_targets, xb, yb)
-                          for xb, yb in zip(x_blocks, y_blocks)], _merge_gram_lists)
-    (stats,) = dask.compute(stats)
-
-    score = len(alphas) > 1 or len(widths) > 1
-    # length_scale="auto": the one-standard-error width rule needs the spread of the per-row losses
-    one_se = isinstance(est.length_scale, str) and est.length_scale == "auto" and len(widths) > 1
-    products = None
-    if score and est.alpha_selection == "loo":
-        passes = [LooPass(s, alphas, est.fit_intercept) for s in stats]
-        passes_key = dask.delayed(passes, pure=False, traverse=False)  # s x s each: one key, not per task
-        sse = _tree_reduce([dask.delayed(_chunk_loo, pure=True)(est_key, unit_key, widths, passes_key, xb, yb,
-                                                                one_se)
-                            for xb, yb in zip(x_blocks, y_blocks)], _add_arrays)
-        (sse,) = dask.compute(sse)
-        if one_se:
-            products, sse = sse[1:], sse[0]
-            flat_sse, sse = sse, sse.reshape(len(widths), len(alphas))
-        errors_per_width = [e / (s.n * n_targets) for e, s in zip(sse, stats)]
-    elif score:
-        errors_per_width = [gcv_errors(s, alphas, est.fit_intercept) for s in stats]
-    else:
-        errors_per_width = [None]
-
-    fits, alpha_index = [], []
-    est.width_errors_ = []
-    for width, s, errors in zip(widths, stats, errors_per_width):
-        alpha = alphas[0]
-        if errors is not None:
-            alpha, errors = choose_alpha(alphas, errors, s)
-        alpha_index.append(list(alphas).index(alpha))
-        error = np.inf if errors is None else float(np.min(errors))
-        est.width_errors_.append(error)
-        fits.append((alpha, errors, s))
-    if products is not None:
-        pick = one_se_width(est.width_errors_, _paired_standard_errors(flat_sse, products, stats, alpha_index,
-                                                                       n_targets))
-    else:
-        pick = int(np.argmin(est.width_errors_))
-    alpha, errors, s = fits[pick]
-    # as the in-memory fit (rffkern.fit's RFFNet start)
-    est._width_search = {est.standardize_: ([float(v) for v in widths], list(est.width_errors_))}
-    est.length_scale_ = widths[pick]
-    out = (*solve_ridge(s, alpha, est.fit_intercept), alpha, errors, s)
-    est.weights_ = unit / est.length_scale_
-    est._store(*out, ravel=ravel)
-    est._store_derivative_norms(Xs_sample, rng=rng)
-    if classifier:  # predict_proba's temperature, from the sample's leave-one-out decisions
-        est._store_calibration(Xs_sample, est._targets(np.asarray(y_sample).reshape(-1)))
-    return est
+    check_classification_targets(classes)
+    if len(classes) < 2:
+        raise ValueError(f"the classifier needs samples of at least 2 classes; got {len(classes)} class")

@@ -31,7 +31,7 @@ and ``n_shards`` (bit for bit, whichever worker runs which task, and whatever th
 
 The regressor's closing fit (``refit_coef``: ridge on ``refit_components`` features of the
 learned kernel, the penalty by exact leave-one-out) runs on every row with the distributed Gram
-and leave-one-out passes of :mod:`rffkern._dask_fits` (two passes more), as the single-machine
+and leave-one-out passes of :mod:`rffkern._dask_ridge` (two passes more), as the single-machine
 fit does; the check of the kernel's width before it runs on the client, on at most
 ``rffkern.rffnet.CLOSING_CHECK_ROWS`` rows gathered from the workers. The classifier's
 (penalised logistic / softmax regression, whose L-BFGS passes over the features some hundreds of
@@ -55,8 +55,8 @@ import time
 
 import numpy as np
 
-from rffkern._dask import (_aligned_targets, _Moments, _row_chunked, _tree_reduce, probe_standardization,
-                           refuse_quantile)
+from rffkern._dask import DaskRows, Moments, aligned_rows, probe_standardization, refuse_quantile, row_chunked, tree_reduce
+from rffkern._dask_ridge import fit_ridge_map
 from rffkern._data import standardized_rows
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
@@ -191,7 +191,7 @@ def _chunk_statistics(ctx, index, Xb, yb):
     finite = bool(np.isfinite(Xb).all()) and bool(np.isfinite(Y).all())
     lo_all = Xb.min(0).astype(np.float64) if Xb.shape[0] else np.full(Xb.shape[1], np.inf)
     hi_all = Xb.max(0).astype(np.float64) if Xb.shape[0] else np.full(Xb.shape[1], -np.inf)
-    return dict(moments=_Moments(A), lo=lo, hi=hi, lo_all=lo_all, hi_all=hi_all, finite=finite, n_val=len(val))
+    return dict(moments=Moments(A), lo=lo, hi=hi, lo_all=lo_all, hi_all=hi_all, finite=finite, n_val=len(val))
 
 
 def _merge_statistics(a, b):
@@ -330,7 +330,7 @@ class _DaskStart:
         self.validation_scores: list = []
 
 
-def fit_rffnet(est, X, y):
+def fit_rffnet(est, X, y, choose):
     """Fit ``RFFNetRegressor`` / ``RFFNetClassifier`` ``est`` on Dask arrays, data-parallel.
 
     Parameters
@@ -372,12 +372,12 @@ def fit_rffnet(est, X, y):
         raise ValueError(f"init={est.init!r} is not supported on Dask arrays (it needs all the rows on "
                          "one machine); use init='median', 'constant' or an array of initial relevances")
     est.__dict__.pop("feature_names_in_", None)
-    X = _row_chunked(X, "fit")
+    X = row_chunked(X, "fit")
     if X.shape[0] == 0:
         raise ValueError("Found array with 0 sample(s) (shape=(0, ...)) while a minimum of 1 is required.")
     if X.dtype.kind not in "biuf":
         raise ValueError(f"X must be numeric, got dtype {X.dtype}")
-    y = _aligned_targets(y, X)
+    y = aligned_rows(y, X)
     dtype = np.dtype(est.dtype)
     classifier = is_classifier(est)
     log = ProgressLog(est, est.verbose)
@@ -420,7 +420,7 @@ def fit_rffnet(est, X, y):
 
     # Pass 1: statistics of the training rows.
     ctx_key = _shared(ctx)  # before the statistics: sent to the workers once per pass
-    stats = _tree_reduce([dask.delayed(_chunk_statistics, pure=True)(ctx_key, i, xb, yb)
+    stats = tree_reduce([dask.delayed(_chunk_statistics, pure=True)(ctx_key, i, xb, yb)
                           for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))], _merge_statistics)
     (stats,) = dask.compute(stats)
     if not stats["finite"]:
@@ -436,7 +436,7 @@ def fit_rffnet(est, X, y):
     if est.standardize:
         # "auto": the probe ridge on the training rows among at most PROBE_ROWS rows drawn from all
         # of X (in memory, at most PROBE_ROWS training rows), its seed from a copy of rng
-        probe = probe_standardization(est, X, y, stats["moments"], d, rng,
+        probe = probe_standardization(est, DaskRows(X, y), stats["moments"], d, rng, choose,
                                       est.classes_ if classifier else None,
                                       keep=lambda rows: ctx.training_rows(rows, X.chunks[0]))
         est.standardize_, est.standardize_errors_ = probe or (est.standardize, None)
@@ -481,7 +481,7 @@ def fit_rffnet(est, X, y):
     use_validation = split_seed is not None and stats["n_val"] > 0
     sst = None
     if use_validation:
-        sums = _tree_reduce([dask.delayed(_val_target_sums, pure=True)(ctx_key, i, xb, yb)
+        sums = tree_reduce([dask.delayed(_val_target_sums, pure=True)(ctx_key, i, xb, yb)
                              for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))], _add)
         (sums,) = dask.compute(sums)
         n_val = stats["n_val"]
@@ -521,7 +521,7 @@ def fit_rffnet(est, X, y):
                 # a second graph, not the same one: a chunk read for training is then released at
                 # once instead of being held until the averaged model can be validated on it
                 new_key = _shared(new)
-                (val,) = dask.compute(_tree_reduce([dask.delayed(_validate_chunk, pure=True)(run.ctx_key, new_key, i, xb, yb)
+                (val,) = dask.compute(tree_reduce([dask.delayed(_validate_chunk, pure=True)(run.ctx_key, new_key, i, xb, yb)
                                                     for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))], _add))
             train_loss = new.loss_sum / max(new.rows, 1)
             run.params = _Params(new.theta, new.coef, new.state)
@@ -658,7 +658,6 @@ def _closing_ridge(est, X, y):
     (X's rows, then y's: one graph each, as the standardization probe)."""
     import dask
 
-    from rffkern._dask_fits import _Data, _fit_ridge_map
     from rffkern._ridge_solvers import FourierFeatureMap
     from rffkern.rffnet import REFIT_ALPHAS, closing_check_rows
 
@@ -667,7 +666,7 @@ def _closing_ridge(est, X, y):
     (X_rows,), (y_rows,) = dask.compute(X[rows]), dask.compute(y[rows])
     est._check_closing_width(*_ClosingInputs(est)(np.asarray(X_rows), np.asarray(y_rows)), None)
     fmap = FourierFeatureMap(W, b, float(est.scale_), n_threads=resolve_n_threads(est.n_jobs))
-    coef, intercept, alpha, _, _ = _fit_ridge_map(_Data(X, y), fmap, _ClosingInputs(est), REFIT_ALPHAS,
+    coef, intercept, alpha, _, _ = fit_ridge_map(DaskRows(X, y), fmap, _ClosingInputs(est), REFIT_ALPHAS,
                                                   "loo", 0.1, est._rng)
     est.weights_ = np.ascontiguousarray(W, dtype=est.coef_.dtype)
     est.offsets_ = np.ascontiguousarray(b, dtype=est.coef_.dtype)

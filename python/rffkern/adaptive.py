@@ -51,7 +51,7 @@ from rffkern._sampling import median_distance
 from rffkern._selection import EXTENDED_WIDTH_FACTORS, next_width, search_widths
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
-from rffkern.ridge import resolve_standardization
+from rffkern.ridge import choose_standardization, resolve_standardization
 
 __all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda", "RunningCovariance"]
 
@@ -175,7 +175,7 @@ def metropolis_update(rows, W, amp, zeta, u, *, delta, gamma, lam, omega_max=Non
 
 class RowsInMemory:
     """The chain's least-squares fits on rows in memory: ``fit`` on (X, Y), ``holdout`` scored on
-    (X_val, Y_val). :func:`rffkern._dask_fits.fit_adaptive` gives the chain the same methods over
+    (X_val, Y_val). :func:`rffkern._dask_adaptive.fit_adaptive` gives the chain the same methods over
     Dask rows."""
 
     def __init__(self, X, Y, n_threads, X_val=None, Y_val=None):
@@ -740,8 +740,8 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
         True
         """
         if is_dask_array(X):  # least squares on the workers, the Metropolis chain here
-            from rffkern._dask_fits import fit_adaptive
-            return fit_adaptive(self, X, y)
+            from rffkern._dask_adaptive import fit_adaptive
+            return fit_adaptive(self, X, y, choose_standardization)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         Y = y.reshape(X.shape[0], -1)
         scaler = TargetScaler(self.normalize_y).fit(Y)
@@ -835,8 +835,8 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         array([0, 1])
         """
         if is_dask_array(X):  # least squares on the workers, the Metropolis chain here
-            from rffkern._dask_fits import fit_adaptive
-            return fit_adaptive(self, X, y)
+            from rffkern._dask_adaptive import fit_adaptive
+            return fit_adaptive(self, X, y, choose_standardization)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_class_labels(y)
         self.classes_ = np.unique(y)

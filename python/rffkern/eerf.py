@@ -48,7 +48,7 @@ from rffkern._sampling import knn_distances, weighted_knn_blocks
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
 from rffkern._selection import DEFAULT_ALPHAS, EXTENDED_WIDTH_FACTORS, search_widths, width_extension
-from rffkern.ridge import resolve_standardization
+from rffkern.ridge import choose_standardization, resolve_standardization
 
 __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
 
@@ -592,8 +592,8 @@ class EERFRegressor(RegressorMixin, _EERFBase):
         """
         if is_dask_array(X):  # exact distributed fit on the workers
             refuse_dask_weights(sample_weight)
-            from rffkern._dask_fits import fit_eerf
-            return fit_eerf(self, X, y)
+            from rffkern._dask_eerf import fit_eerf
+            return fit_eerf(self, X, y, choose_standardization)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         w = relative_sample_weight(sample_weight, X.shape[0])[0]
@@ -726,8 +726,8 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         """
         if is_dask_array(X):  # exact distributed fit on the workers
             refuse_dask_weights(sample_weight)
-            from rffkern._dask_fits import fit_eerf
-            return fit_eerf(self, X, y)
+            from rffkern._dask_eerf import fit_eerf
+            return fit_eerf(self, X, y, choose_standardization)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         w = relative_sample_weight(sample_weight, X.shape[0])[0]

@@ -57,7 +57,7 @@ from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, widen_map
 from rffkern._selection import pick_width
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, check_label_chunk, resolve_n_threads
-from rffkern.ridge import resolve_standardization
+from rffkern.ridge import choose_standardization, resolve_standardization
 
 __all__ = ["RFFNetRegressor", "RFFNetClassifier", "constant_init"]
 
@@ -263,15 +263,15 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             raise ValueError("sample_weight and warm_start are not supported when X is a Dask array "
                              "(the data-parallel fit starts anew with unit weights)")
         from rffkern._dask_rffnet import fit_rffnet
-        from rffkern._dask import _head_sample
+        from rffkern._dask import head_sample
 
         self._trained_map = None
         self._weight_unit = 1.0  # (unweighted)
         self.__dict__.pop("_first_chunk_constant", None)  # (a previous partial_fit's)
-        fit_rffnet(self, X, y)  # with the regressor's closing fit, not the classifier's
+        fit_rffnet(self, X, y, choose_standardization)  # with the regressor's closing fit, not the classifier's
         # the importances over at most IMPORTANCE_ROWS rows from randomly chosen chunks (as
         # the ridge's on Dask arrays; a fixed generator: the estimator's stream is left as it was)
-        sample = np.asarray(_head_sample(X, np.random.default_rng(0)).compute())
+        sample = np.asarray(head_sample(X, np.random.default_rng(0)).compute())
         self._store_derivative_norms(self._standardized(sample))
         return self
 

@@ -33,7 +33,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
-from rffkern._dask import fit_ridge, is_dask_array, map_rows, refuse_dask_weights
+from rffkern._dask import is_dask_array, map_rows
+from rffkern._dask_ridge import fit_ridge
 from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
                                   temperature_of)
 from rffkern._fit_options import fit_options
@@ -644,7 +645,7 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> RFFRidge:
         """Fit the ridge model, choosing the width and the penalty.
 
-        Dask arrays (X chunked by rows) are fitted on the workers: :func:`rffkern._dask.fit_ridge`.
+        Dask arrays (X chunked by rows) are fitted on the workers: :func:`rffkern._dask_ridge.fit_ridge`.
 
         Parameters
         ----------
@@ -662,7 +663,8 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
             at ``alpha`` times their mean positive weight (up to round-off), a zero weight that of
             the row dropped. The leave-one-out (and GCV) errors that choose the width and penalty
             leave each row out with all its weight, as scikit-learn's ``RidgeCV`` (the rows
-            repeated would be left out one copy at a time). Not supported with Dask arrays.
+            repeated would be left out one copy at a time). With Dask arrays: a Dask array or an
+            array-like, equal to the in-memory fit.
 
         Returns
         -------
@@ -679,8 +681,7 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         (100,)
         """
         if is_dask_array(X):
-            refuse_dask_weights(sample_weight)
-            return fit_ridge(self, X, y)
+            return fit_ridge(self, X, y, sample_weight, choose_standardization)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         Y = y.reshape(X.shape[0], -1).astype(X.dtype, copy=False)
         return self._fit_targets(X, Y, ravel=y.ndim == 1, sample_weight=sample_weight)
@@ -914,7 +915,7 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
             Class labels.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative row weights, as in :meth:`RFFRidge.fit` (they weight the squared errors
-            of the +-1 one-vs-rest targets). Not supported with Dask arrays.
+            of the +-1 one-vs-rest targets). Dask arrays too.
 
         Returns
         -------
@@ -932,8 +933,7 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         array([0, 1])
         """
         if is_dask_array(X):
-            refuse_dask_weights(sample_weight)
-            return fit_ridge(self, X, y)
+            return fit_ridge(self, X, y, sample_weight, choose_standardization)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_class_labels(y)
         self._set_classes(y)

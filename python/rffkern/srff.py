@@ -559,7 +559,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         """
         if is_dask_array(X):  # data terms on the workers, the alternating minimisation here
             refuse_dask_weights(sample_weight)
-            from rffkern._dask_fits import fit_srff
+            from rffkern._dask_srff import fit_srff
             return fit_srff(self, X, y)
         self._validate_params()
         self._log = ProgressLog(self, self.verbose)

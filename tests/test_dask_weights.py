@@ -1,0 +1,103 @@
+"""``sample_weight`` on Dask arrays (issue 41): the distributed RFFRidge fit with weights equals the
+in-memory fit with the same weights, on a loopback LocalCluster of 2 worker processes. Every wait
+on the cluster has a time limit.
+"""
+import concurrent.futures
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
+
+from rffkern import RFFRidge, RFFRidgeClassifier  # noqa: E402
+
+TIMEOUT = 120  # seconds, for every fit
+RTOL = 1e-10
+RIDGE_FITTED = ("coef_", "intercept_", "alpha_", "length_scale_", "selection_errors_", "width_errors_", "x_mean_",
+                "x_scale_", "x_min_", "x_max_")
+
+
+def _fit(estimator, *args):
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(estimator.fit, *args).result(timeout=TIMEOUT)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _relative(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    assert a.shape == b.shape
+    scale = np.max(np.abs(b[np.isfinite(b)])) if np.isfinite(b).any() else 1.0
+    same_inf = np.array_equal(np.isfinite(a), np.isfinite(b)) and np.array_equal(a[~np.isfinite(a)], b[~np.isfinite(b)])
+    assert same_inf
+    return float(np.max(np.abs(a - b)[np.isfinite(b)], initial=0.0) / max(scale, np.finfo(float).tiny))
+
+
+def _assert_same(dist, single, names):
+    for name in names:
+        got, want = getattr(dist, name), getattr(single, name)
+        if want is None:
+            assert got is None, name
+        else:
+            assert _relative(got, want) <= RTOL, (name, _relative(got, want))
+
+
+def _data(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * np.linspace(1, 30, d) + np.arange(d)
+    y = np.sin(2 * X[:, 0]) + (X[:, 1] / 10) ** 2 + 0.1 * rng.standard_normal(n) + 5
+    w = rng.uniform(0.0, 3.0, n) * 7.5
+    w[rng.random(n) < 0.1] = 0.0  # rows of zero weight: left out of the ranges and the median
+    return X, y, w
+
+
+@pytest.mark.parametrize("params", [
+    dict(length_scale=3.0, alpha_selection="gcv", alpha=[1e-3, 1e-2, 1e-1]),  # (1e-5: coef_ to 4e-10 only)
+    dict(length_scale=[1.5, 3.0]),                          # two widths by weighted LOO
+    dict(standardize="global", length_scale=3.0),
+    dict(length_scale="auto", standardize=True),            # the one-standard-error rule, weighted
+], ids=["gcv", "loo-widths", "global", "auto-width"])
+def test_weighted_ridge_on_dask_equals_in_memory(client, params):
+    X, y, w = _data(1500, 5)
+    params = {"n_components": 120, "random_state": 0, **params}
+    single = RFFRidge(**params).fit(X, y, sample_weight=w)
+    dist = _fit(RFFRidge(**params), da.from_array(X, chunks=(400, 5)), da.from_array(y, chunks=400),
+                da.from_array(w, chunks=300))  # the weights' own chunks: realigned to X's
+    _assert_same(dist, single, RIDGE_FITTED)
+    assert dist._stats.weight_unit == pytest.approx(single._stats.weight_unit, rel=1e-12)
+    np.testing.assert_allclose(dist.feature_importances_, single.feature_importances_, rtol=1e-8, atol=1e-12)
+
+
+def test_weighted_ridge_classifier_on_dask_equals_in_memory(client):
+    X, y, w = _data(1200, 4, seed=1)
+    labels = np.array(["a", "b", "c"])[np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))]
+    params = dict(n_components=100, length_scale=2.0, random_state=0)
+    single = RFFRidgeClassifier(**params).fit(X, labels, sample_weight=w)
+    dist = _fit(RFFRidgeClassifier(**params), da.from_array(X, chunks=(350, 4)), labels, w)  # NumPy weights
+    _assert_same(dist, single, ("coef_", "intercept_", "alpha_", "x_mean_", "x_scale_"))
+    np.testing.assert_allclose(dist.predict_proba(X), single.predict_proba(X), rtol=1e-8)
+
+
+def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_model(client):
+    X, y, _ = _data(900, 3, seed=2)
+    Xd = da.from_array(X, chunks=(300, 3))
+    params = dict(n_components=80, length_scale=2.0, random_state=0)
+    plain = _fit(RFFRidge(**params), Xd, y)
+    equal = _fit(RFFRidge(**params), Xd, y, 4.0)  # a scalar: one weight for every row
+    np.testing.assert_array_equal(equal.coef_, plain.coef_)
+    assert equal._stats.weight_unit == 4.0
+
+
+@pytest.mark.parametrize("w, message", [
+    (np.r_[-1.0, np.ones(299)], "non-negative"),
+    (np.r_[np.nan, np.ones(299)], "NaN or infinity"),
+    (np.zeros(300), "sums to zero"),
+    (np.ones(299), "samples but sample_weight has"),
+    (np.ones((300, 2)), "one weight per sample"),
+])
+def test_bad_weights_on_dask_are_refused(client, w, message):
+    X, y, _ = _data(300, 3)
+    with pytest.raises(ValueError, match=message):
+        _fit(RFFRidge(20, length_scale=1.0), da.from_array(X, chunks=(100, 3)), y, w)
