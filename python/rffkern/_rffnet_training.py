@@ -25,6 +25,11 @@ from rffkern._sampling import median_distance
 # ``FitOptions(max_lr_decays=...)``, as rffkern.fit runs its variants, sets the count.)
 LR_DECAY = 5.0
 MAX_LR_DECAYS = 3
+#: ``RFFNetRegressor(refit_coef=True)``'s penalties for the closing ridge on the trained features
+#: (targets centred and scaled), chosen by exact leave-one-out: half decades from 1e-8 to 1e4.
+REFIT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 4, 25))
+#: The closing fit's features are at most this many per row (its Gram's rank is at most the rows).
+CLOSING_COMPONENTS_PER_ROW = 2
 
 
 def constant_init(X):

@@ -40,6 +40,8 @@ from rffkern._losses import class_probabilities
 from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import (
+    CLOSING_COMPONENTS_PER_ROW,
+    REFIT_ALPHAS,
     EpochRunner,
     Schedule,
     TrainingState,
@@ -1622,11 +1624,6 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         return self.classes_[idx]
 
 
-#: ``RFFNetRegressor(refit_coef=True)``'s penalties for the closing ridge on the trained features
-#: (targets centred and scaled), chosen by exact leave-one-out: half decades from 1e-8 to 1e4.
-REFIT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 4, 25))
-#: The closing fit's features are at most this many per row (its Gram's rank is at most the rows).
-CLOSING_COMPONENTS_PER_ROW = 2
 #: ``RFFNetRegressor(refit_coef=True)`` checks the learned kernel's overall width before its closing
 #: ridge: the relevances divided by each of these factors (the kernel 1, 2 and 4 times as wide), each
 #: at its best penalty among ``REFIT_ALPHAS`` by exact leave-one-out on at most
