@@ -36,243 +36,47 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._dask import is_dask_array, map_rows, refuse_dask_weights
 from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, holdout_split, relative_sample_weight
+from rffkern._dask import is_dask_array, map_rows
+from rffkern._dask_srff import fit_srff
+from rffkern._data import TargetScaler, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
+from rffkern._linalg import simplex_projection
 from rffkern._progress import ProgressLog
-from rffkern._linalg import RidgeEigen, ridge_solve, simplex_projection, stall
-from rffkern._sampling import (knn_distances, median_distance, weighted_knn_blocks, weighted_median,
-                               weighted_median_distance, widen_map)
+from rffkern._rffnet_training import CLOSING_COMPONENTS_PER_ROW, REFIT_ALPHAS
+from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
+from rffkern._sampling import widen_map
+from rffkern._srff_solver import (GRID_EXPONENTS, PATH_EXPONENTS, ArrayTerms, fista_gamma, fit_alphas,  # noqa: F401
+                                  length_scale_rule, median_knn_distance, path_start, ridge_step, srff_alpha_grid,
+                                  srff_fit_path, validation_split, weighted_loss_and_grad,
+                                  weighted_median_knn_distance, y_too_large)
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["SRFFRegressor", "srff_alpha_grid", "simplex_projection", "path_start"]
 
-#: The exponents of the paper's lambda grid (50 values).
-GRID_EXPONENTS = np.round(np.arange(-9.8, 0.0 + 1e-9, 0.2), 10)
-#: ``alpha=None``'s path: every second exponent of the paper's grid (25 values, 0.4 decades apart).
-PATH_EXPONENTS = GRID_EXPONENTS[::2]
 
+class _ArrayData:
+    """The standardised rows of an in-memory fit as :func:`rffkern._srff_solver.fit_alphas` takes
+    them: ``terms(rows)`` scales the targets of ``"all"`` rows or of the ``"train"`` split
+    (``split`` set) and returns their data terms; ``"val"``: the held-out rows' terms in the
+    training rows' scaling."""
 
-def median_knn_distance(X, n_neighbors=20, max_samples=2000, rng=None):
-    """Median distance to the ``n_neighbors`` nearest neighbours (the paper's kernel width rule),
-    on a random subsample of at most ``max_samples`` rows."""
-    dist = knn_distances(X, n_neighbors, max_samples, rng)
-    value = 0.0 if dist is None else float(np.median(dist))
-    return value if value > 0 else 1.0
+    def __init__(self, est, Xs, y, w, n_threads):
+        self.est, self.Xs, self.y, self.w, self.n_threads = est, Xs, y, w, n_threads
+        self.split = None
 
+    def _rows(self, rows):
+        if rows == "all":
+            return self.Xs, self.y, self.w
+        idx = self.split[0 if rows == "train" else 1]
+        return np.ascontiguousarray(self.Xs[idx]), self.y[idx], None if self.w is None else self.w[idx]
 
-def weighted_median_knn_distance(X, sample_weight, n_neighbors=20, max_samples=2000, rng=None):
-    """:func:`median_knn_distance` with positive row weights, integer weights counting as repeated
-    rows: the median of every query's ``k = min(n_neighbors, sum(w) - 1)`` neighbour distances
-    (:func:`rffkern._sampling.weighted_knn_blocks`), each query counted ``w_i`` times; for integer
-    weights and at most ``max_samples`` rows, exactly the rule on the repeated rows. The median of
-    an even count is the mean of the two middle values, as :func:`numpy.median`; other weights
-    interpolate the same formula. A total weight below 2: the unweighted rule of the rows."""
-    X = np.asarray(X, np.float64)
-    w = np.asarray(sample_weight, np.float64)
-    if X.shape[0] > max_samples:
-        rng = np.random.default_rng(0) if rng is None else rng
-        pick = rng.choice(X.shape[0], max_samples, replace=False)
-        X, w = X[pick], w[pick]
-    k = min(float(n_neighbors), float(w.sum()) - 1.0)
-    if k < 1:
-        return median_knn_distance(X, n_neighbors, max_samples, rng)
-    values, counts = [], []
-    for own, D, C in weighted_knn_blocks(X, w, k):
-        C = C * w[own][:, None]
-        keep = C > 0
-        values.append(D[keep])
-        counts.append(C[keep])
-    return weighted_median(np.concatenate(values), np.concatenate(counts))
-
-
-def srff_alpha_grid(X, exponents=GRID_EXPONENTS):
-    """``||X.T X||_2 * 10^e`` for each exponent (X as the estimator sees it: standardised); ``10^e``
-    when that norm is 0 (every input constant: the penalties would all be 0)."""
-    top = np.linalg.norm(np.asarray(X, np.float64), 2) ** 2
-    return (top if top > 0 else 1.0) * 10.0 ** np.asarray(exponents, np.float64)
-
-
-# ---------------------------------------------------------------------------------------------
-# The two steps: every pass over the data is one compiled kernel call.
-# ---------------------------------------------------------------------------------------------
-_BLOCK_ROWS = 2048
-
-
-def _weighted_gram(X, directions, b, y, gamma, sample_weight, n_threads):
-    """``(Z.T diag(w) Z, Z.T diag(w) y)`` of the features ``Z = cos((X * gamma) W + b)``, by row blocks."""
-    M = directions.shape[1]
-    G, Zty = np.zeros((M, M)), np.zeros(M)
-    for i in range(0, X.shape[0], _BLOCK_ROWS):
-        wb = sample_weight[i:i + _BLOCK_ROWS]
-        Z = kernels.features(X[i:i + _BLOCK_ROWS], directions, b, theta=gamma, scale=1.0, n_threads=n_threads)
-        Zw = Z * np.sqrt(wb)[:, None]
-        G += Zw.T @ Zw
-        Zty += Z.T @ (wb * y[i:i + _BLOCK_ROWS])
-    return G, Zty
-
-
-def weighted_loss_and_grad(X, y, directions, b, a, gamma, sample_weight, want_grad=True, n_threads=None):
-    """``h(gamma) = sum_i w_i (f_i - y_i)^2 / (2 sum_i w_i)`` with ``f = cos((X * gamma) W + b) a``
-    and its gradient in gamma, from compiled passes (:func:`rffkern.kernels.loss_and_grad` takes
-    no row weights).
-
-    The squared loss's gamma-gradient, ``(1/n) sum_i (f_i - t_i) df_i/dgamma``, is linear in the
-    residuals; the targets ``t = f - w (f - y)`` make them ``w_i (f_i - y_i)``, so one pass of
-    :func:`rffkern.kernels.predict` (f and the value) and one of ``loss_and_grad`` on ``t`` (scaled
-    by ``n / sum(w)``) give the weighted gradient exactly, up to round-off.
-    """
-    n, total = X.shape[0], float(sample_weight.sum())
-    f = kernels.predict(X, directions, b, a, theta=gamma, scale=1.0, n_threads=n_threads)
-    r = f - y
-    value = 0.5 * float(sample_weight @ (r * r)) / total
-    if not want_grad:
-        return value, None
-    _, _, grad = kernels.loss_and_grad(X, f - sample_weight * r, directions, b, a, theta=gamma, loss="squared",
-                                       scale=1.0, n_threads=n_threads)
-    return value, grad * (n / total)
-
-
-def ridge_step(X, y, directions, b, gamma, lam, n_threads, sample_weight=None):
-    """``a = (Z.T Z + n lam I)^{-1} Z.T y`` and the objective ``(1/2n)||y - Za||^2 + lam/2 ||a||^2``;
-    with ``sample_weight`` the weighted sums, n the total weight."""
-    if sample_weight is None:
-        n = X.shape[0]
-        G, Zty = kernels.gram(X, directions, b, y, theta=gamma, scale=1.0, n_threads=n_threads)
-        yy = float(y @ y)
-    else:
-        n = float(sample_weight.sum())
-        G, Zty = _weighted_gram(X, directions, b, y, gamma, sample_weight, n_threads)
-        yy = float(sample_weight @ (y * y))
-    a = ridge_solve(G, Zty, n * lam)
-    rss = float(yy - 2 * a @ Zty + a @ G @ a)
-    return a, max(rss, 0.0) / (2 * n) + 0.5 * lam * float(a @ a)
-
-
-def fista_gamma(X, y, directions, b, a, gamma, radius, *, step_init=100.0, max_iter=100, tol=1e-5,
-                window=5, n_threads=1, sample_weight=None, active=None):
-    """FISTA with backtracking on ``h(g) = (1/2n)||y - Z(g) a||^2`` over the simplex of ``radius``
-    (with ``sample_weight``: the weighted mean, :func:`weighted_loss_and_grad`; with ``active``, a
-    boolean mask, over its face: the other entries stay 0).
-
-    Returns the iterate with the smallest ``h`` seen, the number of iterations and the last
-    accepted step (:func:`srff_fit_path` starts the next gamma step from twice that step).
-    """
-    def value_grad(g):
-        if sample_weight is not None:
-            return weighted_loss_and_grad(X, y, directions, b, a, g, sample_weight, n_threads=n_threads)
-        v, _, gt = kernels.loss_and_grad(X, y, directions, b, a, theta=g, loss="squared", scale=1.0,
-                                         n_threads=n_threads)
-        return v, gt
-
-    def value(g):
-        if sample_weight is not None:
-            return weighted_loss_and_grad(X, y, directions, b, a, g, sample_weight, want_grad=False,
-                                          n_threads=n_threads)[0]
-        return kernels.loss_and_grad(X, y, directions, b, a, theta=g, loss="squared", scale=1.0,
-                                     want_theta=False, n_threads=n_threads)[0]
-
-    x_prev = gamma.copy()
-    v_pt = gamma.copy()
-    t = 1.0
-    step = float(step_init)
-    best_x, best_f = gamma.copy(), value(gamma)
-    hist = [best_f]
-    it = 0
-    for it in range(1, max_iter + 1):
-        f_v, g_v = value_grad(v_pt)
-        if not (np.isfinite(f_v) and np.isfinite(g_v).all()):
-            raise ValueError("the SRFF objective or its gamma-gradient overflowed (they grow like y^2): "
-                             "y is too large in magnitude for float64; divide it by its scale first")
-        while True:
-            x = simplex_projection(v_pt - step * g_v, radius, active)
-            f_x = value(x)
-            diff = x - v_pt
-            if f_x <= f_v + g_v @ diff + (diff @ diff) / (2 * step) or step < 1e-12:
-                break
-            step *= 0.5
-        t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        v_pt = x + ((t - 1.0) / t_next) * (x - x_prev)
-        x_prev, t = x, t_next
-        if f_x < best_f:
-            best_x, best_f = x.copy(), f_x
-        hist.append(f_x)
-        if stall(hist, window, tol):
-            break
-    return best_x, it, step
-
-
-def srff_fit_path(X, y, directions, b, lam, gamma0, *, max_iter=1000, max_inner_iter=100, tol=1e-5,
-                  window=5, step_init=100.0, n_threads=1, verbose=0, gamma_start=None, sample_weight=None,
-                  carry_step=True):
-    """Alternate the ridge step and the gamma step for one lambda; returns (a, gamma, objective history).
-
-    The first gamma step's backtracking starts from ``step_init``; with ``carry_step`` each later
-    one starts from twice the previous one's last accepted step (at most ``step_init``), which
-    saves the halvings from ``step_init`` down to the step the objective accepts at every outer
-    iteration; ``carry_step=False`` restarts every gamma step from ``step_init`` (the reference code).
-
-    The simplex has the size of ``gamma0`` and holds its support (an input where ``gamma0`` is 0,
-    one constant on the training rows, stays at 0; when every input is, there is no gamma step);
-    the iterations start from ``gamma_start`` (a warm start, e.g. the previous lambda's gamma on a
-    path) or from ``gamma0``. ``sample_weight`` (positive, or None) weights the squared errors of
-    both steps.
-    """
-    radius = float(gamma0.sum())
-    active = gamma0 > 0
-    if not active.any():
-        max_iter = 0
-    gamma = (gamma0 if gamma_start is None else gamma_start).copy()
-    hist = []
-    a = None
-    step = float(step_init)
-    log = verbose if isinstance(verbose, ProgressLog) else ProgressLog("SRFFRegressor", verbose)
-    for it in range(max_iter):
-        a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads, sample_weight)
-        hist.append(J)
-        log.step("outer iteration", it + 1, max_iter, f"lambda {lam:.4g}, objective {J:.6g}", level=2)
-        if stall(hist, window, tol):
-            return a, gamma, hist
-        gamma, _, last_step = fista_gamma(X, y, directions, b, a, gamma, radius, step_init=step,
-                                          max_iter=max_inner_iter, tol=tol, window=window, n_threads=n_threads,
-                                          sample_weight=sample_weight, active=active)
-        if carry_step:
-            step = min(float(step_init), 2.0 * last_step)
-    a, J = ridge_step(X, y, directions, b, gamma, lam, n_threads, sample_weight)
-    hist.append(J)
-    return a, gamma, hist
-
-
-def path_start(Xtr, ytr, Xva, yva, directions, b, gamma0, lambdas, n_threads, wtr=None, wva=None):
-    """Index (into ``lambdas``, sorted from large to small) where the path starts.
-
-    The held-out MSE of plain ridge on the initial features (gamma = gamma0) for every lambda, from
-    one Gram pass and one eigendecomposition: lambdas so large that this ridge fit is the constant
-    give the same error as the mean, and a path started there would stop early on that flat stretch.
-    The start is one grid step above the first lambda that achieves a tenth of the best improvement
-    over the mean, and at most three steps above the lambda of the least error. ``wtr`` and ``wva``
-    (sample weights of the two splits, or None) weight the fit and the errors.
-    """
-    if wtr is None:
-        n = Xtr.shape[0]
-        G, Zty = kernels.gram(Xtr, directions, b, ytr, theta=gamma0, scale=1.0, n_threads=n_threads)
-    else:
-        n = float(wtr.sum())
-        G, Zty = _weighted_gram(Xtr, directions, b, ytr, gamma0, wtr, n_threads)
-    eig = RidgeEigen(G, Zty.reshape(-1, 1))
-    coefs = np.hstack([eig.coef(n * lam) for lam in lambdas])
-    F = kernels.features(Xva, directions, b, theta=gamma0, scale=1.0, n_threads=n_threads) @ coefs
-    errors = np.average((F - yva[:, None]) ** 2, axis=0, weights=wva)
-    null = float(np.average(yva**2, weights=wva))
-    gain = null - errors
-    if not np.isfinite(gain).all() or gain.max() <= 0:
-        return 0
-    first = int(np.nonzero(gain >= 0.1 * gain.max())[0][0])
-    # where the initial features explain little at any lambda (few relevant inputs among many),
-    # the 10 % mark falls on the flat stretch: never start more than 3 steps above ridge's best
-    return max(first - 1, int(np.argmin(errors)) - 3, 0)
+    def terms(self, rows):
+        X, y, w = self._rows(rows)
+        est = self.est
+        y = (y - est.y_mean_) / est.y_scale_ if rows == "val" else est._scale_targets(y, w)
+        return ArrayTerms(X, y, est.weights_, est.offsets_, self.n_threads, w)
 
 
 class SRFFRegressor(RegressorMixin, BaseEstimator):
@@ -499,13 +303,6 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         infinite ``x_scale_``: standardized to 0, they stay out of the simplex)."""
         return np.where(np.isinf(self.x_scale_[:d]), 0.0, 1.0 / self.length_scale_)
 
-    def _fit_one(self, X, y, lam, n_threads, gamma_start=None, sample_weight=None):
-        return srff_fit_path(X, y, self.weights_, self.offsets_, lam, self._gamma0(X.shape[1]),
-                             max_iter=self.max_iter, max_inner_iter=self.max_inner_iter, tol=self.tol,
-                             window=self.stall_window, step_init=self.step_init, n_threads=n_threads,
-                             verbose=getattr(self, "_log", self.verbose), gamma_start=gamma_start,
-                             sample_weight=sample_weight)
-
     def _scale_targets(self, y, sample_weight=None):
         """Fit the target scaler on y; returns the scaled (centred) targets."""
         if not self.normalize_y:
@@ -513,9 +310,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
             with np.errstate(over="ignore"):
                 y_overflows = not np.isfinite(y_centred @ y_centred)
             if y_overflows:
-                raise ValueError("y is too large in magnitude: the sum of squares of the centred targets, "
-                                 "on which SRFF's objective and gradient are built, overflows float64; "
-                                 "divide y by its scale first or use normalize_y=True")
+                raise y_too_large()
         scaler = TargetScaler(self.normalize_y).fit(y, sample_weight)
         self.y_mean_, self.y_scale_ = float(scaler.mean_[0]), float(scaler.scale_[0])
         return scaler.transform(y)
@@ -525,11 +320,13 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,)
+        X : array-like or dask.array.Array of shape (n_samples, n_features)
+            Training data. A Dask array (chunked by rows) is fitted with the data terms on the
+            workers and the alternating minimisation here: the same model as the fit of the
+            computed arrays, up to the order of floating-point sums.
+        y : array-like or dask.array.Array of shape (n_samples,)
             Real-valued targets.
-        sample_weight : array-like of shape (n_samples,), default=None
+        sample_weight : array-like or dask.array.Array of shape (n_samples,), default=None
             Non-negative weight of each sample (None: all 1), relative: divided by their mean
             over the rows of positive weight, so that weights ``c w`` fit the model of ``w`` and
             equal weights the model of none. Rows of zero weight are dropped first; the others
@@ -541,7 +338,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
             row's relative weight as its copies (the closing ridge's leave-one-out leaves out a
             row with all its weight, not one copy). A weighted fit costs more per
             iteration (two compiled passes per gamma-gradient, the Gram from blocks
-            of features). Not supported for a Dask ``X`` (``ValueError``).
+            of features); on Dask arrays, one more pass to find the rows of positive weight.
 
         Returns
         -------
@@ -558,9 +355,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         (10,)
         """
         if is_dask_array(X):  # data terms on the workers, the alternating minimisation here
-            refuse_dask_weights(sample_weight)
-            from rffkern._dask_srff import fit_srff
-            return fit_srff(self, X, y)
+            return fit_srff(self, X, y, sample_weight)
         self._validate_params()
         self._log = ProgressLog(self, self.verbose)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
@@ -573,12 +368,8 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         n_threads = resolve_n_threads(self.n_jobs)
         set_input_scaling(self, fit_input_scaling(X, w, bool(self.standardize), self.robust_inputs))
         Xs = np.ascontiguousarray(self._standardise(X))
-        if self.length_scale == "auto":
-            self.length_scale_ = (median_distance(Xs, rng=rng) if w is None
-                                  else weighted_median_distance(Xs, w, rng=rng))
-        elif self.length_scale == "knn":
-            self.length_scale_ = (median_knn_distance(Xs, rng=rng) if w is None
-                                  else weighted_median_knn_distance(Xs, w, rng=rng))
+        if self.length_scale in ("auto", "knn"):
+            self.length_scale_ = length_scale_rule(self.length_scale, Xs, w, rng)
         else:
             self.length_scale_ = float(self.length_scale)
         self.weights_ = rng.standard_normal((d, self.n_components))
@@ -587,39 +378,12 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
             alphas = srff_alpha_grid(Xs if w is None else Xs * np.sqrt(w)[:, None], PATH_EXPONENTS)
         else:
             alphas = np.atleast_1d(np.asarray(self.alpha, np.float64))
-        alphas = alphas[np.argsort(-alphas, kind="stable")]
-        self.alphas_ = alphas
-        self.n_outer_iter_total_ = 0
-        if alphas.size == 1:
-            a, gamma, hist = self._fit_one(Xs, self._scale_targets(y, w), float(alphas[0]), n_threads,
-                                           sample_weight=w)
-            self.n_outer_iter_total_ = len(hist)
-            self.validation_errors_ = None
-            best = float(alphas[0])
-        else:
-            n_val = int(round(self.validation_fraction * n))
-            if n_val < 1 or n - n_val < 2:
-                raise ValueError(f"choosing lambda needs a validation split; validation_fraction="
-                                 f"{self.validation_fraction} of {n} sample(s) leaves too few")
-            tr, va = holdout_split(n, n_val, rng)
-            wtr, wva = (None, None) if w is None else (w[tr], w[va])
-            ytr = self._scale_targets(y[tr], wtr)
-            yva = (y[va] - self.y_mean_) / self.y_scale_
-            Xtr, Xva = np.ascontiguousarray(Xs[tr]), np.ascontiguousarray(Xs[va])
-            a, gamma, hist, best = self._fit_path(Xtr, ytr, Xva, yva, alphas, n_threads, wtr, wva)
-            if self.refit:
-                a, gamma, hist = self._fit_one(Xs, self._scale_targets(y, w), best, n_threads, gamma_start=gamma,
-                                               sample_weight=w)
-                self.n_outer_iter_total_ += len(hist)
-        self.alpha_ = best
-        self.coef_, self.gamma_, self.objective_ = a, gamma, hist
-        self.intercept_ = self.y_mean_
-        self.refit_alpha_ = None
+        data = _ArrayData(self, Xs, y, w, n_threads)
+        if alphas.size > 1:
+            data.split = validation_split(self, n, rng)
+        gamma = fit_alphas(self, alphas, data, self._log)
         if self.refit_components is not None:  # on every row: those of the path and the held-out ones
-            self._closing_ridge(Xs, y, w, rng, n_threads)
-        self.n_iter_ = len(hist)
-        total = gamma.sum()
-        self.feature_importances_ = gamma / total if total > 0 else np.zeros(d)  # (every input constant)
+            self._closing_ridge(Xs, y, w, gamma, rng, n_threads)
         self._log.close()  # (progress bars of a path stopped early)
         return self
 
@@ -629,8 +393,6 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         child generator of ``rng`` (the draws of the fit itself stay as they were); the features
         are scaled by ``sqrt(2 / s)``, so that ``Z Z.T`` approximates the kernel matrix and the
         penalties mean what they mean for RFFNet's closing ridge."""
-        from rffkern.rffnet import CLOSING_COMPONENTS_PER_ROW
-
         W, b = widen_map("gaussian", self.weights_, self.offsets_,
                          min(self.refit_components, CLOSING_COMPONENTS_PER_ROW * n_rows), rng)
         return W, b, kernels.default_scale(W.shape[1])
@@ -643,48 +405,17 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self.intercept_ = float(self.y_mean_ + float(np.asarray(intercept).reshape(-1)[0]) * self.y_scale_)
         self.refit_alpha_ = float(alpha)
 
-    def _closing_ridge(self, Xs, y, w, rng, n_threads):
+    def _closing_ridge(self, Xs, y, w, gamma, rng, n_threads):
         """``refit_components``: the output coefficients and the intercept by ridge on the trained
         features plus new draws of the same kernel at the learned gamma (:meth:`_closing_map`),
         the penalty by exact leave-one-out over ``REFIT_ALPHAS``."""
-        from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
-        from rffkern.rffnet import REFIT_ALPHAS
-
         W, b, scale = self._closing_map(Xs.shape[0], rng)
         fmap = FourierFeatureMap(W, b, scale, n_threads=n_threads)
-        Xr = np.ascontiguousarray(Xs * self.gamma_)
+        Xr = np.ascontiguousarray(Xs * gamma)
         Yr = ((y - self.y_mean_) / self.y_scale_).reshape(-1, 1)
         coef, intercept, alpha, _, _ = fit_ridge_map(fmap, Xr, Yr, REFIT_ALPHAS, fit_intercept=True,
                                                      selection="loo", sample_weight=w)
         self._set_closing(W, b, scale, coef, intercept, alpha)
-
-    def _fit_path(self, Xtr, ytr, Xva, yva, alphas, n_threads, wtr=None, wva=None):
-        """The warm-started lambda path on the training split; returns the best (a, gamma, hist, lambda)."""
-        gamma0 = self._gamma0(Xtr.shape[1])
-        start = path_start(Xtr, ytr, Xva, yva, self.weights_, self.offsets_, gamma0, alphas, n_threads, wtr, wva)
-        errors = np.full(alphas.size, np.nan)
-        best_err, best_fit, since_best = np.inf, None, 0
-        gamma = None
-        for k in range(start, alphas.size):
-            lam = float(alphas[k])
-            a, gamma, hist = self._fit_one(Xtr, ytr, lam, n_threads, gamma_start=gamma, sample_weight=wtr)
-            self.n_outer_iter_total_ += len(hist)
-            pred = kernels.predict(Xva, self.weights_, self.offsets_, a, theta=gamma, scale=1.0,
-                                   n_threads=n_threads)
-            errors[k] = float(np.average((pred - yva) ** 2, weights=wva))
-            self._log.step("lambda", k + 1, alphas.size,
-                           f"lambda {lam:.4g}, outer iterations {len(hist)}, "
-                           f"validation MSE {errors[k] * np.float64(self.y_scale_) ** 2:.5g}")
-            if errors[k] < best_err:
-                best_err, best_fit, since_best = errors[k], (a, gamma, hist, lam), 0
-            else:
-                since_best += 1
-                if since_best >= self.n_iter_no_change:
-                    break
-        with np.errstate(over="ignore"):  # y near 1e300: the MSE in its units is inf, the choice is not
-            self.validation_errors_ = errors * np.float64(self.y_scale_) ** 2
-        self.path_start_ = start
-        return best_fit
 
     def predict(self, X: ArrayLike) -> NDArray[Any]:
         """Predict, computing the features on the fly without storing them.
