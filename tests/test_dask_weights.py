@@ -1,5 +1,5 @@
-"""``sample_weight`` on Dask arrays (issue 41): the distributed RFFRidge fit with weights equals the
-in-memory fit with the same weights, on a loopback LocalCluster of 2 worker processes. Every wait
+"""``sample_weight`` on Dask arrays (issue 41): the distributed RFFRidge and SRFF fits with weights equal
+the in-memory fits with the same weights, on a loopback LocalCluster of 2 worker processes. Every wait
 on the cluster has a time limit.
 """
 import concurrent.futures
@@ -10,7 +10,7 @@ import pytest
 da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
-from rffkern import RFFRidge, RFFRidgeClassifier  # noqa: E402
+from rffkern import RFFRidge, RFFRidgeClassifier, SRFFRegressor  # noqa: E402
 
 TIMEOUT = 120  # seconds, for every fit
 RTOL = 1e-10
@@ -44,10 +44,10 @@ def _assert_same(dist, single, names):
             assert _relative(got, want) <= RTOL, (name, _relative(got, want))
 
 
-def _data(n, d, seed=0):
+def _data(n, d, seed=0, noise=0.1):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d)) * np.linspace(1, 30, d) + np.arange(d)
-    y = np.sin(2 * X[:, 0]) + (X[:, 1] / 10) ** 2 + 0.1 * rng.standard_normal(n) + 5
+    y = np.sin(2 * X[:, 0]) + (X[:, 1] / 10) ** 2 + noise * rng.standard_normal(n) + 5
     w = rng.uniform(0.0, 3.0, n) * 7.5
     w[rng.random(n) < 0.1] = 0.0  # rows of zero weight: left out of the ranges and the median
     return X, y, w
@@ -101,3 +101,57 @@ def test_bad_weights_on_dask_are_refused(client, w, message):
     X, y, _ = _data(300, 3)
     with pytest.raises(ValueError, match=message):
         _fit(RFFRidge(20, length_scale=1.0), da.from_array(X, chunks=(100, 3)), y, w)
+
+
+SRFF_FITTED = ("gamma_", "coef_", "intercept_", "alpha_", "alphas_", "objective_", "length_scale_", "y_mean_",
+               "y_scale_", "x_mean_", "x_scale_", "x_min_", "x_max_", "refit_alpha_")
+
+
+def _assert_same_srff(dist, single):
+    _assert_same(dist, single, SRFF_FITTED)
+    assert (dist.n_iter_, dist.n_outer_iter_total_) == (single.n_iter_, single.n_outer_iter_total_)
+    if single.validation_errors_ is None:
+        assert dist.validation_errors_ is None
+        return
+    assert dist.path_start_ == single.path_start_
+    skipped = np.isnan(single.validation_errors_)  # lambdas the path did not reach
+    np.testing.assert_array_equal(np.isnan(dist.validation_errors_), skipped)
+    assert _relative(dist.validation_errors_[~skipped], single.validation_errors_[~skipped]) <= RTOL
+
+
+@pytest.mark.parametrize("params", [
+    dict(alpha=1e-3, max_iter=3, max_inner_iter=4),
+    dict(alpha=1e-3, max_iter=2, max_inner_iter=3, length_scale="knn"),              # the weighted k-NN width
+    dict(alpha=[1e-2, 1e-3, 1e-4], max_iter=3, max_inner_iter=3),                     # the path, held-out split
+    dict(max_iter=2, max_inner_iter=2, n_iter_no_change=1, refit=True, normalize_y=False),  # default grid, refit
+], ids=["one-lambda", "knn-width", "path", "default-grid-refit"])
+def test_weighted_srff_on_dask_equals_in_memory(client, params):
+    X, y, w = _data(1500, 5)
+    params = {"n_components": 30, "random_state": 0, "refit_components": None, **params}
+    single = SRFFRegressor(**params).fit(X, y, sample_weight=w)
+    dist = _fit(SRFFRegressor(**params), da.from_array(X, chunks=(400, 5)), da.from_array(y, chunks=400),
+                da.from_array(w, chunks=300))  # the weights' own chunks: realigned to X's
+    _assert_same_srff(dist, single)
+
+
+def test_weighted_srff_closing_ridge_on_dask_equals_in_memory(client):
+    # y's noise keeps the closing ridge's leave-one-out penalty away from 1e-8, where its 1000
+    # features amplify the round-off of the chunked sums (1e-8 relative in coef_ at 0.1 noise)
+    X, y, w = _data(1200, 4, seed=2, noise=1.0)
+    params = dict(n_components=30, alpha=[1e-2, 1e-4], max_iter=2, max_inner_iter=3, refit=True, random_state=0)
+    single = SRFFRegressor(**params).fit(X, y, sample_weight=w)
+    dist = _fit(SRFFRegressor(**params), da.from_array(X, chunks=(350, 4)), da.from_array(y, chunks=350), w)
+    assert single.coef_.shape == (1000,) and single.refit_alpha_ is not None
+    _assert_same_srff(dist, single)
+    assert _relative(dist.predict(X), single.predict(X)) <= RTOL
+
+
+def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_srff(client):
+    X, y, _ = _data(900, 3, seed=2)
+    Xd = da.from_array(X, chunks=(300, 3))
+    params = dict(n_components=20, alpha=[1e-2, 1e-3], max_iter=2, max_inner_iter=2, refit_components=None,
+                  random_state=0)
+    plain = _fit(SRFFRegressor(**params), Xd, y)
+    equal = _fit(SRFFRegressor(**params), Xd, y, 4.0)  # a scalar: one weight for every row
+    np.testing.assert_array_equal(equal.gamma_, plain.gamma_)
+    np.testing.assert_array_equal(equal.coef_, plain.coef_)

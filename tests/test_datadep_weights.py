@@ -264,13 +264,17 @@ def test_srff_bad_weights(bad):
         SRFFRegressor(n_components=5, alpha=0.1, max_iter=2, random_state=0).fit(X, y, sample_weight=bad)
 
 
-def test_srff_weights_leave_caller_arrays_alone_and_dask_raises():
+def test_srff_weights_leave_caller_arrays_alone_in_memory_and_on_dask():
     X, y, w = _data()
     copies = X.copy(), y.copy(), w.copy()
-    SRFFRegressor(n_components=5, max_iter=2, random_state=0).fit(X, y, sample_weight=w)
+    single = SRFFRegressor(n_components=5, max_iter=2, random_state=0).fit(X, y, sample_weight=w)
     for a, b in zip((X, y, w), copies):
         np.testing.assert_array_equal(a, b)
+    dask = pytest.importorskip("dask")
     da = pytest.importorskip("dask.array")
-    with pytest.raises(ValueError, match="sample_weight"):
-        SRFFRegressor(n_components=5, random_state=0).fit(da.from_array(X, chunks=40), da.from_array(y, chunks=40),
-                                                          sample_weight=w)
+    with dask.config.set(scheduler="synchronous"):  # (tests/test_dask_weights.py: on a cluster, to 1e-10)
+        dist = SRFFRegressor(n_components=5, max_iter=2, random_state=0).fit(
+            da.from_array(X, chunks=(40, X.shape[1])), da.from_array(y, chunks=40), sample_weight=w)
+    for a, b in zip((X, y, w), copies):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(dist.gamma_, single.gamma_, rtol=1e-10)

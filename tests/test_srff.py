@@ -11,7 +11,9 @@ from sklearn.utils.estimator_checks import check_estimator
 
 import datadep_reference as ref
 from rffkern import kernels
+from rffkern._dask_srff import DaskTerms
 from rffkern._linalg import simplex_projection
+from rffkern._srff_solver import ArrayTerms, fista
 from rffkern.datasets import make_gse2
 from rffkern.srff import SRFFRegressor, fista_gamma, ridge_step, srff_alpha_grid
 
@@ -225,6 +227,42 @@ def test_gamma_steps_start_from_the_previous_accepted_step():
     assert out[True][2][-1] <= out[False][2][-1] * (1 + 1e-3)
     np.testing.assert_allclose(out[True][1], out[False][1], atol=0.02)
     np.testing.assert_allclose(out[True][1].sum(), gamma.sum())
+
+
+class _CountingTerms(ArrayTerms):
+    """The in-memory data terms, counting the evaluations (a pass each on Dask)."""
+
+    calls = 0
+
+    def evaluate(self, a, values=(), grads=()):
+        self.calls += 1
+        return super().evaluate(a, values, grads)
+
+
+class _GroupedTerms(_CountingTerms):
+    lookahead, batch = DaskTerms.lookahead, DaskTerms.batch
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fista_iterates_do_not_depend_on_how_the_terms_group_evaluations(weighted):
+    """One FISTA for both paths: the Dask grouping (the first candidate's loss with the gradient at
+    its next point, four halvings per evaluation after a rejection) gives the in-memory iterates
+    bit for bit, in fewer evaluations."""
+    X, y, directions, b, gamma = _problem(seed=3, n=300)
+    w = np.random.default_rng(4).uniform(0.2, 2.0, X.shape[0]) if weighted else None
+    a = ridge_step(X, y, directions, b, gamma, 1e-3, 1, sample_weight=w)[0]
+    for step_init in (100.0, 1e5):  # 1e5: every iteration backtracks
+        runs = {}
+        for cls in (_CountingTerms, _GroupedTerms):
+            terms = cls(X, y, directions, b, 1, w)
+            runs[cls] = (fista(terms, a, gamma, gamma.sum(), step_init=step_init, max_iter=8, tol=0.0), terms.calls)
+        (one, calls_one), (grouped, calls_grouped) = runs[_CountingTerms], runs[_GroupedTerms]
+        np.testing.assert_array_equal(grouped[0], one[0])
+        assert grouped[1:] == one[1:]
+        np.testing.assert_array_equal(one[0], fista_gamma(X, y, directions, b, a, gamma, gamma.sum(),
+                                                          step_init=step_init, max_iter=8, tol=0.0,
+                                                          sample_weight=w)[0])
+        assert calls_grouped < calls_one
 
 
 # --------------------------------------------------------------------- refit_components (closing ridge)

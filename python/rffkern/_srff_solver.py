@@ -237,16 +237,17 @@ def _overflowed():
                       "y is too large in magnitude for float64; divide it by its scale first")
 
 
-def _backtrack(terms, a, v_pt, f_v, g_v, step, radius, active, ahead):
+def _backtrack(terms, a, v_pt, f_v, g_v, step, radius, active, x_prev, momentum):
     """The step that FISTA's quadratic upper bound accepts, halving from ``step``: ``(x, h(x),
-    step, (h, grad) at ahead(x) or None)``. The first candidate is evaluated alone, with the gradient
-    at ``ahead(x)`` when ``terms.lookahead``; after a rejection ``terms.batch`` halvings at a time
-    (a pass on Dask is a round trip: the halvings the bound would try next cost one together)."""
+    step, (h, grad) at the next extrapolated point x + momentum (x - x_prev), or None)``. The first
+    candidate is evaluated alone, with the gradient at its next point when ``terms.lookahead``;
+    after a rejection ``terms.batch`` halvings at a time (a pass on Dask is a round trip: the
+    halvings the bound would try next cost one together)."""
     batch = 1
     while True:
         steps = [step * 0.5**k for k in range(batch)]
         xs = [simplex_projection(v_pt - s * g_v, radius, active) for s in steps]
-        nexts = [ahead(x) for x in xs] if batch == 1 and terms.lookahead else []
+        nexts = [x + momentum * (x - x_prev) for x in xs] if batch == 1 and terms.lookahead else []
         fs, pairs = terms.evaluate(a, values=xs, grads=nexts)
         for k, (s, x, f_x) in enumerate(zip(steps, xs, fs)):
             diff = x - v_pt
@@ -279,8 +280,7 @@ def fista(terms, a, gamma, radius, *, step_init=100.0, max_iter=100, tol=1e-5, w
             raise _overflowed()
         t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
         momentum = (t - 1.0) / t_next
-        x, f_x, step, pending = _backtrack(terms, a, v_pt, f_v, g_v, step, radius, active,
-                                           lambda c: c + momentum * (c - x_prev))
+        x, f_x, step, pending = _backtrack(terms, a, v_pt, f_v, g_v, step, radius, active, x_prev, momentum)
         v_pt = x + momentum * (x - x_prev)
         x_prev, t = x, t_next
         if f_x < best_f:
@@ -419,7 +419,7 @@ def fit_alphas(est, alphas, data, log):
     ``data.terms(rows)`` fits the target scaling on ``"all"`` or ``"train"`` rows (setting
     ``est.y_mean_`` and ``est.y_scale_``) and returns their data terms; ``data.terms("val")`` the
     held-out rows' in the scaling of the training rows. Sets the fitted attributes of the chosen
-    model (``closing`` ridge aside); returns its gamma.
+    model (the closing ridge, ``refit_components``, is the caller's); returns its gamma.
     """
     alphas = alphas[np.argsort(-alphas, kind="stable")]
     est.alphas_ = alphas

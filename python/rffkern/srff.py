@@ -23,6 +23,9 @@ stops when the held-out error has not improved for ``n_iter_no_change`` lambdas.
 After the chosen model (``refit_components=1000``, not in the paper), the output coefficients and an
 intercept are refitted by ridge on every row, on the trained features plus new draws of the same
 kernel at the learned gamma, the penalty by exact leave-one-out (as RFFNet's closing ridge).
+
+The algorithm is :mod:`rffkern._srff_solver`'s, on data terms of rows in memory here and of Dask
+chunks in :mod:`rffkern._dask_srff`; the estimator owns the parameters and the fitted attributes.
 """
 from __future__ import annotations
 
