@@ -58,14 +58,14 @@ def test_eerf_defaults_with_integer_weights_equal_repeated_rows():
 def test_weighted_knn_rule_with_fractional_weights():
     # k = 3. Row 0: 1.5 copies of itself at 0, then 2.5 of row 1 at distance 1 (cumulative 4 >= 3)
     # -> 1; row 1 likewise -> 1; row 2 (weight 1: no copies): 2.5 at distance 2, 5 at 3 -> 3
-    from rffkern.eerf import _weighted_knn_length_scale
+    from rffkern._eerf_core import weighted_knn_length_scale
     X = np.array([[0.0], [1.0], [3.0]])
     rng = np.random.default_rng(0)
     w = np.array([2.5, 2.5, 1.0])
-    assert _weighted_knn_length_scale(X, w, rng, n_neighbors=3) == pytest.approx(
+    assert weighted_knn_length_scale(X, w, rng, n_neighbors=3) == pytest.approx(
         np.average([1.0, 1.0, 3.0], weights=w))
     # k = min(n_neighbors, 6 - 1) = 5: row 0 reaches 5 at distance 3, row 1 at 2, row 2 at 3
-    assert _weighted_knn_length_scale(X, w, rng, n_neighbors=50) == pytest.approx(
+    assert weighted_knn_length_scale(X, w, rng, n_neighbors=50) == pytest.approx(
         np.average([3.0, 2.0, 3.0], weights=w))
 
 
