@@ -155,14 +155,17 @@ def test_eerf_weights_leave_caller_arrays_alone():
 
 
 @pytest.mark.parametrize("Est", [EERFRegressor, EERFClassifier])
-def test_eerf_dask_with_weights_raises(Est):
+def test_eerf_dask_with_weights_fits_the_weighted_model(Est):
+    # (tests/test_dask_weights.py compares every fitted array on a cluster; here Dask's local scheduler)
     da = pytest.importorskip("dask.array")
     X, y, w = _data()
     if Est is EERFClassifier:
         y = (y > 0).astype(int)
-    with pytest.raises(ValueError, match="sample_weight"):
-        Est(n_components=5, random_state=0).fit(da.from_array(X, chunks=40), da.from_array(y, chunks=40),
-                                                sample_weight=w)
+    single = Est(n_components=5, random_state=0).fit(X, y, sample_weight=w)
+    dist = Est(n_components=5, random_state=0).fit(da.from_array(X, chunks=40), da.from_array(y, chunks=40),
+                                                   sample_weight=w)
+    np.testing.assert_allclose(dist.coef_, single.coef_, rtol=1e-9, atol=1e-12)
+    assert dist.length_scale_ == pytest.approx(single.length_scale_, rel=1e-12)
 
 
 # ------------------------------------------------------------------------------------- SRFF

@@ -52,7 +52,7 @@ class ClassWeights:
         out = copy.copy(self)
         out.classes, inverse = np.unique(np.concatenate([self.classes, other.classes]), return_inverse=True)
         out.totals = np.bincount(inverse.ravel(), weights=np.concatenate([self.totals, other.totals]),
-                                 minlength=out.classes.size)
+                                 minlength=out.classes.size).astype(np.float64)
         return out
 
 

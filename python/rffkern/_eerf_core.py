@@ -12,7 +12,6 @@ computed (on one array, or reduced over the chunks).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -122,7 +122,7 @@ class _EERFBase(BaseEstimator):
         With ``sample_weight`` only the rows of positive weight take part (N0 and the subsample are
         drawn among them, so zero weights equal dropping the rows) and the scores are weighted
         means ``sum_n w_n y_n phi(x_n) / sum_n w_n`` over the subsample. Returns the scoring rows
-        and targets (the targets times the relative weights) and the
+        and targets (with weights: times the rows' weights over their mean on the subsample) and the
         :class:`~rffkern._eerf_core.Candidates`."""
         if sample_weight is not None and not (sample_weight > 0).all():
             keep_rows = np.flatnonzero(sample_weight > 0)
@@ -368,7 +368,8 @@ class EERFRegressor(RegressorMixin, _EERFBase):
             times their mean positive weight; the subsample and the alpha search's left-out rows
             stay those of the given rows. The width rules count a row's relative weight as its
             copies (the neighbours of the rule are weighted). With a Dask ``X``, ``sample_weight``
-            may be a Dask array (any row chunks) or array-like; the fit equals this one.
+            may be a Dask array (any row chunks) or array-like; the fit equals this one up to the
+            order of floating-point sums.
 
         Returns
         -------
@@ -500,7 +501,8 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             folds are those of the given rows). The weights are relative, as in
             :meth:`EERFRegressor.fit`: weights ``c w`` fit the model of ``w``. With a Dask ``X``,
             ``sample_weight`` may be a Dask array (any row chunks) or array-like; the fit equals this
-            one (``solver="ridge"`` only: ``"logistic"`` is not fitted on Dask arrays).
+            one up to the order of floating-point sums (``solver="ridge"`` only: ``"logistic"`` is
+            not fitted on Dask arrays).
 
         Returns
         -------
