@@ -1,5 +1,5 @@
-"""``sample_weight`` on Dask arrays (issue 41): the distributed RFFRidge and SRFF fits with weights equal
-the in-memory fits with the same weights, on a loopback LocalCluster of 2 worker processes. Every wait
+"""``sample_weight`` on Dask arrays (issue 41): the distributed RFFRidge, EERF and SRFF fits with weights
+equal the in-memory fits with the same weights, on a loopback LocalCluster of 2 worker processes. Every wait
 on the cluster has a time limit.
 """
 import concurrent.futures
@@ -10,7 +10,7 @@ import pytest
 da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
-from rffkern import RFFRidge, RFFRidgeClassifier, SRFFRegressor  # noqa: E402
+from rffkern import EERFClassifier, EERFRegressor, RFFRidge, RFFRidgeClassifier, SRFFRegressor  # noqa: E402
 
 TIMEOUT = 120  # seconds, for every fit
 RTOL = 1e-10
@@ -155,3 +155,69 @@ def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_srff(client):
     equal = _fit(SRFFRegressor(**params), Xd, y, 4.0)  # a scalar: one weight for every row
     np.testing.assert_array_equal(equal.gamma_, plain.gamma_)
     np.testing.assert_array_equal(equal.coef_, plain.coef_)
+
+
+# -- EERF -------------------------------------------------------------------------------------------
+
+EERF_FITTED = ("weights_", "offsets_", "scores_", "coef_", "intercept_", "alpha_", "selection_errors_", "width_errors_",
+               "length_scale_", "n_subsample_", "n_candidates_", "x_mean_", "x_scale_", "x_min_", "x_max_", "scale_")
+
+
+def _assert_same_eerf(dist, single, names):
+    _assert_same(dist, single, names)
+    assert dist.widths_ == single.widths_ or np.allclose(dist.widths_, single.widths_, rtol=RTOL, atol=0)
+    assert dist.standardize_ == single.standardize_
+
+
+@pytest.mark.parametrize("n, params", [
+    (1500, dict()),                                               # k-NN widths searched by weighted LOO
+    (2600, dict(length_scale="knn", n_subsample=2300)),           # the weighted rule on 2000 of the scoring rows
+    (1500, dict(length_scale=2.0, alpha_selection="validation", alpha=[1e-3, 1e-2, 1e-1, 1.0])),
+    (1500, dict(kernel="arccos1", alpha=[1e-3, 1e-1], alpha_selection="gcv", normalize_y=False)),
+    (1500, dict(kernel="linear", n_components=3, standardize="global")),
+], ids=["auto", "knn-subsample", "validation", "arccos1", "linear"])
+def test_weighted_eerf_regressor_on_dask_equals_in_memory(client, n, params):
+    X, y, w = _data(n, 5, seed=3)
+    params = {"n_components": 25, "random_state": 0, **params}
+    single = EERFRegressor(**params).fit(X, y, sample_weight=w)
+    dist = _fit(EERFRegressor(**params), da.from_array(X, chunks=(400, 5)), da.from_array(y, chunks=400),
+                da.from_array(w, chunks=350))  # the weights' own chunks: realigned to X's
+    names = EERF_FITTED + ("y_mean_", "y_scale_") + (("support_",) if params.get("kernel") == "linear" else ())
+    _assert_same_eerf(dist, single, names)
+    assert single.n_subsample_ == min(params.get("n_subsample", 1000), int((w > 0).sum()))  # zero weights: not scored
+    np.testing.assert_allclose(dist.predict(X), single.predict(X), rtol=RTOL, atol=RTOL * 10)
+    if params.get("kernel") != "linear":  # (the weights change the model: the test compares weighted fits)
+        assert _relative(EERFRegressor(**params).fit(X, y).scores_, single.scores_) > 1e-3
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_weighted_eerf_classifier_on_dask_equals_in_memory(client, n_classes):
+    X, y, w = _data(1400, 4, seed=4)
+    cuts = np.quantile(y, [1 / 2] if n_classes == 2 else [1 / 3, 2 / 3])
+    labels = np.array(["a", "b", "c"])[np.digitize(y, cuts)]
+    params = dict(n_components=20, random_state=0, alpha=[1e-3, 1e-2, 1e-1, 1.0])
+    single = EERFClassifier(**params).fit(X, labels, sample_weight=w)
+    dist = _fit(EERFClassifier(**params), da.from_array(X, chunks=(300, 4)), da.from_array(labels, chunks=500),
+                w)  # NumPy weights
+    np.testing.assert_array_equal(dist.classes_, single.classes_)
+    _assert_same_eerf(dist, single, EERF_FITTED)
+    assert _relative(dist.temperature_, single.temperature_) <= 1e-8
+    np.testing.assert_allclose(dist.predict_proba(X), single.predict_proba(X), rtol=1e-8, atol=1e-12)
+
+
+def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_eerf(client):
+    X, y, w = _data(900, 3, seed=5)
+    Xd = da.from_array(X, chunks=(300, 3))
+    params = dict(n_components=15, length_scale=2.0, random_state=0)
+    plain = _fit(EERFRegressor(**params), Xd, y)
+    np.testing.assert_array_equal(_fit(EERFRegressor(**params), Xd, y, 4.0).coef_, plain.coef_)
+    scaled, unit = _fit(EERFRegressor(**params), Xd, y, 1e-6 * w), _fit(EERFRegressor(**params), Xd, y, w)
+    _assert_same(scaled, unit, ("coef_", "intercept_", "scores_"))
+
+
+def test_eerf_logistic_stays_refused_on_dask_with_weights(client):
+    X, y, w = _data(300, 3)
+    with pytest.raises(ValueError, match="solver='logistic' is not supported on Dask"):
+        _fit(EERFClassifier(10, solver="logistic"), da.from_array(X, chunks=(100, 3)), y > 5, w)
+    with pytest.raises(ValueError, match="non-negative"):
+        _fit(EERFRegressor(10), da.from_array(X, chunks=(100, 3)), y, -w)

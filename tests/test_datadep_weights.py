@@ -58,14 +58,14 @@ def test_eerf_defaults_with_integer_weights_equal_repeated_rows():
 def test_weighted_knn_rule_with_fractional_weights():
     # k = 3. Row 0: 1.5 copies of itself at 0, then 2.5 of row 1 at distance 1 (cumulative 4 >= 3)
     # -> 1; row 1 likewise -> 1; row 2 (weight 1: no copies): 2.5 at distance 2, 5 at 3 -> 3
-    from rffkern.eerf import _weighted_knn_length_scale
+    from rffkern._eerf_core import weighted_knn_length_scale
     X = np.array([[0.0], [1.0], [3.0]])
     rng = np.random.default_rng(0)
     w = np.array([2.5, 2.5, 1.0])
-    assert _weighted_knn_length_scale(X, w, rng, n_neighbors=3) == pytest.approx(
+    assert weighted_knn_length_scale(X, w, rng, n_neighbors=3) == pytest.approx(
         np.average([1.0, 1.0, 3.0], weights=w))
     # k = min(n_neighbors, 6 - 1) = 5: row 0 reaches 5 at distance 3, row 1 at 2, row 2 at 3
-    assert _weighted_knn_length_scale(X, w, rng, n_neighbors=50) == pytest.approx(
+    assert weighted_knn_length_scale(X, w, rng, n_neighbors=50) == pytest.approx(
         np.average([3.0, 2.0, 3.0], weights=w))
 
 
@@ -155,14 +155,17 @@ def test_eerf_weights_leave_caller_arrays_alone():
 
 
 @pytest.mark.parametrize("Est", [EERFRegressor, EERFClassifier])
-def test_eerf_dask_with_weights_raises(Est):
+def test_eerf_dask_with_weights_fits_the_weighted_model(Est):
+    # (tests/test_dask_weights.py compares every fitted array on a cluster; here Dask's local scheduler)
     da = pytest.importorskip("dask.array")
     X, y, w = _data()
     if Est is EERFClassifier:
         y = (y > 0).astype(int)
-    with pytest.raises(ValueError, match="sample_weight"):
-        Est(n_components=5, random_state=0).fit(da.from_array(X, chunks=40), da.from_array(y, chunks=40),
-                                                sample_weight=w)
+    single = Est(n_components=5, random_state=0).fit(X, y, sample_weight=w)
+    dist = Est(n_components=5, random_state=0).fit(da.from_array(X, chunks=40), da.from_array(y, chunks=40),
+                                                   sample_weight=w)
+    np.testing.assert_allclose(dist.coef_, single.coef_, rtol=1e-9, atol=1e-12)
+    assert dist.length_scale_ == pytest.approx(single.length_scale_, rel=1e-12)
 
 
 # ------------------------------------------------------------------------------------- SRFF

@@ -639,12 +639,19 @@ def test_a_sequence_of_widths_keeps_the_best_by_selection_error():
         RFFRidge(60, length_scale=[1.0, -2.0]).fit(X, y)
 
 
-def test_sample_weight_with_a_dask_array_is_refused():
+def test_sample_weight_with_a_dask_array_fits_as_in_memory():
+    """The Dask fit takes the weights too (on the synchronous scheduler here; on a cluster in
+    tests/test_dask_weights.py)."""
+    dask = pytest.importorskip("dask")
     da = pytest.importorskip("dask.array")
     X, y = _data(n=60, d=2)
-    for est, target in ((RFFRidge(20), y), (RFFRidgeClassifier(20), y > 0)):
-        with pytest.raises(ValueError, match="sample_weight is not supported when X is a Dask array"):
-            est.fit(da.from_array(X, chunks=(30, 2)), target, sample_weight=np.ones(60))
+    w = np.linspace(0.0, 2.0, 60)
+    for est, target in ((RFFRidge(20, length_scale=1.0, random_state=0), y),
+                        (RFFRidgeClassifier(20, length_scale=1.0, random_state=0), y > 0)):
+        single = clone(est).fit(X, target, sample_weight=w)
+        with dask.config.set(scheduler="sync"):
+            dist = est.fit(da.from_array(X, chunks=(25, 2)), target, sample_weight=w)
+        np.testing.assert_allclose(dist.coef_, single.coef_, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("cls", [RFFRidge, RFFRidgeClassifier])

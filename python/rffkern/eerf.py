@@ -36,178 +36,26 @@ from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rffkern import kernels
-from rffkern._dask import is_dask_array, map_rows, refuse_dask_weights
+from rffkern._dask import is_dask_array, map_rows
+from rffkern._dask_eerf import fit_eerf
 from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, labels_from_decision, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._calibration import calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
-from rffkern._sampling import knn_distances, weighted_knn_blocks
+from rffkern._eerf_core import (ArcCosineMap, ColumnMap, draw_candidates, eerf_scores, fit_widths, knn_length_scale,
+                                scoring_targets, store_ridge, store_top)
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
-from rffkern._selection import DEFAULT_ALPHAS, EXTENDED_WIDTH_FACTORS, search_widths, width_extension
+from rffkern._selection import DEFAULT_ALPHAS
 from rffkern.ridge import choose_standardization, resolve_standardization
 
+# eerf_scores and knn_length_scale live in rffkern._eerf_core (shared with the Dask fit) and are
+# public here
 __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
 
 EERF_KERNELS = ("gaussian", "arccos0", "arccos1", "arccos2", "linear")
-_BLOCK_ROWS = 2048
-#: What a width's selection and ridge fit set (kept for the width of least selection error).
-WIDTH_FITTED = ("length_scale_", "weights_", "offsets_", "scores_", "scale_", "coef_",
-                 "intercept_", "alpha_", "selection_errors_", "_ridge_stats")
-
-
-class ArcCosineMap:
-    """``scale * max(X @ W, 0)^q`` (``q = 0``: the step function), computed in NumPy by row blocks."""
-
-    def __init__(self, weights, order, scale):
-        self.weights, self.order, self.scale = weights, int(order), float(scale)
-        self.n_out = weights.shape[1]
-
-    def block(self, Xb):
-        U = Xb @ self.weights.astype(Xb.dtype, copy=False)
-        if self.order == 0:
-            Z = (U > 0).astype(Xb.dtype)
-        else:
-            np.maximum(U, 0, out=U)
-            Z = U if self.order == 1 else U * U
-        Z *= self.scale
-        return Z
-
-    def features(self, X):
-        if not X.shape[0]:
-            return np.empty((0, self.n_out), X.dtype)
-        return np.vstack([self.block(X[i:i + _BLOCK_ROWS]) for i in range(0, X.shape[0], _BLOCK_ROWS)])
-
-    def gram(self, X, Y, out=None, out_zty=None, accumulate=False):
-        G = out if out is not None else np.zeros((self.n_out, self.n_out), X.dtype)
-        ZtY = out_zty if out_zty is not None else np.zeros((self.n_out, Y.shape[1]), X.dtype)
-        if not accumulate:
-            G[...] = 0
-            ZtY[...] = 0
-        for i in range(0, X.shape[0], _BLOCK_ROWS):
-            Zb = self.block(X[i:i + _BLOCK_ROWS])
-            G += Zb.T @ Zb
-            ZtY += Zb.T @ Y[i:i + _BLOCK_ROWS]
-        return G, ZtY
-
-    def predict(self, X, coef):
-        coef = np.asarray(coef, X.dtype)
-        out = np.empty((X.shape[0], coef.shape[1]), X.dtype)
-        for i in range(0, X.shape[0], _BLOCK_ROWS):
-            out[i:i + _BLOCK_ROWS] = self.block(X[i:i + _BLOCK_ROWS]) @ coef
-        return out
-
-
-class ColumnMap:
-    """The linear kernel's features: selected input columns ``X[:, support]``."""
-
-    def __init__(self, support):
-        self.support = np.asarray(support)
-        self.n_out = self.support.size
-
-    def features(self, X):
-        return np.ascontiguousarray(X[:, self.support])
-
-    def gram(self, X, Y, out=None, out_zty=None, accumulate=False):
-        Z = self.features(X)
-        G, ZtY = Z.T @ Z, Z.T @ Y.astype(X.dtype, copy=False)
-        if out is None:
-            return G, ZtY
-        if accumulate:
-            out += G
-            out_zty += ZtY
-        else:
-            out[...] = G
-            out_zty[...] = ZtY
-        return out, out_zty
-
-    def predict(self, X, coef):
-        return self.features(X) @ np.asarray(coef, X.dtype)
-
-
-def eerf_scores(X, T, weights, offsets=None, *, kernel="gaussian", n_threads=None):
-    """Empirical scores ``S = Phi.T T / N0`` of every candidate column of ``weights``, shape (M0, m).
-
-    ``T`` holds the scoring targets (n, m). For ``kernel="gaussian"`` ``Phi = cos(X W + b)`` and the
-    scores come from one compiled :func:`rffkern.kernels.loss_and_grad` pass (zero coefficients);
-    for the arc-cosine kernels they are accumulated in NumPy by row blocks; for ``"linear"``
-    ``weights`` is ignored and the candidates are the columns of X.
-    """
-    n = X.shape[0]
-    T = np.asarray(T, X.dtype).reshape(n, -1)
-    if kernel == "gaussian":
-        zero = np.zeros((weights.shape[1], T.shape[1]), X.dtype)
-        _, grad, _ = kernels.loss_and_grad(X, T, weights.astype(X.dtype, copy=False),
-                                           offsets.astype(X.dtype, copy=False), zero, loss="squared",
-                                           scale=1.0, want_theta=False, n_threads=n_threads)
-        return -grad
-    if kernel == "linear":
-        return X.T @ T / n
-    fmap = ArcCosineMap(weights, int(kernel[-1]), 1.0)
-    S = np.zeros((weights.shape[1], T.shape[1]), X.dtype)
-    for i in range(0, n, _BLOCK_ROWS):
-        S += fmap.block(X[i:i + _BLOCK_ROWS]).T @ T[i:i + _BLOCK_ROWS]
-    return S / n
-
-
-def knn_length_scale(X, n_neighbors=50, max_samples=2000, rng=None):
-    """Mean distance to the ``n_neighbors``-th nearest neighbour on a subsample (the paper's sigma rule)."""
-    dist = knn_distances(X, n_neighbors, max_samples, rng)
-    value = 0.0 if dist is None else float(dist[:, -1].mean())
-    return value if value > 0 else 1.0
-
-
-def candidate_count(kernel, n_candidates, n_components, n_features):
-    """How many candidate features EERF scores: every input coordinate for the linear kernel (of
-    which it keeps ``n_components``), else ``n_candidates`` (default ten per feature kept); a
-    ``ValueError`` where that leaves fewer than ``n_components``."""
-    if kernel == "linear":
-        if n_components > n_features:
-            raise ValueError(f"the linear kernel selects input coordinates: n_components={n_components} > "
-                             f"n_features={n_features}")
-        return n_features
-    count = n_candidates or 10 * n_components
-    if count < n_components:
-        raise ValueError(f"n_candidates={count} must be >= n_components={n_components}")
-    return count
-
-
-def _scoring_targets(Y, sample_weight):
-    """The centred scoring targets: ``Y`` minus its (weighted) column means; rows of zero weight
-    are centred too but take no part in the mean."""
-    if sample_weight is None:
-        return Y - Y.mean(0)
-    return Y - np.average(Y, axis=0, weights=sample_weight)
-
-
-def _weighted_knn_length_scale(X, sample_weight, rng, n_neighbors=50, max_samples=2000):
-    """:func:`knn_length_scale` of rows with positive weights ``sample_weight``, integer weights
-    counting as repeated rows (:func:`rffkern._sampling.weighted_knn_blocks`).
-
-    On a subsample of at most ``max_samples`` rows (drawn as :func:`knn_distances` draws it), the
-    k-th neighbour distance of row i is the least distance at which the cumulative weight of its
-    neighbours reaches ``k = min(n_neighbors, sum(w) - 1)``, and the rule's value is the
-    ``w``-weighted mean of these distances. With integer weights this is the rule on the repeated
-    rows exactly (the subsample aside). A total weight below 2 leaves no neighbour to count: the
-    unweighted rule of the rows is used then.
-    """
-    X = np.asarray(X, np.float64)
-    w = np.asarray(sample_weight, np.float64)
-    if X.shape[0] > max_samples:
-        pick = rng.choice(X.shape[0], max_samples, replace=False)
-        X, w = X[pick], w[pick]
-    k = min(float(n_neighbors), float(w.sum()) - 1.0)
-    if k < 1:
-        return knn_length_scale(X, n_neighbors, max_samples, rng)
-    kth = np.empty(X.shape[0])
-    for own, D, C in weighted_knn_blocks(X, w, k):
-        last = D.shape[1] - 1 - np.argmax(C[:, ::-1] > 0, axis=1)  # the farthest counted neighbour
-        kth[own] = D[np.arange(D.shape[0]), last]
-    value = float(np.average(kth, weights=w))
-    return value if value > 0 and np.isfinite(value) else 1.0
 
 
 class _EERFBase(BaseEstimator):
@@ -268,113 +116,61 @@ class _EERFBase(BaseEstimator):
         return scaled_inputs(self, X)
 
     def _candidates(self, Xs, T, rng, sample_weight=None):
-        """Draw the scoring subsample and the M0 candidates at unit width; the widths to compare.
+        """Draw the scoring subsample and the M0 candidates at unit width
+        (:func:`rffkern._eerf_core.draw_candidates`); the widths to compare.
 
         With ``sample_weight`` only the rows of positive weight take part (N0 and the subsample are
         drawn among them, so zero weights equal dropping the rows) and the scores are weighted
         means ``sum_n w_n y_n phi(x_n) / sum_n w_n`` over the subsample. Returns the scoring rows
-        and targets, the unit-width candidates ``W0`` and phases ``b0`` (None where the kernel has
-        none), the list of widths (``[None]`` for the kernels without one) and the k-NN width
-        when the list may be extended (``length_scale="auto"``; else None)."""
+        and targets (with weights: times the rows' weights over their mean on the subsample) and the
+        :class:`~rffkern._eerf_core.Candidates`."""
         if sample_weight is not None and not (sample_weight > 0).all():
             keep_rows = np.flatnonzero(sample_weight > 0)
             Xs, T, sample_weight = np.ascontiguousarray(Xs[keep_rows]), T[keep_rows], sample_weight[keep_rows]
-        n, d = Xs.shape
-        M = self.n_components
-        self.n_subsample_ = min(n, self.n_subsample or max(int(0.1 * n), 1000))
-        rows = np.sort(rng.choice(n, self.n_subsample_, replace=False)) if self.n_subsample_ < n else None
+        w = sample_weight
+        drawn = draw_candidates(self, Xs.shape[0], Xs.shape[1], rng,
+                                lambda positions: (Xs[positions], None if w is None else w[positions]))
+        rows = drawn.rows
         Xsub = Xs if rows is None else np.ascontiguousarray(Xs[rows])
         Tsub = T if rows is None else T[rows]
-        if sample_weight is not None:  # the weighted mean: eerf_scores divides by the row count
-            wsub = sample_weight if rows is None else sample_weight[rows]
+        if w is not None:  # the weighted mean: eerf_scores divides by the row count
+            wsub = w if rows is None else w[rows]
             Tsub = Tsub * (wsub / wsub.mean())[:, None]
-        b0: NDArray[np.float64] | None  # the candidates' phases (Gaussian kernel only)
-        widths: list[float | None] = [None]
-        base = None
-        self.n_candidates_ = candidate_count(self.kernel, self.n_candidates, M, d)
-        if self.kernel == "linear":
-            W0 = b0 = None
-        else:
-            if self.kernel == "gaussian":
-                if not isinstance(self.length_scale, str):
-                    widths = [float(v) for v in np.atleast_1d(self.length_scale)]
-                else:
-                    if sample_weight is None:
-                        knn = knn_length_scale(Xsub, rng=rng)
-                    else:
-                        knn = _weighted_knn_length_scale(
-                            Xsub, sample_weight if rows is None else sample_weight[rows], rng)
-                    widths = [knn] if self.length_scale == "knn" else [knn * f for f in EXTENDED_WIDTH_FACTORS]
-                    base = None if self.length_scale == "knn" else knn
-            W0 = rng.standard_normal((d, self.n_candidates_))
-            b0 = rng.uniform(0.0, 2.0 * np.pi, self.n_candidates_) if self.kernel == "gaussian" else None
-        return Xsub, Tsub, W0, b0, widths, base
+        return Xsub, Tsub, drawn
 
     def _keep(self, Xsub, Tsub, W0, b0, width):
         """Score the candidates ``W0 / width`` on the subsample and keep the top M."""
         W = None if W0 is None else (W0 if width is None else W0 / width)
         S = eerf_scores(Xsub, Tsub, W, b0, kernel=self.kernel,
                         n_threads=resolve_n_threads(self.n_jobs)).astype(np.float64)
-        self._store_top(S, W, b0, width)
-
-    def _store_top(self, S, W, b0, width):
-        """Keep the M candidates of largest energy from the scores ``S`` (M0, m) of the candidates
-        ``W`` (phases ``b0``) at ``width``: the fitted selection attributes."""
-        M = self.n_components
-        energy = (S**2).sum(axis=1)  # |S|^2 for one output, summed squared scores for several
-        # stable: ties keep the draw order, so results do not depend on the sort implementation
-        keep = np.argsort(-energy, kind="stable")[:M]
-        self.length_scale_ = width
-        self.scores_ = np.sqrt(energy[keep])
-        if self.kernel == "linear":
-            self.support_ = np.sort(keep)
-            self.weights_ = self.offsets_ = None
-            self.scale_ = 1.0
-        else:
-            self.weights_ = np.ascontiguousarray(W[:, keep])  # W is drawn unless linear
-            self.offsets_ = None if b0 is None else b0[keep]
-            self.scale_ = float(np.sqrt(2.0 / M))
+        store_top(self, S, W, b0, width)
 
     def _select_and_fit(self, Xs, T, Y, rng, ravel, sample_weight=None, ridge=True):
         """The candidates, then for each width the selection and the ridge fit; the width of least
-        selection error (LOO by default) is kept. ``ridge=False`` (the logistic solver) with one
-        width skips the ridge fit."""
+        selection error (LOO by default) is kept (:func:`rffkern._eerf_core.fit_widths`).
+        ``ridge=False`` (the logistic solver) with one width skips the ridge fit."""
         t0 = time.perf_counter()
-        Xsub, Tsub, W0, b0, widths, base = self._candidates(Xs, T, rng, sample_weight)
-        select_time = time.perf_counter() - t0
-        if len(widths) == 1:
-            self.widths_ = self.width_errors_ = None
-            self._keep(Xsub, Tsub, W0, b0, widths[0])
-            self.preprocessing_time_ = time.perf_counter() - t0
-            self._log_select()
-            if ridge:
-                self._fit_ridge(Xs, Y, rng, ravel, sample_weight)
-            return
-        split_seed = int(rng.integers(2**32 - 1))  # one held-out split shared by every width
-        best: list = []
-        width_errors: list[float] = []
-        times = [select_time, 0.0]
+        Xsub, Tsub, drawn = self._candidates(Xs, T, rng, sample_weight)
+        times = [time.perf_counter() - t0, 0.0]  # selecting, fitting the ridge
+        fit_ridge = ridge or len(drawn.widths) > 1
 
-        def error_of(width):
+        def fit_width(width, split_rng, several):
             t1 = time.perf_counter()
-            self._keep(Xsub, Tsub, W0, b0, width)
+            self._keep(Xsub, Tsub, drawn.W0, drawn.b0, width)
             times[0] += time.perf_counter() - t1
             self._log_select()
-            error = self._fit_ridge(Xs, Y, np.random.default_rng(split_seed), ravel, sample_weight,
-                                    score_single=True)
+            if not fit_ridge:
+                return None
+            error = self._fit_ridge(Xs, Y, split_rng, ravel, sample_weight, score_single=several)
             times[1] += self.training_time_
-            width_errors.append(float(np.min(self.selection_errors_)))  # type: ignore[arg-type]
-            if not best or error < best[0]:
-                best[:] = [error, {k: getattr(self, k) for k in WIDTH_FITTED}]
-            return error  # compared in the units of the scaled targets
+            return error
 
-        self.widths_, _ = search_widths(widths, width_extension(base), error_of)
-        self.width_errors_ = width_errors
-        for k, v in best[1].items():
-            setattr(self, k, v)
-        select_time, ridge_time = times
-        self.preprocessing_time_, self.training_time_ = select_time, ridge_time
-        self._log("width", 2, 2, f"chose length_scale {self.length_scale_:.4g}, alpha {self.alpha_:.3g}")
+        fit_widths(self, drawn.widths, drawn.base, fit_width, rng)
+        self.preprocessing_time_ = times[0]
+        if fit_ridge:
+            self.training_time_ = times[1]
+        if self.widths_ is not None:
+            self._log("width", 2, 2, f"chose length_scale {self.length_scale_:.4g}, alpha {self.alpha_:.3g}")
 
     def _log_select(self):
         self._log("select", 1, 2, f"candidates {self.n_candidates_}, kept {self.n_components}, scoring rows "
@@ -388,22 +184,18 @@ class _EERFBase(BaseEstimator):
         return ArcCosineMap(self.weights_, int(self.kernel[-1]), self.scale_)
 
     def _fit_ridge(self, Xs, Y, rng, ravel, sample_weight=None, score_single=False):
+        """The ridge on the kept features; its least selection error in the units of the scaled
+        targets (:func:`rffkern._eerf_core.store_ridge`)."""
         t0 = time.perf_counter()
-        coef, intercept, alpha, errors, self._ridge_stats = fit_ridge_map(
-            self._map(), Xs, Y.astype(Xs.dtype), as_alpha_list(self.alpha), fit_intercept=True,
-            selection=self.alpha_selection, validation_fraction=0.1, rng=rng, score_single=score_single,
-            sample_weight=sample_weight)  # (its Gram statistics: the classifier's temperature, then dropped)
-        # back to the caller's units (identity unless the regressor scaled its targets)
-        y_scale, y_mean = getattr(self, "_target_scale", (1.0, 0.0))
-        coef, intercept = coef * y_scale, intercept * y_scale + y_mean
-        self.coef_ = coef[:, 0] if ravel else coef
-        self.intercept_ = float(intercept[0]) if ravel else intercept
-        self.alpha_ = float(alpha)
-        self.selection_errors_ = None if errors is None else errors * np.mean(np.square(y_scale))
+        fitted = fit_ridge_map(self._map(), Xs, Y.astype(Xs.dtype), as_alpha_list(self.alpha), fit_intercept=True,
+                               selection=self.alpha_selection, validation_fraction=0.1, rng=rng,
+                               score_single=score_single, sample_weight=sample_weight)
+        # (its Gram statistics: the classifier's temperature, then dropped); back to the caller's
+        # units (identity unless the regressor scaled its targets)
+        error = store_ridge(self, fitted, getattr(self, "_target_scale", (1.0, 0.0)), ravel)
         self.training_time_ = time.perf_counter() - t0
         self._log("ridge", 2, 2, f"alpha {self.alpha_:.3g}, alphas searched {len(as_alpha_list(self.alpha))}")
-        # the least selection error in the units of the scaled targets (finite where y's overflow)
-        return None if errors is None else float(np.min(errors))
+        return error
 
     def _decision(self, X):
         check_is_fitted(self)
@@ -575,7 +367,9 @@ class EERFRegressor(RegressorMixin, _EERFBase):
             model of none. Integer weights give the objective of the rows repeated at ``alpha``
             times their mean positive weight; the subsample and the alpha search's left-out rows
             stay those of the given rows. The width rules count a row's relative weight as its
-            copies (the neighbours of the rule are weighted). Not supported for a Dask ``X`` (``ValueError``).
+            copies (the neighbours of the rule are weighted). With a Dask ``X``, ``sample_weight``
+            may be a Dask array (any row chunks) or array-like; the fit equals this one up to the
+            order of floating-point sums.
 
         Returns
         -------
@@ -591,9 +385,7 @@ class EERFRegressor(RegressorMixin, _EERFBase):
         (20,)
         """
         if is_dask_array(X):  # exact distributed fit on the workers
-            refuse_dask_weights(sample_weight)
-            from rffkern._dask_eerf import fit_eerf
-            return fit_eerf(self, X, y, choose_standardization)
+            return fit_eerf(self, X, y, sample_weight, choose_standardization)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
         w = relative_sample_weight(sample_weight, X.shape[0])[0]
@@ -603,7 +395,7 @@ class EERFRegressor(RegressorMixin, _EERFBase):
         self._target_scale = (scaler.scale_, scaler.mean_)
         rng = as_generator(self.random_state)
         Xs = self._prepare(X, Y, rng, w)
-        T = _scoring_targets(Y, w)
+        T = scoring_targets(Y, w)
         top = np.abs(T if w is None else T[w > 0]).max(0)
         T /= np.where(top > 0, top, 1.0)
         try:
@@ -707,8 +499,10 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             (the weights multiply the squared errors),
             ``solver="logistic"`` through scikit-learn's ``sample_weight`` (its cross-validation
             folds are those of the given rows). The weights are relative, as in
-            :meth:`EERFRegressor.fit`: weights ``c w`` fit the model of ``w``. Not supported for a Dask
-            ``X`` (``ValueError``).
+            :meth:`EERFRegressor.fit`: weights ``c w`` fit the model of ``w``. With a Dask ``X``,
+            ``sample_weight`` may be a Dask array (any row chunks) or array-like; the fit equals this
+            one up to the order of floating-point sums (``solver="ridge"`` only: ``"logistic"`` is
+            not fitted on Dask arrays).
 
         Returns
         -------
@@ -725,9 +519,7 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         array([0, 1])
         """
         if is_dask_array(X):  # exact distributed fit on the workers
-            refuse_dask_weights(sample_weight)
-            from rffkern._dask_eerf import fit_eerf
-            return fit_eerf(self, X, y, choose_standardization)
+            return fit_eerf(self, X, y, sample_weight, choose_standardization)
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         w = relative_sample_weight(sample_weight, X.shape[0])[0]
@@ -740,7 +532,7 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
         Y = binarizer.transform(y).astype(np.float64)
         rng = as_generator(self.random_state)
         Xs = self._prepare(X, Y, rng, w)
-        self._select_and_fit(Xs, _scoring_targets(Y, w), Y, rng, ravel=Y.shape[1] == 1, sample_weight=w,
+        self._select_and_fit(Xs, scoring_targets(Y, w), Y, rng, ravel=Y.shape[1] == 1, sample_weight=w,
                              ridge=self.solver == "ridge")
         if self.solver == "logistic":
             alphas = as_alpha_list(self.alpha)
