@@ -25,7 +25,7 @@ from rffkern._selection import EXTENDED_WIDTH_FACTORS, next_width, search_widths
 from rffkern._validation import resolve_n_threads
 
 __all__ = ["GCV_ALPHAS", "FINAL_ALPHAS", "PROPOSAL_EIGEN_FLOOR", "PROPOSAL_FLOAT32_MIN_INPUTS", "PairStats",
-           "pair_stats", "solve_pair", "gcv_choice", "gcv_lambda", "least_squares", "holdout_errors",
+           "pair_stats", "solve_pair", "gcv_choice", "gcv_lambda", "least_squares",
            "holdout_sums", "final_alpha_choice", "search_scales", "metropolis_accept", "amplitudes",
            "metropolis_step", "metropolis_update", "PairRows", "RowsInMemory", "Chain", "ChainStart",
            "chain_settings", "chain_start", "median_scale_of", "run_chain", "fit_chain", "class_temperature",
@@ -149,14 +149,6 @@ def holdout_from_sums(sse, count):
     not finite)."""
     errors = sse / count
     return np.where(np.isfinite(errors), errors, np.inf)
-
-
-def holdout_errors(X, Y, X_val, Y_val, W, lambdas, n_threads, sample_weight=None, val_weight=None):
-    """Held-out mean squared error of the least-squares amplitudes of ``W`` fitted on (X, Y), for
-    every lambda (one Gram pass, one eigendecomposition, one prediction pass); weighted by the
-    relative weights of the fitted (``sample_weight``) and the held-out rows (``val_weight``)."""
-    coefs = holdout_coefs(pair_stats(X, Y, W, n_threads, sample_weight), lambdas)
-    return holdout_from_sums(*holdout_sums(X_val, Y_val, W, coefs, len(lambdas), n_threads, val_weight))
 
 
 def final_alpha_choice(ridge_map, fmap, lambdas, n):
