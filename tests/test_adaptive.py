@@ -246,4 +246,8 @@ def test_bad_input():
     AdaptiveRFFClassifier(50, n_iter=10, random_state=0, n_jobs=1),
 ], ids=["AdaptiveRFFRegressor", "AdaptiveRFFClassifier"])
 def test_sklearn_estimator_checks(est):
-    check_estimator(clone(est))
+    # the held-out split of early stopping, the exact LOO searches and the median heuristic treat a
+    # weighted row as one row, not as its copies: integer weights give the model of the rows
+    # repeated only where those are fixed (test_adaptive_weights.py)
+    expected = {"check_sample_weight_equivalence_on_dense_data": "a weighted row is one row to the searches"}
+    check_estimator(clone(est), expected_failed_checks=expected)

@@ -1,6 +1,6 @@
-"""``sample_weight`` on Dask arrays (issue 41): the distributed RFFRidge, EERF and SRFF fits with weights
-equal the in-memory fits with the same weights, on a loopback LocalCluster of 2 worker processes. Every wait
-on the cluster has a time limit.
+"""``sample_weight`` on Dask arrays (issue 41): the distributed RFFRidge, EERF, SRFF and adaptive RFF
+fits with weights equal the in-memory fits with the same weights, on a loopback LocalCluster of 2
+worker processes. Every wait on the cluster has a time limit.
 """
 import concurrent.futures
 
@@ -10,7 +10,8 @@ import pytest
 da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
-from rffkern import EERFClassifier, EERFRegressor, RFFRidge, RFFRidgeClassifier, SRFFRegressor  # noqa: E402
+from rffkern import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, EERFClassifier, EERFRegressor,  # noqa: E402
+                     RFFRidge, RFFRidgeClassifier, SRFFRegressor)
 
 TIMEOUT = 120  # seconds, for every fit
 RTOL = 1e-10
@@ -221,3 +222,78 @@ def test_eerf_logistic_stays_refused_on_dask_with_weights(client):
         _fit(EERFClassifier(10, solver="logistic"), da.from_array(X, chunks=(100, 3)), y > 5, w)
     with pytest.raises(ValueError, match="non-negative"):
         _fit(EERFRegressor(10), da.from_array(X, chunks=(100, 3)), y, -w)
+
+
+# -- adaptive RFF -----------------------------------------------------------------------------------
+
+ADAPTIVE_FITTED = ("frequencies_", "coef_", "amplitudes_", "alpha_", "init_scale_", "init_scales_",
+                   "init_scale_errors_", "validation_errors_", "gcv_errors_", "loo_errors_", "best_iteration_",
+                   "proposal_covariance_", "x_mean_", "x_scale_", "x_min_", "x_max_", "y_mean_")
+
+
+def _assert_same_chain(dist, single):
+    _assert_same(dist, single, ADAPTIVE_FITTED)
+    np.testing.assert_array_equal(dist.history_["acceptance"], single.history_["acceptance"])
+    assert _relative(dist.history_["proposal_mse"], single.history_["proposal_mse"]) <= RTOL
+    assert dist.history_["n_resamples"] == single.history_["n_resamples"]
+
+
+# The final_alpha grid stops at 1e-5: at FINAL_ALPHAS' 1e-8 (3e-8 chosen on a classifier here) the
+# solve's conditioning turns the order of the chunk sums into 1e-10 relative in coef_
+# (test_dask_fits.py holds the unweighted fits at the full grid to 1e-8).
+FINALS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+
+
+@pytest.mark.parametrize("params", [
+    dict(final_alpha=FINALS),                                    # probe, width search, held-out checks
+    dict(early_stopping=False, final_alpha=FINALS),              # exact LOO over final_alpha
+    dict(early_stopping=False, final_alpha=None, alpha=[1e-3, 1e-2, 1e-1], normalize_y=False,
+         init_scale="median"),                                   # GCV at the first and the last frequencies
+    dict(early_stopping=False, final_alpha=None, resample=True, resample_threshold=0.95, init_scale=1.0),
+], ids=["default", "loo", "gcv", "resample"])
+def test_weighted_adaptive_on_dask_equals_in_memory(client, params):
+    X, y, w = _data(1500, 4, seed=3)
+    params = {"n_components": 12, "n_iter": 4, "random_state": 0, **params}
+    single = AdaptiveRFFRegressor(**params).fit(X, y, sample_weight=w)
+    dist = _fit(AdaptiveRFFRegressor(**params), da.from_array(X, chunks=(400, 4)), da.from_array(y, chunks=400),
+                da.from_array(w, chunks=300))  # the weights' own chunks: realigned to X's
+    _assert_same_chain(dist, single)
+    _assert_same(dist, single, ("y_scale_",))
+    assert not np.array_equal(single.coef_, AdaptiveRFFRegressor(**params).fit(X, y).coef_)  # the weights count
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_weighted_adaptive_classifier_on_dask_equals_in_memory(client, n_classes):
+    X, y, w = _data(1200, 4, seed=4)
+    labels = np.digitize(y, np.quantile(y, np.arange(1, n_classes) / n_classes))
+    params = dict(n_components=10, n_iter=3, random_state=1, final_alpha=FINALS)
+    single = AdaptiveRFFClassifier(**params).fit(X, labels, sample_weight=w)
+    dist = _fit(AdaptiveRFFClassifier(**params), da.from_array(X, chunks=(350, 4)), labels, w)  # NumPy weights
+    np.testing.assert_array_equal(dist.classes_, single.classes_)
+    _assert_same_chain(dist, single)
+    assert _relative(dist.temperature_, single.temperature_) <= RTOL
+    np.testing.assert_allclose(dist.predict_proba(X), single.predict_proba(X), rtol=1e-9)
+
+
+def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_adaptive_model(client):
+    X, y, w = _data(900, 3, seed=5)
+    Xd = da.from_array(X, chunks=(300, 3))
+    params = dict(n_components=8, n_iter=3, random_state=0)
+    plain = _fit(AdaptiveRFFRegressor(**params), Xd, y)
+    equal = _fit(AdaptiveRFFRegressor(**params), Xd, y, 4.0)  # a scalar: one weight for every row
+    _assert_same(equal, plain, ADAPTIVE_FITTED)
+    np.testing.assert_array_equal(equal.coef_, plain.coef_)
+    weighted = _fit(AdaptiveRFFRegressor(**params), Xd, y, w)
+    scaled = _fit(AdaptiveRFFRegressor(**params), Xd, y, da.from_array(8.0 * w, chunks=250))
+    np.testing.assert_array_equal(scaled.coef_, weighted.coef_)  # a power of two: the same relative weights
+
+
+@pytest.mark.parametrize("w, message", [
+    (np.r_[-1.0, np.ones(299)], "non-negative"),
+    (np.zeros(300), "sums to zero"),
+    (np.ones(299), "samples but sample_weight has"),
+])
+def test_bad_weights_on_dask_are_refused_by_adaptive_rff(client, w, message):
+    X, y, _ = _data(300, 3)
+    with pytest.raises(ValueError, match=message):
+        _fit(AdaptiveRFFRegressor(8, n_iter=2), da.from_array(X, chunks=(100, 3)), y, w)

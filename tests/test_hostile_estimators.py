@@ -180,10 +180,12 @@ def test_no_silent_nan_for_inputs_near_the_float_limit(est):
     assert np.isfinite(pred).all()
 
 
-# every estimator that takes sample_weight (AdaptiveRFF* take none)
+# every estimator that takes sample_weight
 WEIGHTED = [RFFRidge(16, random_state=0, n_jobs=1), RFFRidgeClassifier(16, random_state=0, n_jobs=1),
             EERFRegressor(8, random_state=0, n_jobs=1), EERFClassifier(8, random_state=0, n_jobs=1),
             SRFFRegressor(8, max_iter=3, random_state=0, n_jobs=1),
+            AdaptiveRFFRegressor(8, n_iter=3, random_state=0, n_jobs=1),
+            AdaptiveRFFClassifier(8, n_iter=3, random_state=0, n_jobs=1),
             RFFNetRegressor(8, max_iter=3, random_state=0, n_jobs=1),
             RFFNetClassifier(8, max_iter=3, random_state=0, n_jobs=1)]
 

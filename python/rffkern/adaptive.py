@@ -27,334 +27,35 @@ targets are standardised first (the paper's Algorithm 3).
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.linalg import cholesky, eigh
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
+from rffkern._adaptive_chain import (FINAL_ALPHAS, GCV_ALPHAS, PROPOSAL_EIGEN_FLOOR, PROPOSAL_FLOAT32_MIN_INPUTS,
+                                     RowsInMemory, RunningCovariance, amplitudes, chain_start, class_temperature,
+                                     fit_chain, gcv_lambda, least_squares, median_scale_of, metropolis_accept,
+                                     metropolis_step)
+from rffkern._calibration import calibration_rows, tempered_log_proba
+from rffkern._constraints import COMPONENTS, N_JOBS, IntInterval, RealSequence
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
-from rffkern._data import TargetScaler, holdout_split, labels_from_decision, mean_and_scale
+from rffkern._dask_adaptive import fit_adaptive
+from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
-from rffkern._calibration import calibration_rows, class_codes, loo_outputs, tempered_log_proba, temperature_of
-from rffkern._linalg import RidgeEigen, ridge_solve, single_threaded_blas
+from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
-from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
-from rffkern._sampling import median_distance
-from rffkern._selection import EXTENDED_WIDTH_FACTORS, next_width, search_widths
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
 from rffkern.ridge import choose_standardization, resolve_standardization
 
-__all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda", "RunningCovariance"]
-
-#: A list of lambdas (``(S.T S + lambda N I) beta = S.T y``) to search by GCV.
-GCV_ALPHAS = tuple(float(a) for a in np.logspace(-8, 0, 9))
-#: ``init_scale="auto"`` compares the median-heuristic width times ``EXTENDED_WIDTH_FACTORS``
-#: (frequency scales ``1 / (median distance * factor)``) at the initial frequencies.
-#: ``final_alpha``'s default: the final amplitudes' lambdas, 1e-8 to 10, searched by exact leave-one-out.
-FINAL_ALPHAS = tuple(float(a) for a in np.logspace(-8, 1, 19))
-
-
-def final_alpha_choice(fit_ridge_map, fmap, lambdas, n):
-    """The final lambda by exact leave-one-out, through a ``fit_ridge_map`` (the single-machine
-    :func:`rffkern._ridge_solvers.fit_ridge_map` or the distributed one bound to its data):
-    ``fit_ridge_map(fmap, penalties, score_single)`` with the penalties ``lambda N``. Returns
-    (lambda, beta, LOO errors or None)."""
-    lambdas = [float(v) for v in lambdas]
-    coef, _, penalty, errors, _ = fit_ridge_map(fmap, [lam * n for lam in lambdas], False)
-    lam = lambdas[0] if errors is None else lambdas[int(np.argmin(errors))]
-    return lam, coef, errors
-
-
-def gcv_lambda(X, Y, W, lambdas, n_threads):
-    """The lambda of least generalised cross-validation error for the pair features of ``W``: one
-    Gram pass and one eigendecomposition serve every lambda. Returns (lambda, errors)."""
-    G, SY = kernels.gram(X, W, None, Y, scale=1.0, pair=True, n_threads=n_threads)
-    eig = RidgeEigen(G.astype(np.float64), SY.astype(np.float64))
-    n = X.shape[0]
-    yty = (np.asarray(Y, np.float64) ** 2).sum(0)
-    errors = np.array([eig.gcv(lam * n, yty, n).mean() for lam in lambdas])
-    errors = np.where(np.isfinite(errors), errors, np.inf)
-    return float(lambdas[int(np.argmin(errors))]), errors
-
-
-def search_scales(scales, median_scale, loo_error):
-    """The initial frequency scales compared by ``init_scale="auto"`` and their errors
-    ``loo_error(scale)``: ``scales`` in order, then, as :func:`rffkern._selection.next_width` extends
-    EERF's widths, half (twice) the scale while the largest (smallest) is the best, within
-    ``1 / WIDTH_LIMITS`` times ``median_scale``. Returns (scales, errors) as lists."""
-    def extend(values, errors):  # in widths (1 / scale), EERF's rule around the median width
-        extra = next_width([1.0 / v for v in values], errors, 1.0 / median_scale)
-        return None if extra is None else 1.0 / extra
-
-    return search_widths(scales, extend, loo_error)
-
-
-def holdout_errors(X, Y, X_val, Y_val, W, lambdas, n_threads):
-    """Held-out mean squared error of the least-squares amplitudes of ``W`` fitted on (X, Y), for
-    every lambda (one Gram pass, one eigendecomposition, one prediction pass)."""
-    G, SY = kernels.gram(X, W, None, Y, scale=1.0, pair=True, n_threads=n_threads)
-    eig = RidgeEigen(G.astype(np.float64), SY.astype(np.float64))
-    n, m = X.shape[0], SY.shape[1]
-    coefs = np.hstack([eig.coef(lam * n) for lam in lambdas])                      # (2K, m * n_lambdas)
-    F = kernels.predict(X_val, W.astype(X_val.dtype), None, coefs.astype(X_val.dtype), scale=1.0, pair=True,
-                        n_threads=n_threads).astype(np.float64)
-    R = F - np.tile(np.asarray(Y_val, np.float64), len(lambdas))
-    errors = (R**2).reshape(X_val.shape[0], len(lambdas), m).mean(axis=(0, 2))
-    return np.where(np.isfinite(errors), errors, np.inf)
-
-
-def metropolis_accept(amp_old, amp_new, gamma, u):
-    """Boolean mask ``u_k < min(1, (amp_new_k / amp_old_k)^gamma)``, evaluated in log space.
-
-    A zero old amplitude always accepts (the ratio is infinite, or undefined when both are zero).
-    """
-    amp_old = np.asarray(amp_old, np.float64)
-    amp_new = np.asarray(amp_new, np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_ratio = gamma * (np.log(amp_new) - np.log(amp_old))
-    log_ratio = np.where(amp_old == 0, np.inf, log_ratio)
-    return np.log(u) < np.minimum(log_ratio, 0.0)
-
-
-def amplitudes(beta, K):
-    """``|beta_k|``: the norm of the cos and sin coefficients of frequency k over all outputs."""
-    B = beta.reshape(2 * K, -1)
-    return np.sqrt((B[:K] ** 2).sum(1) + (B[K:] ** 2).sum(1))
-
-
-def least_squares(X, Y, W, lam, n_threads, with_mse=False):
-    """``beta = (S.T S + lam N I)^{-1} S.T Y`` for pair features ``S = [cos XW, sin XW]`` (one gram pass).
-
-    With ``with_mse=True`` also the training mean squared error per target entry, from the same
-    Gram (``||Y - S beta||^2 = Y.T Y - 2 beta.T S.T Y + beta.T G beta``).
-    """
-    G, SY = kernels.gram(X, W, None, Y, scale=1.0, pair=True, n_threads=n_threads)
-    G, SY = G.astype(np.float64), SY.astype(np.float64)
-    beta = ridge_solve(G, SY, lam * X.shape[0])
-    if not with_mse:
-        return beta
-    rss = float((np.asarray(Y, np.float64) ** 2).sum() - 2 * (beta * SY).sum() + (beta * (G @ beta)).sum())
-    return beta, max(rss, 0.0) / Y.size
-
-
-def metropolis_step(X, Y, W, amp, zeta, u, *, delta, gamma, lam, omega_max=None, n_threads=1):
-    """One Metropolis iteration on all K frequencies; returns (W, amp, beta_proposal, accepted, mse).
-
-    ``zeta`` (K, d) are the proposal directions (already multiplied by the covariance factor) and
-    ``u`` (K,) the uniforms of the test; the caller draws both, so a reference implementation can
-    replay the same stream (the tests' ``datadep_reference.metropolis_step``).
-    """
-    rows = RowsInMemory(X, Y, n_threads)
-    return metropolis_update(rows, W, amp, zeta, u, delta=delta, gamma=gamma, lam=lam, omega_max=omega_max)
-
-
-def metropolis_update(rows, W, amp, zeta, u, *, delta, gamma, lam, omega_max=None):
-    """:func:`metropolis_step` with the least squares of ``rows`` (:class:`RowsInMemory`, or the
-    same methods over Dask rows)."""
-    K = W.shape[1]
-    W_new = W + delta * zeta.T
-    beta_new, mse = rows.fit(W_new, lam, with_mse=True)
-    amp_new = amplitudes(beta_new, K)
-    acc = metropolis_accept(amp, amp_new, gamma, u)
-    if omega_max is not None:
-        acc &= np.linalg.norm(W_new, axis=0) <= omega_max
-    W = W.copy()
-    W[:, acc] = W_new[:, acc]
-    amp = np.where(acc, amp_new, amp)
-    return W, amp, beta_new, acc, mse
-
-
-class RowsInMemory:
-    """The chain's least-squares fits on rows in memory: ``fit`` on (X, Y), ``holdout`` scored on
-    (X_val, Y_val). :func:`rffkern._dask_adaptive.fit_adaptive` gives the chain the same methods over
-    Dask rows."""
-
-    def __init__(self, X, Y, n_threads, X_val=None, Y_val=None):
-        self.X, self.Y, self.n_threads, self.X_val, self.Y_val = X, Y, n_threads, X_val, Y_val
-
-    def fit(self, W, lam, with_mse=False):
-        """:func:`least_squares` of ``W`` at penalty ``lam``."""
-        return least_squares(self.X, self.Y, W, lam, self.n_threads, with_mse=with_mse)
-
-    def holdout(self, W, lambdas):
-        """:func:`holdout_errors` of ``W`` for each penalty."""
-        return holdout_errors(self.X, self.Y, self.X_val, self.Y_val, W, lambdas, self.n_threads)
-
-    def progress(self):
-        """What the progress line adds (nothing in memory)."""
-        return ""
-
-
-@dataclass
-class Chain:
-    """What :func:`run_chain` leaves: the last frequencies, the best checkpoint (early stopping:
-    ``(error, W, lambda, iteration)``), and the traces."""
-
-    W: np.ndarray
-    best: tuple | None
-    validation_errors: list
-    acceptance: list
-    proposal_mse: list
-    snapshots: list
-    resamples: int
-    chol: np.ndarray
-
-
-def chain_settings(est, n, d, median_scale):
-    """The chain's settings from ``est``'s parameters for ``n`` rows of ``d`` inputs: sets
-    ``gamma_`` and ``step_``; returns ``(scales, lambdas, finals, n_val)``: the initial frequency
-    scales to compare (from ``median_scale``, one over the median heuristic, for a searched
-    ``init_scale``), the penalties of the chain and the final fit (None), and the held-out rows of
-    early stopping (0 without)."""
-    est.gamma_ = float(est.gamma) if est.gamma is not None else float(max(3 * d - 2, 1))
-    est.step_ = 2.4**2 / d if est.step == "auto" else float(est.step)
-    if median_scale is None:
-        scales = [float(est.init_scale)]
-    else:
-        scales = [median_scale] if est.init_scale == "median" else [median_scale / f for f in EXTENDED_WIDTH_FACTORS]
-    lambdas = np.atleast_1d(np.asarray(est.alpha, np.float64))
-    finals = None if est.final_alpha is None else np.atleast_1d(np.asarray(est.final_alpha, np.float64))
-    n_val = 0
-    if est.early_stopping:
-        n_val = int(round(est.validation_fraction * n))
-        if n_val < 1 or n - n_val < 2:
-            raise ValueError(f"validation_fraction={est.validation_fraction} leaves no training or "
-                             f"validation sample out of n_samples={n}")
-    return scales, lambdas, finals, n_val
-
-
-def run_chain(est, rows, W, amp, lam, rng, grid=None, check_every=1, log=None):
-    """Algorithm 2's chain of ``est.n_iter`` Metropolis iterations from frequencies ``W``
-    (amplitudes ``amp``) at penalty ``lam``, on the least squares of ``rows``: the adaptive
-    proposal covariance after the burn-in, resampling at low effective sample size, and with
-    ``early_stopping`` a check of the held-out error over ``grid`` every ``check_every``
-    iterations. One loop for the rows in memory and on Dask: the same draws from ``rng``."""
-    K, d = W.shape[1], W.shape[0]
-    best, val_errors = None, []
-    if est.early_stopping:
-        errs = rows.holdout(W, grid)
-        val_errors.append(float(errs.min()))
-        best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), 0)
-    t0 = int(np.ceil(est.burn_in * est.n_iter))
-    running = RunningCovariance(W)
-    chol = np.eye(d)
-    hist_acc, hist_mse, snapshots, resamples = [], [], [], 0
-    if est.keep_frequency_history:
-        snapshots.append(W.copy())
-    for it in range(est.n_iter):
-        zeta = rng.standard_normal((K, d)) @ chol.T
-        u = rng.random(K)
-        W, amp, _, acc, mse = metropolis_update(rows, W, amp, zeta, u, delta=est.step_, gamma=est.gamma_, lam=lam,
-                                                omega_max=est.omega_max)
-        hist_acc.append(float(acc.mean()))
-        hist_mse.append(mse)
-        if est.adaptive_covariance:
-            running.update(W)
-            if it + 1 >= t0:
-                chol = running.proposal_factor(est.adaptive_covariance)
-        if est.resample:
-            ess = amp.sum() ** 2 / max((amp**2).sum(), np.finfo(float).tiny)
-            if ess < est.resample_threshold * K:
-                p = amp / amp.sum()
-                W = W[:, np.sort(rng.choice(K, K, p=p))]
-                amp = amplitudes(rows.fit(W, lam), K)
-                resamples += 1
-        if est.keep_frequency_history and (it + 1) % est.keep_frequency_history == 0:
-            snapshots.append(W.copy())
-        if est.early_stopping and ((it + 1) % check_every == 0 or it + 1 == est.n_iter):
-            errs = rows.holdout(W, grid)
-            val_errors.append(float(errs.min()))
-            if val_errors[-1] < best[0]:  # type: ignore[index]  # set before the loop
-                best = (val_errors[-1], W.copy(), float(grid[int(np.argmin(errs))]), it + 1)
-        if log is not None and (it + 1) % max(1, est.n_iter // 10) == 0:
-            log.step("iteration", it + 1, est.n_iter,
-                     f"acceptance {hist_acc[-1]:.3f}, proposal training MSE {mse:.4g}{rows.progress()}")
-    return Chain(W, best, val_errors, hist_acc, hist_mse, snapshots, resamples, chol)
-
-
-#: Smallest eigenvalue of the guarded proposal covariance, relative to its mean eigenvalue (so its
-#: condition number is at most ``d / PROPOSAL_EIGEN_FLOOR``).
-PROPOSAL_EIGEN_FLOOR = 1e-2
-#: From this many inputs on, the guarded proposal (:meth:`RunningCovariance.proposal_factor`, once
-#: per iteration after the burn-in) is factored from a float32 eigendecomposition (LAPACK's divide
-#: and conquer), as ``V diag(g)^(1/2)`` straight from its eigenvectors, instead of a float64 one
-#: followed by forming ``V diag(g) V.T`` and its Cholesky factor: the same proposal distribution up to
-#: float32 round-off (1e-7 of the largest eigenvalue, far below the floor of 1e-2 of the mean),
-#: drawn through another square root. It halves the factorisation's time from 256 inputs on, where
-#: that is a large part of the fit; below, it costs a millisecond or two per iteration either way,
-#: and the chains stay those of the float64 construction, bit for bit (docs/design_notes.rst).
-PROPOSAL_FLOAT32_MIN_INPUTS = 256
-
-
-class RunningCovariance:
-    """Running mean and covariance of every frequency seen so far (Algorithm 2's ``C``).
-
-    Chan et al.'s pairwise update merges each iteration's K frequencies into the running mean and
-    scatter, so the covariance is exact in one pass.
-    """
-
-    def __init__(self, W):
-        d, K = W.shape
-        self.count, self.mean = K, W.mean(1)
-        self.scatter = np.cov(W, bias=True).reshape(d, d) * K
-
-    def update(self, W):
-        """Merge the K frequencies ``W`` (d, K) into the running statistics."""
-        d, K = W.shape
-        delta = W.mean(1) - self.mean
-        total = self.count + K
-        self.scatter = (self.scatter + np.cov(W, bias=True).reshape(d, d) * K
-                        + np.outer(delta, delta) * self.count * K / total)
-        self.mean = self.mean + delta * K / total
-        self.count = total
-
-    def proposal_factor(self, adaptive_covariance=True):
-        """A square root ``L`` (``L @ L.T``) of the proposal covariance (proposals ``L @ N(0, I)``).
-
-        ``adaptive_covariance="unscaled"`` is the paper's ``C`` itself. True (the guard) keeps the
-        eigenvectors of ``C`` and the ratios of its eigenvalues, floored at
-        ``PROPOSAL_EIGEN_FLOOR`` times their mean, but caps their mean at 1: the trace of the
-        proposal covariance never exceeds that of Algorithm 1's ``N(0, I)``. Unguarded, the scale
-        of ``C`` feeds back into the spread of the frequencies (a wider proposal accepts
-        frequencies farther out, which widens ``C``) and diverges geometrically where the
-        amplitudes do not decay (1-D targets with ``K`` larger than the spectrum needs).
-
-        ``L`` is the Cholesky factor of that covariance (plus a jitter of 1e-10 of its mean
-        eigenvalue), but for a guarded covariance of ``PROPOSAL_FLOAT32_MIN_INPUTS`` inputs or more,
-        where it is ``V diag(g)^(1/2)`` from a float32 eigendecomposition (the same distribution
-        of proposals).
-        """
-        d = self.mean.size
-        cov = self.scatter / self.count
-        cov = 0.5 * (cov + cov.T)
-        if adaptive_covariance != "unscaled":
-            single = d >= PROPOSAL_FLOAT32_MIN_INPUTS
-            if single:
-                ev32, V32 = eigh(cov.astype(np.float32), driver="evd", check_finite=False)
-                ev, V = ev32.astype(np.float64), V32.astype(np.float64)
-            else:
-                ev, V = np.linalg.eigh(cov)
-            ev = np.maximum(ev, 0.0)
-            if not ev.mean() > 0:   # every frequency equal so far: Algorithm 1's N(0, I)
-                return np.eye(d)
-            guarded = np.maximum(ev / ev.mean(), PROPOSAL_EIGEN_FLOOR)
-            guarded *= min(float(ev.mean()), 1.0) / guarded.mean()
-            if not np.allclose(guarded, ev, rtol=1e-12, atol=0):   # else C as it is, bit for bit
-                if single:  # V diag(g + jitter)^(1/2): its square is V diag(g) V.T plus the jitter below
-                    return V * np.sqrt(guarded + (1e-10 * guarded.mean() + 1e-12))
-                cov = (V * guarded) @ V.T
-                cov = 0.5 * (cov + cov.T)
-        cov = cov + (1e-10 * np.trace(cov) / d + 1e-12) * np.eye(d)
-        return cholesky(cov, lower=True, check_finite=False)
+__all__ = ["AdaptiveRFFRegressor", "AdaptiveRFFClassifier", "metropolis_accept", "gcv_lambda", "RunningCovariance",
+           "GCV_ALPHAS", "FINAL_ALPHAS", "PROPOSAL_EIGEN_FLOOR", "PROPOSAL_FLOAT32_MIN_INPUTS", "amplitudes",
+           "least_squares", "metropolis_step"]
 
 
 class _AdaptiveRFFBase(BaseEstimator):
@@ -416,104 +117,43 @@ class _AdaptiveRFFBase(BaseEstimator):
         return scaled_inputs(self, X)
 
     @single_threaded_blas
-    def _run(self, X, Y):
-        """The Metropolis loop on standardised X and centred, scaled targets Y (n, m).
+    def _run(self, X, Y, sample_weight=None):
+        """The Metropolis loop on X and centred, scaled targets Y (n, m), with the relative
+        ``sample_weight`` (None: 1 each); returns the final frequencies' :class:`PairStats` on
+        every standardised row, where the final fit computed them (else None).
 
         Its BLAS / LAPACK calls (K x K solves and eigendecompositions) run on one thread: they
         alternate with the compiled Gram's OpenMP region every iteration, and the idle threads of
         a multi-threaded OpenBLAS spin between them and slow the Gram down (docs/design_notes.rst).
         """
         self._validate_params()
+        w = sample_weight
         n, d = X.shape
-        K = self.n_components
         rng = as_generator(self.random_state)
         n_threads = resolve_n_threads(self.n_jobs)
         log = ProgressLog(self, self.verbose)
-        self.standardize_, self.standardize_errors_ = resolve_standardization(self.standardize, X, Y, None, rng,
+        self.standardize_, self.standardize_errors_ = resolve_standardization(self.standardize, X, Y, w, rng,
                                                                               self.n_jobs, self.robust_inputs)
         if self.standardize == "auto":
             log.step("standardize", 1, 1, f"{self.standardize_!r} (probe ridge)")
-        set_input_scaling(self, fit_input_scaling(X, None, self.standardize_, self.robust_inputs))
+        set_input_scaling(self, fit_input_scaling(X, w, self.standardize_, self.robust_inputs))
         Xs = self._standardise(X)
         Y = np.ascontiguousarray(Y, dtype=Xs.dtype)
-        median_scale = 1.0 / median_distance(Xs, rng=rng) if isinstance(self.init_scale, str) else None
-        scales, lambdas, finals, n_val = chain_settings(self, n, d, median_scale)
-        W_unit = rng.standard_normal((d, K))
-        self.init_scale_ = scales[0]
-        W = W_unit * self.init_scale_
-        Xc, Yc = Xs, Y   # the rows of the chain: all of them, or the training part
-        Xv = Yv = grid = None
-        check_every = 1
-        if self.early_stopping:
-            tr, va = holdout_split(n, n_val, rng)
+        median_scale = median_scale_of(Xs, w, rng) if isinstance(self.init_scale, str) else None
+        start = chain_start(self, n, d, median_scale, rng, None if w is None else np.flatnonzero(w > 0))
+        Xc, Yc, wc = Xs, Y, w   # the rows of the chain: all of them, or the training part
+        Xv = Yv = wv = None
+        if start.split is not None:
+            tr, va = start.split
             Xc, Yc = np.ascontiguousarray(Xs[tr]), np.ascontiguousarray(Y[tr])
             Xv, Yv = np.ascontiguousarray(Xs[va]), Y[va]
-            grid = finals if finals is not None else lambdas
-            check_every = max(1, self.n_iter // 10)
+            wc, wv = (None, None) if w is None else (w[tr], w[va])
         # the chain's rows as the kernels' centered sparse rows where few entries differ from their
-        # column's usual value (one-hot columns, blank pixels): every Gram pass of the chain reads
-        # them instead of the dense rows (kernels.gram takes either; the same values up to rounding)
-        Xk = kernels.centered_rows(Xc)
-        Xk = Xc if Xk is None else Xk
-        if lambdas.size > 1:
-            lam, _ = gcv_lambda(Xk, Yc, W, lambdas, n_threads)
-        else:
-            lam = float(lambdas[0])
-        self.init_scale_errors_ = self.init_scales_ = None
-        if len(scales) > 1:  # the initial width: least held-out (or exact LOO) error over the grid
-            W = W_unit * self._search_initial_scale(Xc, Yc, W_unit, scales, median_scale,
-                                                    finals if finals is not None else lambdas, n_threads)
-        amp = amplitudes(least_squares(Xk, Yc, W, lam, n_threads), K)
-        chain = run_chain(self, RowsInMemory(Xk, Yc, n_threads, Xv, Yv), W, amp, lam, rng, grid, check_every, log)
-        W, best, val_errors = chain.W, chain.best, chain.validation_errors
-        hist_acc, hist_mse, snapshots, resamples, chol = (chain.acceptance, chain.proposal_mse, chain.snapshots,
-                                                          chain.resamples, chain.chol)
-        self.validation_errors_ = np.array(val_errors) if self.early_stopping else None
-        W, lam, beta = self._final_coefficients(Xs, Y, W, lam, best, lambdas, finals, n_threads)
-        self.alpha_, self.frequencies_, self.coef_, self.amplitudes_ = lam, W, beta, amplitudes(beta, K)
-        self.acceptance_rate_ = float(np.mean(hist_acc)) if hist_acc else 0.0
-        self.history_ = {"acceptance": np.array(hist_acc), "proposal_mse": np.array(hist_mse),
-                         "n_resamples": resamples}
-        self.frequency_history_ = np.stack(snapshots) if snapshots else None
-        self.proposal_covariance_ = chol @ chol.T
-        self.n_iter_ = self.n_iter
-        return self
-
-    def _search_initial_scale(self, Xc, Yc, W_unit, scales, median_scale, penalties, n_threads):
-        """``init_scale_`` of ``init_scale="auto"``: the frequency scale of least exact LOO error
-        (each at its best of ``penalties``) over ``scales`` and :func:`search_scales`'s extension;
-        sets ``init_scales_`` and ``init_scale_errors_``."""
-        search = [v * Xc.shape[0] for v in penalties]
-
-        def loo_error(scale):
-            fmap = FourierFeatureMap(W_unit * scale, None, 1.0, True, n_threads)
-            loo = fit_ridge_map(fmap, Xc, Yc, search, fit_intercept=False, selection="loo", score_single=True)[3]
-            return float(np.min(loo))
-
-        self.init_scales_, self.init_scale_errors_ = search_scales(scales, median_scale, loo_error)
-        self.init_scale_ = self.init_scales_[int(np.argmin(self.init_scale_errors_))]
-        return self.init_scale_
-
-    def _final_coefficients(self, Xs, Y, W, lam, best, lambdas, finals, n_threads):
-        """``(W, lambda, beta)`` after the chain, on every row: the checked frequencies of least
-        held-out error with early stopping, else the last ones, their penalty chosen by exact LOO
-        over ``final_alpha`` or by GCV."""
-        self.gcv_errors_ = self.loo_errors_ = None
-        if self.early_stopping:  # the checked frequencies and lambda of least held-out error, all rows
-            _, W, lam, self.best_iteration_ = best
-            beta = least_squares(Xs, Y, W, lam, n_threads)
-        elif finals is not None:  # exact LOO over final_alpha (one Gram pass, one LOO pass)
-            self.best_iteration_ = self.n_iter
-            fmap = FourierFeatureMap(W, None, 1.0, True, n_threads)
-            lam, beta, self.loo_errors_ = final_alpha_choice(
-                lambda f, pens, intercept: fit_ridge_map(f, Xs, Y, pens, fit_intercept=intercept, selection="loo"),
-                fmap, finals, Xs.shape[0])
-        else:
-            self.best_iteration_ = self.n_iter
-            if lambdas.size > 1:  # the final frequencies may want another penalty than the initial ones
-                lam, self.gcv_errors_ = gcv_lambda(Xs, Y, W, lambdas, n_threads)
-            beta = least_squares(Xs, Y, W, lam, n_threads)
-        return W, lam, beta
+        # column's usual value (one-hot columns, blank pixels): every unweighted Gram pass of the
+        # chain reads them instead of the dense rows (kernels.gram takes either; the same values up
+        # to rounding)
+        chain_rows = RowsInMemory(Xc, Yc, n_threads, Xv, Yv, wc, wv, gram_rows=kernels.centered_rows(Xc))
+        return fit_chain(self, start, chain_rows, RowsInMemory(Xs, Y, n_threads, sample_weight=w), rng, log)
 
     def _raw_predict(self, X):
         check_is_fitted(self)
@@ -715,7 +355,7 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
                          n_jobs=n_jobs, verbose=verbose)
         self.normalize_y = normalize_y
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> AdaptiveRFFRegressor:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> AdaptiveRFFRegressor:
         """Run the Metropolis sampler on (X, y) and solve the final amplitudes.
 
         Parameters
@@ -724,6 +364,23 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
             Training data.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Real-valued targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rows (not all zero), relative: divided by their mean over
+            the rows of positive weight, so that weights ``c w`` fit the model of ``w`` and equal
+            weights the model of none (the penalties mean what they mean without weights). They
+            weight every least-squares problem (``(S.T W S + lambda N I) beta = S.T W y`` with
+            ``N`` the sum of the relative weights; the chain's training MSE), the standardization
+            of X and y, the median heuristic (each row counted as its relative weight in copies)
+            and the input ranges (rows of zero weight are left out), GCV and the exact
+            leave-one-out errors of the initial width and the final lambda (each row left out
+            with all its weight, as scikit-learn's ``RidgeCV``), and the held-out errors of
+            ``early_stopping``, whose held-out rows are drawn among the rows of positive weight.
+            A zero weight gives the model of the row dropped (up to round-off). With
+            ``early_stopping=False``, one ``alpha``, ``final_alpha=None``, a given ``init_scale``
+            and a given standardization, integer weights give the model of the rows repeated that
+            many times (up to round-off); the searches leave a row out with all its weight where
+            the repeated rows would lose one copy. With Dask arrays: a Dask array or an
+            array-like, equal to the in-memory fit.
 
         Returns
         -------
@@ -740,16 +397,17 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
         True
         """
         if is_dask_array(X):  # least squares on the workers, the Metropolis chain here
-            from rffkern._dask_adaptive import fit_adaptive
-            return fit_adaptive(self, X, y, choose_standardization)
+            return fit_adaptive(self, X, y, choose_standardization, sample_weight)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True, y_numeric=True)
+        w = relative_sample_weight(sample_weight, X.shape[0])[0]
         Y = y.reshape(X.shape[0], -1)
-        scaler = TargetScaler(self.normalize_y).fit(Y)
+        scaler = TargetScaler(self.normalize_y).fit(Y, w)
         if not self.normalize_y:  # still centred: the model has no intercept
-            scaler.mean_ = mean_and_scale(np.asarray(Y, np.float64))[0]
+            scaler.mean_ = mean_and_scale(np.asarray(Y, np.float64), w)[0]
         self.y_mean_, self.y_scale_ = scaler.mean_, scaler.scale_
         self._ravel = y.ndim == 1
-        return self._run(X, scaler.transform(Y))
+        self._run(X, scaler.transform(Y), w)
+        return self
 
     def predict(self, X: ArrayLike) -> NDArray[Any]:
         """Predict from the sampled frequencies and amplitudes.
@@ -809,7 +467,7 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
     array([0, 0, 0])
 """
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> AdaptiveRFFClassifier:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> AdaptiveRFFClassifier:
         """Run the Metropolis sampler on (X, one-hot y) and solve the final amplitudes.
 
         Parameters
@@ -818,6 +476,10 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
             Training data.
         y : array-like of shape (n_samples,)
             Class labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights, as in :meth:`AdaptiveRFFRegressor.fit` (they weight the
+            squared errors of the centred one-hot targets, their means ``y_mean_`` and the
+            log-loss of the temperature, fitted on rows of positive weight). Dask arrays too.
 
         Returns
         -------
@@ -835,9 +497,9 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         array([0, 1])
         """
         if is_dask_array(X):  # least squares on the workers, the Metropolis chain here
-            from rffkern._dask_adaptive import fit_adaptive
-            return fit_adaptive(self, X, y, choose_standardization)
+            return fit_adaptive(self, X, y, choose_standardization, sample_weight)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        w = relative_sample_weight(sample_weight, X.shape[0])[0]
         check_class_labels(y)
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
@@ -846,31 +508,17 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         Y = LabelBinarizer().fit(self.classes_).transform(y).astype(np.float64)
         if Y.shape[1] == 1:
             Y = np.hstack([1 - Y, Y])
-        self.y_mean_ = Y.mean(0)
+        self.y_mean_ = Y.mean(0) if w is None else np.average(Y, axis=0, weights=w)
         Yc = Y - self.y_mean_
-        self._run(X, Yc)
-        # predict_proba's temperature: the final amplitudes' Gram over every row (one more pass)
+        stats = self._run(X, Yc, w)
+        # predict_proba's temperature: the final amplitudes' sums over every row (one more pass
+        # where the final fit did not compute them)
         Xs = self._standardise(X)
-        W = self.frequencies_.astype(Xs.dtype)
-        G, SY = kernels.gram(Xs, W, None, Yc.astype(Xs.dtype), scale=1.0, pair=True,
-                             n_threads=resolve_n_threads(self.n_jobs))
-        rows = calibration_rows(Xs.shape[0])
-        self._store_temperature(G, SY, Xs.shape[0], Xs[rows], Yc[rows])
+        if stats is None:
+            stats = RowsInMemory(Xs, Yc, resolve_n_threads(self.n_jobs), sample_weight=w).stats(self.frequencies_)
+        rows = calibration_rows(Xs.shape[0], w)
+        self._temperature = class_temperature(self, stats, Xs[rows], Yc[rows], None if w is None else w[rows])
         return self
-
-    def _store_temperature(self, G, SY, n, Xs, Yc):
-        """``temperature_`` from the exact leave-one-out outputs of the rows ``(Xs, Yc)`` (standardized
-        inputs, centred one-hot targets) of the final least-squares fit, whose pair-feature Gram
-        ``G`` and ``S.T Yc`` over its ``n`` rows are given (penalty ``alpha_ * n``, no intercept)."""
-        G, SY = np.asarray(G, np.float64), np.asarray(SY, np.float64)
-        S = kernels.features(np.ascontiguousarray(Xs), self.frequencies_.astype(Xs.dtype), None, scale=1.0,
-                             pair=True, n_threads=resolve_n_threads(self.n_jobs))
-
-        def loo_scores(rows, w):  # the class outputs (one per class, both for two classes)
-            zero = np.zeros(S.shape[1])
-            return loo_outputs(G, SY, zero, 0.0, n, S[rows], Yc[rows], self.alpha_ * n, False) + self.y_mean_
-
-        self._temperature = temperature_of(class_codes(Yc + self.y_mean_), loo_scores, np.arange(S.shape[0]))
 
     @property
     def temperature_(self) -> float | None:
