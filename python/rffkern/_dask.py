@@ -460,13 +460,6 @@ def head_sample(X, rng, *others):
 
 # -- the standardization ----------------------------------------------------------------------------
 
-def refuse_dask_weights(sample_weight):
-    """A ``ValueError`` for ``sample_weight`` on Dask arrays (the fits that do not take it there)."""
-    if sample_weight is not None:
-        raise ValueError("sample_weight is not supported when X is a Dask array; fit on a NumPy array, "
-                         "or repeat rows in place of integer weights")
-
-
 def refuse_quantile(standardize):
     """A ``ValueError`` for ``standardize="quantile"`` on Dask arrays."""
     if standardize == "quantile":
