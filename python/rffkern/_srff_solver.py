@@ -155,9 +155,13 @@ class GramCache:
     """``gram(gamma)`` from ``compute_gram``, the last result kept: a lambda of the path starts from
     the gamma the previous one ended on, and the first from the gamma of the path's start."""
 
-    _last = None
+    _last: tuple | None = None
 
-    def gram(self, gamma):
+    def compute_gram(self, gamma) -> tuple:
+        """``(G, Z.T y, y.y, n)`` at ``gamma`` (each kind of terms computes it its own way)."""
+        raise NotImplementedError
+
+    def gram(self, gamma) -> tuple:
         if self._last is not None and np.array_equal(self._last[0], gamma):
             return self._last[1]
         out = self.compute_gram(gamma)
@@ -218,9 +222,10 @@ class ArrayTerms(GramCache):
 # The two steps and the loops, on any data terms.
 # ---------------------------------------------------------------------------------------------
 
-def ridge_from_gram(G, Zty, yy, n, lam):
+def ridge_from_gram(sums, lam):
     """``a = (G + n lam I)^{-1} Z.T y`` and the objective ``(1/2n)||y - Za||^2 + lam/2 ||a||^2``
-    from the sums of :meth:`ArrayTerms.gram` (n the total weight)."""
+    from the sums ``(G, Z.T y, y.y, n)`` of :meth:`ArrayTerms.gram` (n the total weight)."""
+    G, Zty, yy, n = sums
     a = ridge_solve(G, Zty, n * lam)
     rss = float(yy - 2 * a @ Zty + a @ G @ a)
     return a, max(rss, 0.0) / (2 * n) + 0.5 * lam * float(a @ a)
@@ -229,7 +234,7 @@ def ridge_from_gram(G, Zty, yy, n, lam):
 def ridge_step(X, y, directions, b, gamma, lam, n_threads, sample_weight=None):
     """``a = (Z.T Z + n lam I)^{-1} Z.T y`` and the objective ``(1/2n)||y - Za||^2 + lam/2 ||a||^2``;
     with ``sample_weight`` the weighted sums, n the total weight."""
-    return ridge_from_gram(*ArrayTerms(X, y, directions, b, n_threads, sample_weight).gram(gamma), lam)
+    return ridge_from_gram(ArrayTerms(X, y, directions, b, n_threads, sample_weight).gram(gamma), lam)
 
 
 def _overflowed():
@@ -315,7 +320,7 @@ def fit_lambda(terms, lam, gamma0, *, max_iter=1000, max_inner_iter=100, tol=1e-
     step = float(step_init)
     log = verbose if isinstance(verbose, ProgressLog) else ProgressLog("SRFFRegressor", verbose)
     for it in range(max_iter):
-        a, J = ridge_from_gram(*terms.gram(gamma), lam)
+        a, J = ridge_from_gram(terms.gram(gamma), lam)
         hist.append(J)
         log.step("outer iteration", it + 1, max_iter, f"lambda {lam:.4g}, objective {J:.6g}{terms.progress()}",
                  level=2)
@@ -325,7 +330,7 @@ def fit_lambda(terms, lam, gamma0, *, max_iter=1000, max_inner_iter=100, tol=1e-
                                     window=window, active=active)
         if carry_step:
             step = min(float(step_init), 2.0 * last_step)
-    a, J = ridge_from_gram(*terms.gram(gamma), lam)
+    a, J = ridge_from_gram(terms.gram(gamma), lam)
     hist.append(J)
     return a, gamma, hist
 

@@ -67,10 +67,10 @@ class _ArrayData:
 
     def __init__(self, est, Xs, y, w, n_threads):
         self.est, self.Xs, self.y, self.w, self.n_threads = est, Xs, y, w, n_threads
-        self.split = None
+        self.split: tuple | None = None
 
     def _rows(self, rows):
-        if rows == "all":
+        if rows == "all" or self.split is None:
             return self.Xs, self.y, self.w
         idx = self.split[0 if rows == "train" else 1]
         return np.ascontiguousarray(self.Xs[idx]), self.y[idx], None if self.w is None else self.w[idx]
