@@ -60,9 +60,10 @@ from rffkern._dask_ridge import fit_ridge_map
 from rffkern._data import standardized_rows
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
-from rffkern._rffnet_training import (MAX_LR_DECAYS, EpochRunner, Schedule, TrainingState, best_of_starts,
-                                      check_initial_relevances, median_init, r2_from_sums, stratified_subset,
-                                      training_targets, zero_constant_relevances)
+from rffkern._rffnet_training import (MAX_LR_DECAYS, N_INIT_FINALISTS, REFIT_ALPHAS, START_EPOCHS, EpochRunner,
+                                      Schedule, TrainingState, best_of_starts, check_initial_relevances, median_init,
+                                      r2_from_sums, training_targets, zero_constant_relevances)
+from rffkern._ridge_solvers import FourierFeatureMap
 from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -564,8 +565,6 @@ def fit_rffnet(est, X, y, choose):
     n_starts = est._n_starts(d, use_validation)
     est.start_losses_ = None
     if n_starts > 1:  # as RFFNet's in-memory fit: the start of least monitored loss after START_EPOCHS
-        from rffkern.rffnet import N_INIT_FINALISTS, START_EPOCHS
-
         seeds = rng.integers(np.iinfo(np.int64).max, size=n_starts - 1)
         runs = [run]
         for seed in seeds:
@@ -614,15 +613,14 @@ def _closing_softmax(est, X, y):
     """``refit_coef`` of ``RFFNetClassifier`` on Dask arrays: the closing logistic / softmax fit on
     the client, on rows gathered from the workers -- every row, or above
     ``rffkern.rffnet.CLOSING_MAX_ROWS`` a stratified random subset of that many (as the
-    single-machine fit caps its rows; the labels are gathered to draw it) -- its penalty chosen on 3
-    interleaved folds of those rows, as a single-machine fit without an early-stopping split does.
+    single-machine fit caps its rows, ``RFFNetClassifier._closing_subset``; the labels are gathered
+    to draw it) -- its penalty chosen on 3 interleaved folds of those rows, as a single-machine fit
+    without an early-stopping split does.
     Its L-BFGS passes over the features some hundreds of times: on the workers that would be as
     many rounds of tasks."""
-    from rffkern.rffnet import CLOSING_MAX_ROWS
-
     labels = np.asarray(y.compute()).reshape(-1)
-    if labels.size > CLOSING_MAX_ROWS:
-        keep = stratified_subset(labels, CLOSING_MAX_ROWS, est._rng)
+    keep = est._closing_subset(labels)
+    if keep is not None:
         labels, X = labels[keep], X[keep]
     rows = np.asarray(X.compute())
     _, Y, _ = est._encode_targets(labels, first_call=False)
@@ -654,15 +652,12 @@ def _closing_ridge(est, X, y):
     widened to ``refit_components`` and the penalty by exact leave-one-out over ``REFIT_ALPHAS``,
     with the distributed Gram and leave-one-out passes of the ridge family (two passes). Before it,
     the single-machine check of the kernel's width (``rffkern.rffnet.closing_width_factor``) on
-    at most ``CLOSING_CHECK_ROWS`` rows drawn at random from every row and gathered on the client
-    (X's rows, then y's: one graph each, as the standardization probe)."""
+    at most ``CLOSING_CHECK_ROWS`` rows drawn at random from every row (``_closing_check_rows``) and
+    gathered on the client (X's rows, then y's: one graph each, as the standardization probe)."""
     import dask
 
-    from rffkern._ridge_solvers import FourierFeatureMap
-    from rffkern.rffnet import REFIT_ALPHAS, closing_check_rows
-
     W, b = est._closing_map(X.shape[0])
-    rows = closing_check_rows(X.shape[0], est._rng)
+    rows = est._closing_check_rows(X.shape[0])
     (X_rows,), (y_rows,) = dask.compute(X[rows]), dask.compute(y[rows])
     est._check_closing_width(*_ClosingInputs(est)(np.asarray(X_rows), np.asarray(y_rows)), None)
     fmap = FourierFeatureMap(W, b, float(est.scale_), n_threads=resolve_n_threads(est.n_jobs))

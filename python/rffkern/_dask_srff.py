@@ -351,7 +351,7 @@ def fit_srff(est, X, y):
     est.intercept_ = est.y_mean_
     est.refit_alpha_ = None
     if est.refit_components is not None:  # the closing ridge on every row, as the single-machine fit
-        from rffkern.rffnet import REFIT_ALPHAS
+        from rffkern._rffnet_training import REFIT_ALPHAS
 
         W, b, scale = est._closing_map(n, rng)
         fmap = FourierFeatureMap(W, b, scale, n_threads=resolve_n_threads(est.n_jobs))

@@ -629,7 +629,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         child generator of ``rng`` (the draws of the fit itself stay as they were); the features
         are scaled by ``sqrt(2 / s)``, so that ``Z Z.T`` approximates the kernel matrix and the
         penalties mean what they mean for RFFNet's closing ridge."""
-        from rffkern.rffnet import CLOSING_COMPONENTS_PER_ROW
+        from rffkern._rffnet_training import CLOSING_COMPONENTS_PER_ROW
 
         W, b = widen_map("gaussian", self.weights_, self.offsets_,
                          min(self.refit_components, CLOSING_COMPONENTS_PER_ROW * n_rows), rng)
@@ -648,7 +648,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         features plus new draws of the same kernel at the learned gamma (:meth:`_closing_map`),
         the penalty by exact leave-one-out over ``REFIT_ALPHAS``."""
         from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
-        from rffkern.rffnet import REFIT_ALPHAS
+        from rffkern._rffnet_training import REFIT_ALPHAS
 
         W, b, scale = self._closing_map(Xs.shape[0], rng)
         fmap = FourierFeatureMap(W, b, scale, n_threads=n_threads)
