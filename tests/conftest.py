@@ -31,19 +31,36 @@ def n_threads(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
-def client():
+#: Seconds, for every wait on the Dask tests' loopback cluster (its start, its workers, its stop).
+DASK_TIMEOUT = 120
+
+
+@pytest.fixture(scope="session")
+def loopback_cluster():
     """A loopback LocalCluster of 2 single-threaded worker processes (bound to 127.0.0.1, no
-    dashboard) and its Client, started and stopped by each test module that asks for it; every
-    wait on it is bounded (120 s). The Dask test modules skip without dask.distributed."""
+    dashboard), started by the first Dask test module that asks for it and stopped at the end of
+    the session: one start-up for all of them (each starts two processes that import NumPy,
+    scikit-learn and rffkern). The Dask test modules skip without dask.distributed."""
     distributed = pytest.importorskip("distributed")
-    timeout = 120
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=None, host="127.0.0.1")
-    client = distributed.Client(cluster, timeout=timeout)
     try:
-        client.wait_for_workers(2, timeout=timeout)
+        yield cluster
+    finally:
+        cluster.close(timeout=DASK_TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def client(loopback_cluster):
+    """A Client of the session's loopback cluster, per test module that asks for it: the default
+    client (where Dask computes) for that module only, so the other modules' Dask arrays still
+    compute in-process, and closed at the module's end, which releases what its tests left on the
+    workers. It first waits for both workers: a test that killed one leaves the nanny's restart.
+    Every wait is bounded (DASK_TIMEOUT)."""
+    distributed = pytest.importorskip("distributed")
+    client = distributed.Client(loopback_cluster, timeout=DASK_TIMEOUT)
+    try:
+        client.wait_for_workers(2, timeout=DASK_TIMEOUT)
         yield client
     finally:
-        client.close(timeout=timeout)
-        cluster.close(timeout=timeout)
+        client.close(timeout=DASK_TIMEOUT)

@@ -287,6 +287,8 @@ def test_fit_survives_a_killed_worker(client):
         disturbed = future.result(timeout=TIMEOUT)
     finally:
         pool.shutdown(wait=False)
+        # the cluster is the session's: the nanny's restart is waited for here, pass or fail, so
+        # that later tests find both workers
+        client.wait_for_workers(2, timeout=TIMEOUT)
     np.testing.assert_array_equal(disturbed.coef_, undisturbed.coef_)
     np.testing.assert_array_equal(disturbed.intercept_, undisturbed.intercept_)
-    client.wait_for_workers(2, timeout=TIMEOUT)  # the nanny restarts it for later tests

@@ -54,15 +54,18 @@ import math
 import time
 
 import numpy as np
+from sklearn.base import is_classifier
+from sklearn.utils.multiclass import check_classification_targets
 
 from rffkern._dask import DaskRows, Moments, aligned_rows, probe_standardization, refuse_quantile, row_chunked, tree_reduce
 from rffkern._dask_ridge import fit_ridge_map
 from rffkern._data import standardized_rows
 from rffkern._losses import mean_loss
 from rffkern._progress import ProgressLog
-from rffkern._rffnet_training import (MAX_LR_DECAYS, EpochRunner, Schedule, TrainingState, best_of_starts,
-                                      check_initial_relevances, median_init, r2_from_sums, stratified_subset,
-                                      training_targets, zero_constant_relevances)
+from rffkern._rffnet_training import (MAX_LR_DECAYS, N_INIT_FINALISTS, REFIT_ALPHAS, START_EPOCHS, EpochRunner,
+                                      Schedule, TrainingState, best_of_starts, check_initial_relevances, median_init,
+                                      r2_from_sums, training_targets, zero_constant_relevances)
+from rffkern._ridge_solvers import FourierFeatureMap
 from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
 
@@ -134,6 +137,10 @@ class _ChunkContext:
         self.x_mean = self.x_scale = self.intercept = self.y_scale = None
         self.encoder = est._encoder if classifier else None
         self.n_classes = len(est.classes_) if classifier else None
+
+    def standardize_as(self, est):
+        """Standardize the rows and targets as the estimator's fitted statistics say."""
+        self.x_mean, self.x_scale, self.intercept, self.y_scale = est.x_mean_, est.x_scale_, est.intercept_, est.y_scale_
 
     def targets(self, yb):
         """Float64 targets (one-hot / 0-1 codes for classifiers), shape (m, n_outputs)."""
@@ -330,6 +337,36 @@ class _DaskStart:
         self.validation_scores: list = []
 
 
+class _DaskFit:
+    """What every epoch of every start reads: the estimator and its progress log, the chunks, the
+    shards, and the validation rows' count and target sums (None without a validation split)."""
+
+    def __init__(self, est, log, ctx, blocks, groups, n_val, sst):
+        self.est, self.log, self.ctx = est, log, ctx
+        self.blocks, self.groups = blocks, groups
+        self.n_val, self.sst = n_val, sst
+
+    @property
+    def use_validation(self):
+        return self.sst is not None
+
+    def score(self, val):
+        """The validation score of an epoch from its :func:`_validate_chunk` sums: accuracy, or R^2."""
+        if self.ctx.classifier:
+            return float(val[1] / self.n_val)
+        return r2_from_sums(val[2:], self.sst)
+
+
+def _per_chunk(blocks, merge, func, *args):
+    """``func(*args, index, Xb, yb)`` of every chunk, merged by a tree reduction on the workers and
+    gathered."""
+    import dask
+
+    (total,) = dask.compute(tree_reduce([dask.delayed(func, pure=True)(*args, i, xb, yb)
+                                         for i, (xb, yb) in enumerate(blocks)], merge))
+    return total
+
+
 def fit_rffnet(est, X, y, choose):
     """Fit ``RFFNetRegressor`` / ``RFFNetClassifier`` ``est`` on Dask arrays, data-parallel.
 
@@ -347,6 +384,9 @@ def fit_rffnet(est, X, y, choose):
         Chunked by rows only (whole rows in every chunk), known chunk sizes.
     y : dask.array.Array or array-like of shape (n_samples,) or (n_samples, n_outputs)
         Rechunked like X's rows.
+    choose : callable
+        The standardization rule of ``standardize="auto"`` (the probe ridge's choice), passed to
+        :func:`rffkern._dask.probe_standardization`.
 
     Returns
     -------
@@ -361,12 +401,48 @@ def fit_rffnet(est, X, y, choose):
         Non-finite values, fewer than 2 training rows, a column-chunked X, an unsupported
         ``init``, or targets that would overflow the training dtype.
     """
-    import dask
-    import dask.array as da
-    from sklearn.base import is_classifier
-    from sklearn.utils.multiclass import check_classification_targets
+    X, y = _checked_inputs(est, X, y)
+    dtype = np.dtype(est.dtype)
+    classifier = is_classifier(est)
+    log = ProgressLog(est, est.verbose)
+    y, n_out = _encoded_targets(est, y, classifier)
+    d = X.shape[1]
+    est.n_features_in_ = d
+    rng, coef, runner, split_seed = _draws(est, d, n_out, dtype)
+    ctx = _ChunkContext(est, runner, classifier, split_seed, dtype)
+    blocks = list(zip(X.to_delayed().ravel(), y.to_delayed().ravel()))  # (X block, y block) per chunk
+
+    stats = _statistics(est, ctx, blocks, X.shape[0])
+    constant = _standardize_inputs(est, ctx, X, y, stats, rng, choose, log)
+    est.intercept_, est.y_scale_ = _target_scaling(est, stats["moments"], d, n_out, classifier)
+    ctx.standardize_as(est)
+    theta = _initial_relevances(est, X, stats, constant, dtype)
+
+    ctx_key = _shared(ctx)  # sent again: it now holds the statistics
+    use_validation = split_seed is not None and stats["n_val"] > 0
+    sst = _validation_sst(blocks, ctx_key, stats["n_val"]) if use_validation else None
+    fit = _DaskFit(est, log, ctx, blocks, _shards(len(blocks), _default_shards(len(blocks))), stats["n_val"], sst)
+    est.n_shards_ = len(fit.groups)
+    epoch_rng = np.random.default_rng(int(rng.integers(2**32 - 1)))
+    est._rng = rng
+    log.event(f"data-parallel fit: {len(blocks)} chunks in {len(fit.groups)} shard(s), "
+              f"{stats['moments'].n} training rows, {stats['n_val']} validation rows")
+
+    run = _DaskStart(est.weights_, est.offsets_, ctx_key, _Params(theta, np.ascontiguousarray(coef),
+                     TrainingState(coef.shape, d, dtype, est._palm)), epoch_rng, est.learning_rate)
+    run = _best_start(fit, run, rng, theta, n_out)
+    _epochs(fit, run, est.max_iter - run.n_iter)
+    _store_run(est, run)
+    est.refit_alpha_ = None
+    if est.refit_coef:
+        (_closing_softmax if classifier else _closing_ridge)(est, X, y)
+    return est
 
 
+# -- the steps of the fit ---------------------------------------------------------------------------
+
+def _checked_inputs(est, X, y):
+    """X row-chunked and numeric, y aligned with its rows; the parameters validated as ``fit`` does."""
     est._validate_params()
     if isinstance(est.init, str) and est.init not in ("constant", "median"):
         raise ValueError(f"init={est.init!r} is not supported on Dask arrays (it needs all the rows on "
@@ -377,10 +453,13 @@ def fit_rffnet(est, X, y, choose):
         raise ValueError("Found array with 0 sample(s) (shape=(0, ...)) while a minimum of 1 is required.")
     if X.dtype.kind not in "biuf":
         raise ValueError(f"X must be numeric, got dtype {X.dtype}")
-    y = aligned_rows(y, X)
-    dtype = np.dtype(est.dtype)
-    classifier = is_classifier(est)
-    log = ProgressLog(est, est.verbose)
+    return X, aligned_rows(y, X)
+
+
+def _encoded_targets(est, y, classifier):
+    """(y, n_outputs): a classifier's labels 1-D, its classes and encoder fitted (one pass over y);
+    a regressor's targets checked numeric. Sets the training loss."""
+    import dask.array as da
 
     if classifier:
         if y.ndim == 2 and y.shape[1] == 1:
@@ -392,52 +471,62 @@ def fit_rffnet(est, X, y, choose):
         est._encode_targets(classes, first_call=True)  # classes_, the encoder, the 2-class check
         n_out = 1 if len(est.classes_) == 2 else len(est.classes_)
         est._loss = "logistic" if n_out == 1 else "softmax"
-    else:
-        if y.ndim not in (1, 2) or y.dtype.kind not in "biuf":
-            raise ValueError(f"y must be numeric of shape (n,) or (n, n_outputs), got {y.dtype} {y.shape}")
-        est._y_1d = y.ndim == 1
-        n_out = 1 if y.ndim == 1 else y.shape[1]
-        est._loss = "squared"
-    d = X.shape[1]
-    est.n_features_in_ = d
+        return y, n_out
+    if y.ndim not in (1, 2) or y.dtype.kind not in "biuf":
+        raise ValueError(f"y must be numeric of shape (n,) or (n, n_outputs), got {y.dtype} {y.shape}")
+    est._y_1d = y.ndim == 1
+    est._loss = "squared"
+    return y, 1 if y.ndim == 1 else y.shape[1]
 
-    # The draws in the single-machine order: W, b, B, then the split's seed.
+
+def _draws(est, d, n_out, dtype):
+    """The draws in the single-machine order: W and b (stored), B, then the split's seed (None
+    without early stopping). Returns the generator, B, the epoch runner and the seed."""
     rng = as_generator(est.random_state)
     est.weights_ = draw_frequencies(est.kernel, d, est.n_components, 1.0, rng, dtype)
     est.offsets_ = draw_offsets(est.n_components, rng, dtype)
-    bound = 1.0 / np.sqrt(est.n_components)
-    coef = rng.uniform(-bound, bound, (est.n_components, n_out)).astype(dtype)
+    coef = _output_weights(est.n_components, n_out, rng, dtype)
     est.scale_ = est._scale_value()
     split_seed = int(rng.integers(2**32 - 1)) if est.early_stopping else None
-
     runner = EpochRunner(weights=est.weights_, offsets=est.offsets_, scale=est.scale_, loss=est._loss,
                          solver=est.solver, batch_size=est.batch_size, alpha=est.alpha,
                          relevance_penalty=est.relevance_penalty,
                          n_threads=1 if est.n_jobs is None else resolve_n_threads(est.n_jobs))
-    ctx = _ChunkContext(est, runner, classifier, split_seed, dtype)
-    x_blocks, y_blocks = list(X.to_delayed().ravel()), list(y.to_delayed().ravel())
-    n_chunks = len(x_blocks)
+    return rng, coef, runner, split_seed
 
-    # Pass 1: statistics of the training rows.
-    ctx_key = _shared(ctx)  # before the statistics: sent to the workers once per pass
-    stats = tree_reduce([dask.delayed(_chunk_statistics, pure=True)(ctx_key, i, xb, yb)
-                          for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))], _merge_statistics)
-    (stats,) = dask.compute(stats)
+
+def _output_weights(n_components, n_out, rng, dtype):
+    """Initial output weights B, uniform in +-1/sqrt(n_components) (as in memory)."""
+    bound = 1.0 / np.sqrt(n_components)
+    return rng.uniform(-bound, bound, (n_components, n_out)).astype(dtype)
+
+
+def _statistics(est, ctx, blocks, n_samples):
+    """Pass 1: the merged :func:`_chunk_statistics` of every chunk, checked finite and with at least
+    2 training rows."""
+    stats = _per_chunk(blocks, _merge_statistics, _chunk_statistics, _shared(ctx))
     if not stats["finite"]:
         raise ValueError("Input X or y contains NaN or infinity.")
     n_train = stats["moments"].n
     if n_train < 2:
-        raise ValueError(f"n_samples={X.shape[0]} leaves {n_train} training row(s) after holding out "
+        raise ValueError(f"n_samples={n_samples} leaves {n_train} training row(s) after holding out "
                          f"validation_fraction={est.validation_fraction} of every chunk (at least 2 "
                          "needed); pass more samples, larger chunks or early_stopping=False")
-    mean, sd = stats["moments"].mean_and_scale()
-    raw_sd = np.sqrt(stats["moments"].m2 / n_train) * stats["moments"].scale
-    constant = stats["moments"].constant()[:d] if est.standardize else np.zeros(d, dtype=bool)
+    return stats
+
+
+def _standardize_inputs(est, ctx, X, y, stats, rng, choose, log):
+    """The inputs' standardization from the training rows' moments (``"auto"``: the probe ridge's
+    choice) and their clipping range, set on the estimator. Returns the mask of the inputs constant
+    on the training rows (all False without standardization)."""
+    d = X.shape[1]
+    moments = stats["moments"]
+    constant = moments.constant()[:d] if est.standardize else np.zeros(d, dtype=bool)
     if est.standardize:
         # "auto": the probe ridge on the training rows among at most PROBE_ROWS rows drawn from all
         # of X (in memory, at most PROBE_ROWS training rows), its seed from a copy of rng
-        probe = probe_standardization(est, DaskRows(X, y), stats["moments"], d, rng, choose,
-                                      est.classes_ if classifier else None,
+        probe = probe_standardization(est, DaskRows(X, y), moments, d, rng, choose,
+                                      est.classes_ if ctx.classifier else None,
                                       keep=lambda rows: ctx.training_rows(rows, X.chunks[0]))
         est.standardize_, est.standardize_errors_ = probe or (est.standardize, None)
         if probe is not None:
@@ -446,27 +535,35 @@ def fit_rffnet(est, X, y, choose):
         est.standardize_, est.standardize_errors_ = False, None
     refuse_quantile(est.standardize_)
     # as RFFNet's in-memory fit (a constant input's scale 1)
-    moments = stats["moments"]
     est._use_input_scaling(moments.input_standardization(d, est.standardize_, est.robust_inputs, ignore_constant=False),
                            moments.input_standardization(d, True, False, ignore_constant=False).scale,
                            constant)
     if est.x_min_ is not None:  # clipped to the range of every row, the validation rows' too (as in memory)
         est.x_min_, est.x_max_ = stats["lo_all"], stats["hi_all"]
-    if classifier:
-        intercept, y_scale = np.zeros(n_out), np.ones(n_out)
-    else:
-        y_mean, y_sd = mean[d:], sd[d:]
-        intercept = y_mean if est.fit_intercept else np.zeros(n_out)
-        if not est.normalize_y:
-            y_scale = np.ones(n_out)
-        elif est.fit_intercept:
-            y_scale = y_sd
-        else:  # root mean square about 0
-            rms = np.sqrt(raw_sd[d:] ** 2 + y_mean ** 2)
-            y_scale = np.where(rms > 0, rms, 1.0)
-    est.intercept_, est.y_scale_ = intercept, y_scale
-    ctx.x_mean, ctx.x_scale, ctx.intercept, ctx.y_scale = est.x_mean_, est.x_scale_, est.intercept_, est.y_scale_
+    return constant
 
+
+def _target_scaling(est, moments, d, n_out, classifier):
+    """(intercept, y_scale) of the training targets: 0 and 1 for a classifier's codes; for a
+    regressor the training rows' mean (``fit_intercept``) and deviation (``normalize_y``; without
+    an intercept, the root mean square about 0)."""
+    if classifier:
+        return np.zeros(n_out), np.ones(n_out)
+    mean, sd = moments.mean_and_scale()
+    y_mean, y_sd = mean[d:], sd[d:]
+    intercept = y_mean if est.fit_intercept else np.zeros(n_out)
+    if not est.normalize_y:
+        return intercept, np.ones(n_out)
+    if est.fit_intercept:
+        return intercept, y_sd
+    raw_sd = np.sqrt(moments.m2 / moments.n) * moments.scale
+    rms = np.sqrt(raw_sd[d:] ** 2 + y_mean ** 2)
+    return intercept, np.where(rms > 0, rms, 1.0)
+
+
+def _initial_relevances(est, X, stats, constant, dtype):
+    """theta from ``init``, 0 for the inputs constant on the training rows."""
+    d = X.shape[1]
     if isinstance(est.init, str) and est.init == "median":  # 3 / median distance, on the first (at most 2000) standardized rows
         head = np.asarray(X[:min(X.shape[0], 2000)].compute(), dtype=np.float64)
         theta = median_init(standardized_rows(head, est.x_mean_, est.x_scale_, dtype))
@@ -475,123 +572,133 @@ def fit_rffnet(est, X, y, choose):
     else:
         check_initial_relevances(est.init, d)
         theta = np.asarray(est.init, dtype=dtype)
-    theta = zero_constant_relevances(np.array(theta, dtype=dtype, order="C"), constant)
+    return zero_constant_relevances(np.array(theta, dtype=dtype, order="C"), constant)
 
-    ctx_key = _shared(ctx)
-    use_validation = split_seed is not None and stats["n_val"] > 0
-    sst = None
-    if use_validation:
-        sums = tree_reduce([dask.delayed(_val_target_sums, pure=True)(ctx_key, i, xb, yb)
-                             for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))], _add)
-        (sums,) = dask.compute(sums)
-        n_val = stats["n_val"]
-        sst = sums[1] - sums[0] ** 2 / n_val
 
-    n_shards = _default_shards(n_chunks)
-    groups = _shards(n_chunks, n_shards)
-    est.n_shards_ = len(groups)
-    epoch_rng = np.random.default_rng(int(rng.integers(2**32 - 1)))
-    est._rng = rng
-    log.event(f"data-parallel fit: {n_chunks} chunks in {len(groups)} shard(s), "
-              f"{n_train} training rows, {stats['n_val']} validation rows")
+def _validation_sst(blocks, ctx_key, n_val):
+    """Per output, the validation targets' sum of squares about their mean (R^2's denominator)."""
+    sums = _per_chunk(blocks, _add, _val_target_sums, ctx_key)
+    return sums[1] - sums[0] ** 2 / n_val
 
-    def epochs(run, count):
-        """Up to ``count`` epochs of the start ``run`` (its map, parameters, schedule and curves)."""
-        sched = run.schedule
-        for _ in range(0 if sched.stopped or sched.diverged else count):
-            tic = time.perf_counter()
-            seed = int(run.epoch_rng.integers(2**32 - 1))
-            order_rng = np.random.default_rng(seed)
-            orders = [[int(i) for i in order_rng.permutation(group)] for group in groups]
-            ends = [run.params] * len(groups)
-            # Waves of CHUNKS_PER_WAVE chunks per shard, one graph each: within one graph the chunk
-            # reads (tasks without dependencies) would run ahead of the sequential chain of training
-            # tasks and hold a whole shard in memory; a wave holds at most CHUNKS_PER_WAVE of them.
-            for w in range(0, max(map(len, orders)), CHUNKS_PER_WAVE):
-                wave = []
-                for order, end in zip(orders, ends):
-                    p = dask.delayed(end, pure=False, traverse=False)
-                    for i in order[w:w + CHUNKS_PER_WAVE]:
-                        p = dask.delayed(_train_chunk, pure=True)(run.ctx_key, p, i, seed, sched.learning_rate * len(groups),
-                                                                  x_blocks[i], y_blocks[i])
-                    wave.append(p)
-                ends = list(dask.compute(*wave))
-            new = _average(*ends)
-            if use_validation:
-                # a second graph, not the same one: a chunk read for training is then released at
-                # once instead of being held until the averaged model can be validated on it
-                new_key = _shared(new)
-                (val,) = dask.compute(tree_reduce([dask.delayed(_validate_chunk, pure=True)(run.ctx_key, new_key, i, xb, yb)
-                                                    for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))], _add))
-            train_loss = new.loss_sum / max(new.rows, 1)
-            run.params = _Params(new.theta, new.coef, new.state)
-            run.n_iter += 1
-            run.t += new.rows
-            run.loss_curve.append(train_loss)
-            sched.diverged = not (np.isfinite(train_loss) and np.isfinite(new.theta).all() and np.isfinite(new.coef).all())
-            if sched.diverged:
-                log.event(f"epoch {run.n_iter}: training diverged (non-finite loss or parameters)")
-                break
-            val_loss = None
-            if use_validation:
-                val_loss = float(val[0] / n_val)
-                run.validation_loss_curve.append(val_loss)
-                if classifier:
-                    score = float(val[1] / n_val)
-                else:
-                    sse = val[2:]
-                    assert sst is not None  # computed whenever there is a validation split
-                    score = r2_from_sums(sse, sst)
-                run.validation_scores.append(score)
-            value = val_loss if val_loss is not None else train_loss
-            if sched.observe(value, est.tol, run.params.theta, run.params.coef, est.checkpoint):
-                run.best_epoch = run.n_iter
-            details = f"train loss {train_loss:.6g}"
-            if val_loss is not None:
-                details += f", validation loss {val_loss:.6g}"
-            log.step("epoch", run.n_iter, est.max_iter, f"{details} ({time.perf_counter() - tic:.3f} s)")
-            change = sched.after_plateau(est.n_iter_no_change, est.learning_rate_schedule == "adaptive",
-                                         MAX_LR_DECAYS, est.early_stopping)
-            if change == "lowered":
-                log.event(f"learning rate lowered to {sched.learning_rate:.3g} (no improvement for "
-                          f"{est.n_iter_no_change} epochs)")
-            elif change == "stopped":
-                log.event(f"early stopping: no improvement for {sched.no_improve} epochs; best epoch {run.best_epoch}")
-                break
 
-    run = _DaskStart(est.weights_, est.offsets_, ctx_key, _Params(theta, np.ascontiguousarray(coef),
-                     TrainingState(coef.shape, d, dtype, est._palm)), epoch_rng, est.learning_rate)
-    n_starts = est._n_starts(d, use_validation)
+def _best_start(fit, run, rng, theta, n_out):
+    """The start that trains on (``run`` itself with one start): as RFFNet's in-memory fit, the
+    start of least monitored loss after START_EPOCHS epochs, then a second round of as many for the
+    best N_INIT_FINALISTS. Sets ``start_losses_``."""
+    est, log = fit.est, fit.log
+    n_starts = est._n_starts(est.n_features_in_, fit.use_validation)
     est.start_losses_ = None
-    if n_starts > 1:  # as RFFNet's in-memory fit: the start of least monitored loss after START_EPOCHS
-        from rffkern.rffnet import N_INIT_FINALISTS, START_EPOCHS
+    if n_starts <= 1:
+        return run
+    seeds = rng.integers(np.iinfo(np.int64).max, size=n_starts - 1)
+    runs = [run] + [_other_start(fit, seed, theta, n_out) for seed in seeds]
+    kind = "validation" if fit.use_validation else "training"
 
-        seeds = rng.integers(np.iinfo(np.int64).max, size=n_starts - 1)
-        runs = [run]
-        for seed in seeds:
-            g = np.random.default_rng(seed)
-            W = draw_frequencies(est.kernel, d, est.n_components, 1.0, g, dtype)
-            b = draw_offsets(est.n_components, g, dtype)
-            B = g.uniform(-bound, bound, (est.n_components, n_out)).astype(dtype)
-            ctx_k = copy.copy(ctx)
-            ctx_k.runner = dataclasses.replace(runner, weights=W, offsets=b)
-            runs.append(_DaskStart(W, b, _shared(ctx_k), _Params(theta.copy(), B, TrainingState(B.shape, d, dtype, est._palm)),
-                                   np.random.default_rng(int(g.integers(2**32 - 1))), est.learning_rate))
-        kind = "validation" if use_validation else "training"
+    def train(k, count):
+        _epochs(fit, runs[k], count)
+        least = runs[k].schedule.least_loss()
+        log.event(f"start {k + 1}/{n_starts}: least {kind} loss {least:.6g} after {runs[k].n_iter} epochs")
+        return least
 
-        def train(k, count):
-            epochs(runs[k], count)
-            least = runs[k].schedule.least_loss()
-            log.event(f"start {k + 1}/{n_starts}: least {kind} loss {least:.6g} after {runs[k].n_iter} epochs")
-            return least
+    est.start_losses_, k = best_of_starts(n_starts, train, min(START_EPOCHS, est.max_iter),
+                                          min(START_EPOCHS, est.max_iter - START_EPOCHS), N_INIT_FINALISTS)
+    est._epochs_in_dropped_starts = sum(r.n_iter for i, r in enumerate(runs) if i != k)
+    log.event(f"continuing from start {k + 1}")
+    return runs[k]
 
-        # as in memory: a second round for the best N_INIT_FINALISTS
-        est.start_losses_, k = best_of_starts(n_starts, train, min(START_EPOCHS, est.max_iter),
-                                              min(START_EPOCHS, est.max_iter - START_EPOCHS), N_INIT_FINALISTS)
-        est._epochs_in_dropped_starts = sum(r.n_iter for i, r in enumerate(runs) if i != k)
-        run = runs[k]
-        log.event(f"continuing from start {k + 1}")
-    epochs(run, est.max_iter - run.n_iter)
+
+def _other_start(fit, seed, theta, n_out):
+    """A further start of ``n_init``: its own draw of W, b and B from ``seed``, the same theta; its
+    map reaches the workers in a copy of the chunk context."""
+    est, ctx = fit.est, fit.ctx
+    d, dtype = est.n_features_in_, ctx.dtype
+    g = np.random.default_rng(seed)
+    W = draw_frequencies(est.kernel, d, est.n_components, 1.0, g, dtype)
+    b = draw_offsets(est.n_components, g, dtype)
+    B = _output_weights(est.n_components, n_out, g, dtype)
+    ctx_k = copy.copy(ctx)
+    ctx_k.runner = dataclasses.replace(ctx.runner, weights=W, offsets=b)
+    return _DaskStart(W, b, _shared(ctx_k), _Params(theta.copy(), B, TrainingState(B.shape, d, dtype, est._palm)),
+                      np.random.default_rng(int(g.integers(2**32 - 1))), est.learning_rate)
+
+
+def _epochs(fit, run, count):
+    """Up to ``count`` epochs of the start ``run`` (its map, parameters, schedule and curves)."""
+    sched = run.schedule
+    for _ in range(0 if sched.stopped or sched.diverged else count):
+        tic = time.perf_counter()
+        new = _shard_epoch(fit, run)
+        # a second graph, not the same one: a chunk read for training is then released at once
+        # instead of being held until the averaged model can be validated on it
+        val = _per_chunk(fit.blocks, _add, _validate_chunk, run.ctx_key, _shared(new)) if fit.use_validation else None
+        if not _record_epoch(fit, run, new, val, tic):
+            break
+
+
+def _shard_epoch(fit, run):
+    """One epoch of every shard over its chunks (in an order drawn for the epoch) from the start's
+    parameters, and the row-weighted average of the shards' ends."""
+    import dask
+
+    seed = int(run.epoch_rng.integers(2**32 - 1))
+    order_rng = np.random.default_rng(seed)
+    orders = [[int(i) for i in order_rng.permutation(group)] for group in fit.groups]
+    learning_rate = run.schedule.learning_rate * len(fit.groups)  # the linear scaling rule
+    ends = [run.params] * len(fit.groups)
+    # Waves of CHUNKS_PER_WAVE chunks per shard, one graph each: within one graph the chunk reads
+    # (tasks without dependencies) would run ahead of the sequential chain of training tasks and
+    # hold a whole shard in memory; a wave holds at most CHUNKS_PER_WAVE of them.
+    for w in range(0, max(map(len, orders)), CHUNKS_PER_WAVE):
+        wave = []
+        for order, end in zip(orders, ends):
+            p = dask.delayed(end, pure=False, traverse=False)
+            for i in order[w:w + CHUNKS_PER_WAVE]:
+                xb, yb = fit.blocks[i]
+                p = dask.delayed(_train_chunk, pure=True)(run.ctx_key, p, i, seed, learning_rate, xb, yb)
+            wave.append(p)
+        ends = list(dask.compute(*wave))
+    return _average(*ends)
+
+
+def _record_epoch(fit, run, new, val, tic):
+    """The averaged parameters ``new`` become the start's, its curves grow by the epoch's losses and
+    score (``val``: the :func:`_validate_chunk` sums, None without validation), and the schedule
+    observes it. False when the training stops here (diverged, or early stopping)."""
+    est, log, sched = fit.est, fit.log, run.schedule
+    train_loss = new.loss_sum / max(new.rows, 1)
+    run.params = _Params(new.theta, new.coef, new.state)
+    run.n_iter += 1
+    run.t += new.rows
+    run.loss_curve.append(train_loss)
+    sched.diverged = not (np.isfinite(train_loss) and np.isfinite(new.theta).all() and np.isfinite(new.coef).all())
+    if sched.diverged:
+        log.event(f"epoch {run.n_iter}: training diverged (non-finite loss or parameters)")
+        return False
+    val_loss = None
+    if val is not None:
+        val_loss = float(val[0] / fit.n_val)
+        run.validation_loss_curve.append(val_loss)
+        run.validation_scores.append(fit.score(val))
+    value = val_loss if val_loss is not None else train_loss
+    if sched.observe(value, est.tol, run.params.theta, run.params.coef, est.checkpoint):
+        run.best_epoch = run.n_iter
+    details = f"train loss {train_loss:.6g}"
+    if val_loss is not None:
+        details += f", validation loss {val_loss:.6g}"
+    log.step("epoch", run.n_iter, est.max_iter, f"{details} ({time.perf_counter() - tic:.3f} s)")
+    change = sched.after_plateau(est.n_iter_no_change, est.learning_rate_schedule == "adaptive",
+                                 MAX_LR_DECAYS, est.early_stopping)
+    if change == "lowered":
+        log.event(f"learning rate lowered to {sched.learning_rate:.3g} (no improvement for "
+                  f"{est.n_iter_no_change} epochs)")
+    elif change == "stopped":
+        log.event(f"early stopping: no improvement for {sched.no_improve} epochs; best epoch {run.best_epoch}")
+        return False
+    return True
+
+
+def _store_run(est, run):
+    """The fitted attributes from the start that trained on (its best checkpoint, where kept)."""
     if run.schedule.diverged and run.schedule.best is None:
         raise ValueError(
             "RFFNet training diverged (non-finite loss or parameters): lower learning_rate, or "
@@ -604,25 +711,20 @@ def fit_rffnet(est, X, y, choose):
     est._state = run.params.state
     if run.schedule.best is not None:
         est.relevances_, est.coef_ = run.schedule.best
-    est.refit_alpha_ = None
-    if est.refit_coef:
-        (_closing_softmax if classifier else _closing_ridge)(est, X, y)
-    return est
 
 
 def _closing_softmax(est, X, y):
     """``refit_coef`` of ``RFFNetClassifier`` on Dask arrays: the closing logistic / softmax fit on
     the client, on rows gathered from the workers -- every row, or above
     ``rffkern.rffnet.CLOSING_MAX_ROWS`` a stratified random subset of that many (as the
-    single-machine fit caps its rows; the labels are gathered to draw it) -- its penalty chosen on 3
-    interleaved folds of those rows, as a single-machine fit without an early-stopping split does.
+    single-machine fit caps its rows, ``RFFNetClassifier._closing_subset``; the labels are gathered
+    to draw it) -- its penalty chosen on 3 interleaved folds of those rows, as a single-machine fit
+    without an early-stopping split does.
     Its L-BFGS passes over the features some hundreds of times: on the workers that would be as
     many rounds of tasks."""
-    from rffkern.rffnet import CLOSING_MAX_ROWS
-
     labels = np.asarray(y.compute()).reshape(-1)
-    if labels.size > CLOSING_MAX_ROWS:
-        keep = stratified_subset(labels, CLOSING_MAX_ROWS, est._rng)
+    keep = est._closing_subset(labels)
+    if keep is not None:
         labels, X = labels[keep], X[keep]
     rows = np.asarray(X.compute())
     _, Y, _ = est._encode_targets(labels, first_call=False)
@@ -654,15 +756,12 @@ def _closing_ridge(est, X, y):
     widened to ``refit_components`` and the penalty by exact leave-one-out over ``REFIT_ALPHAS``,
     with the distributed Gram and leave-one-out passes of the ridge family (two passes). Before it,
     the single-machine check of the kernel's width (``rffkern.rffnet.closing_width_factor``) on
-    at most ``CLOSING_CHECK_ROWS`` rows drawn at random from every row and gathered on the client
-    (X's rows, then y's: one graph each, as the standardization probe)."""
+    at most ``CLOSING_CHECK_ROWS`` rows drawn at random from every row (``_closing_check_rows``) and
+    gathered on the client (X's rows, then y's: one graph each, as the standardization probe)."""
     import dask
 
-    from rffkern._ridge_solvers import FourierFeatureMap
-    from rffkern.rffnet import REFIT_ALPHAS, closing_check_rows
-
     W, b = est._closing_map(X.shape[0])
-    rows = closing_check_rows(X.shape[0], est._rng)
+    rows = est._closing_check_rows(X.shape[0])
     (X_rows,), (y_rows,) = dask.compute(X[rows]), dask.compute(y[rows])
     est._check_closing_width(*_ClosingInputs(est)(np.asarray(X_rows), np.asarray(y_rows)), None)
     fmap = FourierFeatureMap(W, b, float(est.scale_), n_threads=resolve_n_threads(est.n_jobs))

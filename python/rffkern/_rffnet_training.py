@@ -1,4 +1,4 @@
-"""RFFNet's training loop: initial relevances, epochs, early stopping.
+"""RFFNet's training loop: initial relevances, starts, epochs, early stopping.
 
 Algorithm 1 of Otto & Izbicki, "RFFNet: Large-Scale Interpretable Kernel Methods via Random Fourier
 Features"; see docs/user_guide/rffnet.rst.
@@ -8,6 +8,10 @@ owns how they are trained. Every epoch of mini-batch Adam/SGD + prox steps is on
 compiled :func:`rffkern.kernels.train_epoch` (GIL released); Python draws the permutations,
 evaluates the validation loss once per epoch, keeps the best checkpoint and applies the
 learning-rate schedule.
+
+The settings that the in-memory fit (:mod:`rffkern.rffnet`, which re-exports them) and the
+data-parallel one (:mod:`rffkern._dask_rffnet`) both read live here too: the starts of ``n_init``
+and the closing ridge's penalties and size (SRFF's closing ridge reads those as well).
 """
 from __future__ import annotations
 
@@ -291,6 +295,22 @@ class Schedule:
         return None
 
 
+#: ``n_init="auto"``: this many starts (each its own draw of the map and of B, trained
+#: ``START_EPOCHS`` epochs; the ``N_INIT_FINALISTS`` of least validation loss train as many more,
+#: and the better goes on) where the l1 relevance
+#: penalty is on and there are at least ``N_INIT_MIN_FEATURES`` inputs, else one. The penalty
+#: holds a relevance at 0 unless its gradient beats it, and the gradient of an input that acts
+#: through an even function or an interaction vanishes to first order as its relevance goes to 0:
+#: among many noise inputs one unlucky start loses such an input in its first epochs and never
+#: recovers it. Five starts find all five relevant inputs of ``make_hd5`` on every seed where one
+#: start misses some, for about 1.25x the fit time; below 100 inputs they cost 12-29% more time for
+#: no consistent gain (docs/design_notes.rst, docs/user_guide/rffnet.rst).
+N_INIT_AUTO = 5
+N_INIT_MIN_FEATURES = 100
+START_EPOCHS = 5
+N_INIT_FINALISTS = 2
+
+
 def best_of_starts(n_starts, train, epochs, more, n_finalists):
     """The two rounds of ``n_init``: every start trains ``epochs`` epochs, the ``n_finalists`` of
     least monitored loss ``more`` epochs on top, and the least of those is kept (the first of equal
@@ -391,6 +411,13 @@ def stratified_subset(labels, size, rng):
                                          CLOSING_MIN_CLASS_ROWS))
     return np.sort(np.concatenate([rng.choice(np.flatnonzero(inverse == k), take[k], replace=False)
                                    for k in range(classes.size)]))
+
+
+#: ``RFFNetRegressor(refit_coef=True)``'s penalties for the closing ridge on the trained features
+#: (targets centred and scaled), chosen by exact leave-one-out: half decades from 1e-8 to 1e4.
+REFIT_ALPHAS = tuple(float(a) for a in np.logspace(-8, 4, 25))
+#: The closing fit's features are at most this many per row (its Gram's rank is at most the rows).
+CLOSING_COMPONENTS_PER_ROW = 2
 
 
 def r2_from_sums(sse, sst):

@@ -31,17 +31,24 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from rffkern import kernels
 from rffkern._constraints import COMPONENTS
-from rffkern._dask import is_dask_array, map_rows
+from rffkern._dask import head_sample, is_dask_array, map_rows
+from rffkern._dask_rffnet import fit_rffnet
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
 from rffkern._data import (check_first_chunk, constant_columns, mean_and_scale, mean_scale_constant,
                            power_of_two_scale, relative_sample_weight, standardized_rows, warn_newly_varying_inputs)
 from rffkern._inputs import fit_input_scaling, guarded_inputs, set_input_scaling, widen_input_range
 from rffkern._losses import class_probabilities
 from rffkern._linalg import single_threaded_blas
+from rffkern._output_refit import OUTPUT_ALPHAS, choose_output_penalty, fit_output_layer
 from rffkern._progress import ProgressLog
-from rffkern._rffnet_training import (
+from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map, solve_ridge
+from rffkern._rffnet_training import (  # the n_init and closing-ridge settings too: rffkern.rffnet.START_EPOCHS etc.
     CLOSING_COMPONENTS_PER_ROW,
+    N_INIT_AUTO,
+    N_INIT_FINALISTS,
+    N_INIT_MIN_FEATURES,
     REFIT_ALPHAS,
+    START_EPOCHS,
     EpochRunner,
     Schedule,
     TrainingState,
@@ -88,22 +95,6 @@ def _r2(Y, F, sample_weight=None):
 def _accuracy(labels, predicted, sample_weight=None):
     """``sklearn.metrics.accuracy_score(labels, predicted, sample_weight=sample_weight)``."""
     return float(np.average(labels == predicted, weights=sample_weight))
-
-
-#: ``n_init="auto"``: this many starts (each its own draw of the map and of B, trained
-#: ``START_EPOCHS`` epochs; the ``N_INIT_FINALISTS`` of least validation loss train as many more,
-#: and the better goes on) where the l1 relevance
-#: penalty is on and there are at least ``N_INIT_MIN_FEATURES`` inputs, else one. The penalty
-#: holds a relevance at 0 unless its gradient beats it, and the gradient of an input that acts
-#: through an even function or an interaction vanishes to first order as its relevance goes to 0:
-#: among many noise inputs one unlucky start loses such an input in its first epochs and never
-#: recovers it. Five starts find all five relevant inputs of ``make_hd5`` on every seed where one
-#: start misses some, for about 1.25x the fit time; below 100 inputs they cost 12-29% more time for
-#: no consistent gain (docs/design_notes.rst, docs/user_guide/rffnet.rst).
-N_INIT_AUTO = 5
-N_INIT_MIN_FEATURES = 100
-START_EPOCHS = 5
-N_INIT_FINALISTS = 2
 
 
 class _BaseRFFNet(DeferredSummaries, BaseEstimator):
@@ -264,9 +255,6 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         if sample_weight is not None or (self.warm_start and fitted):
             raise ValueError("sample_weight and warm_start are not supported when X is a Dask array "
                              "(the data-parallel fit starts anew with unit weights)")
-        from rffkern._dask_rffnet import fit_rffnet
-        from rffkern._dask import head_sample
-
         self._trained_map = None
         self._weight_unit = 1.0  # (unweighted)
         self.__dict__.pop("_first_chunk_constant", None)  # (a previous partial_fit's)
@@ -932,7 +920,6 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         self.refit_alpha_ = self.closing_width_factor_ = None
         if not self.refit_coef:
             return
-        from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
 
         parts = [Xs_train] if Xs_val is None else [Xs_train, Xs_val]
         Xr = np.concatenate(parts).astype(np.float64) * self.relevances_.astype(np.float64)
@@ -941,7 +928,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         if w_train is not None:
             w = np.concatenate([w_train] if w_val is None else [w_train, w_val]).astype(np.float64)
         W, b = self._closing_map(Xr.shape[0])
-        rows = closing_check_rows(Xr.shape[0], self._rng, w)
+        rows = self._closing_check_rows(Xr.shape[0], w)
         factor = self._check_closing_width(Xr[rows], Yr[rows], None if w is None else w[rows])
         Xr /= factor  # (a power of two: exactly the rows times the relevances now kept)
         fmap = FourierFeatureMap(W, b, float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
@@ -959,6 +946,11 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         if getattr(self, "_trained_map", None) is not None:  # training goes on from theta as trained
             self.closing_width_factor_ = None
         super()._restore_trained_map()
+
+    def _closing_check_rows(self, n, sample_weight=None):
+        """The rows among ``n`` of the closing width check (:func:`closing_check_rows`, which leaves
+        the estimator's stream as it was); the Dask fit reads them here too."""
+        return closing_check_rows(n, self._rng, sample_weight)
 
     def _check_closing_width(self, Xr, Y, w):
         """The closing check of the learned kernel's width (:func:`closing_width_factor`) on these
@@ -998,8 +990,6 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         returned model this way (one Gram pass
         over them and one solve; the relevances, the map and the penalty stay). Needs
         ``FitOptions(keep_closing_stats=True)`` in ``fit``; returns self."""
-        from rffkern._ridge_solvers import FourierFeatureMap, solve_ridge
-
         stats = self.__dict__.pop("_closing_stats", None)
         if stats is None:
             raise RuntimeError("no closing-fit statistics kept (fit under FitOptions(keep_closing_stats=True))")
@@ -1317,6 +1307,14 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
 
     _loss_kind = "classification"
 
+    def _closing_subset(self, labels):
+        """The rows of the closing fit among those of ``labels``: None for all of them, or above
+        ``CLOSING_MAX_ROWS`` a stratified random subset of that many (sorted indices; the stream
+        draws only here). The Dask fit takes its rows here too."""
+        if labels.size <= CLOSING_MAX_ROWS:
+            return None
+        return stratified_subset(labels, CLOSING_MAX_ROWS, self._rng)
+
     def _after_training(self, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val):
         """``refit_coef``: B by L2-penalised logistic / softmax regression on the trained features
         of every row, the penalty by the held-out log-loss over ``OUTPUT_ALPHAS`` (searched in float32 from
@@ -1324,7 +1322,6 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         self.refit_alpha_ = None
         if not self.refit_coef:
             return
-        from rffkern._output_refit import OUTPUT_ALPHAS, choose_output_penalty, fit_output_layer
 
         kind = self._loss
         n_rows = Xs_train.shape[0] + (0 if Xs_val is None else Xs_val.shape[0])
@@ -1339,10 +1336,8 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         if w_train is not None:
             w = np.concatenate([w_train] if w_val is None else [w_train, w_val]).astype(np.float64)
         n_train = Xs_train.shape[0]
-        capped = n_rows > CLOSING_MAX_ROWS
-        if capped:  # a stratified random subset of the rows (the stream draws only here)
-            keep = stratified_subset(Y.argmax(axis=1) if Y.shape[1] > 1 else Y[:, 0], CLOSING_MAX_ROWS,
-                                      self._rng)
+        keep = self._closing_subset(Y.argmax(axis=1) if Y.shape[1] > 1 else Y[:, 0])
+        if keep is not None:
             Xs, Y, w = Xs[keep], Y[keep], None if w is None else w[keep]
             n_train = int(np.count_nonzero(keep < n_train))
         Z = self._trained_features(Xs)
@@ -1361,7 +1356,7 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         coef, _ = fit_output_layer(Z, Y, kind, alpha, w, coef, whitening=whitening, n_threads=self.n_jobs)
         self.coef_ = np.ascontiguousarray(coef, dtype=self.coef_.dtype)
         self.refit_alpha_ = float(alpha)
-        if self._fit_options.keep_closing_stats and not capped:  # for _closing_fit_add_rows
+        if self._fit_options.keep_closing_stats and keep is None:  # for _closing_fit_add_rows (all the rows)
             self._closing_stats = (Z, Y, w, whitening, coef)
 
     def _closing_fit_add_rows(self, X, y, sample_weight=None):
@@ -1370,7 +1365,6 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         at its chosen penalty, from its solution (the
         relevances and the map stay). For :func:`rffkern.fit`, whose held-out rows join the
         returned model this way. Needs ``FitOptions(keep_closing_stats=True)`` in ``fit``; returns self."""
-        from rffkern._output_refit import fit_output_layer
 
         kept = self.__dict__.pop("_closing_stats", None)
         if kept is None:
@@ -1624,6 +1618,9 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         return self.classes_[idx]
 
 
+# The closing fits' width check and row cap are read here when the estimators run (the Dask fit
+# reaches them through the estimator: _closing_check_rows, _check_closing_width, _closing_subset).
+
 #: ``RFFNetRegressor(refit_coef=True)`` checks the learned kernel's overall width before its closing
 #: ridge: the relevances divided by each of these factors (the kernel 1, 2 and 4 times as wide), each
 #: at its best penalty among ``REFIT_ALPHAS`` by exact leave-one-out on at most
@@ -1656,8 +1653,6 @@ def closing_width_factor(Xr, Y, sample_weight, weights, offsets, scale, n_thread
         The feature scale ``c``.
     n_threads : int or None, default=None
     """
-    from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
-
     if Xr.shape[0] < 3:  # no leave-one-out error to compare on
         return 1.0, None
     W, b = np.asarray(weights, np.float64), np.asarray(offsets, np.float64)
