@@ -205,8 +205,7 @@ def test_classifier_rffnet_trains_on_a_capped_subset_and_closes_on_every_row(sma
 
 
 def test_rows_to_add_respects_the_closing_cap(monkeypatch):
-    import rffkern.rffnet as rn
-    monkeypatch.setattr(rn, "CLOSING_MAX_ROWS", 500)
+    monkeypatch.setattr(_api, "CLOSING_MAX_ROWS", 500)
     X = np.arange(2000.0).reshape(-1, 1)
     y = np.repeat([0, 1], 1000)
     idx_tr, idx_val = np.arange(1600), np.arange(1600, 2000)
@@ -215,7 +214,7 @@ def test_rows_to_add_respects_the_closing_cap(monkeypatch):
     assert 0 < Xa.shape[0] <= 500 - 100 + 40  # about the room left (each class at least 20 rows)
     assert set(Xa[:, 0].astype(int)) >= set(idx_val)  # every held-out row joins
     assert not set(Xa[:, 0].astype(int)) & set(idx_net)  # no trained row twice
-    monkeypatch.setattr(rn, "CLOSING_MAX_ROWS", 50_000)
+    monkeypatch.setattr(_api, "CLOSING_MAX_ROWS", 50_000)
     Xa, _, wa = _api._rows_to_add(X, y, None, idx_tr, idx_net, idx_val, np.random.default_rng(0))
     assert sorted(Xa[:, 0].astype(int)) == sorted(set(range(2000)) - set(idx_net)) and wa is None
     Xa, ya, wa = _api._rows_to_add(X, y, X[:, 0] + 1.0, idx_tr, idx_net, idx_val, np.random.default_rng(0))

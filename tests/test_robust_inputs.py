@@ -208,9 +208,9 @@ def test_fit_on_a_heavy_tailed_input_uses_normal_scores():
     (np.array([0, 1] * 50), "classification", False),
 ])
 def test_task_rule_regresses_counts(y, task, guessed):
-    from rffkern._api import _task_rule
+    from rffkern._api import task_rule
 
-    got, reason, unsure = _task_rule(y)
+    got, reason, unsure = task_rule(y)
     assert (got, unsure) == (task, guessed) and reason
     assert explain_task(y) == (got, reason)
 

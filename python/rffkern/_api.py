@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rffkern._data import power_of_two_scale
+from rffkern._dask import is_dask_array
+from rffkern._data import power_of_two_scale, relative_sample_weight
 from rffkern._fit_options import fit_options
+from rffkern._linalg import single_threaded_blas
+from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import stratified_subset
 from rffkern._selection import paired_standard_error
-from rffkern._linalg import single_threaded_blas
 from rffkern._typing import RandomStateLike
-from rffkern._validation import refuse_mixed_labels
-from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor
-
-if TYPE_CHECKING:  # for the annotations only; fit imports them when it runs
-    from rffkern.ridge import RFFRidge, RFFRidgeClassifier
+from rffkern._validation import as_generator, refuse_mixed_labels, refuse_sparse, resolve_n_threads
+from rffkern.rffnet import CLOSING_MAX_ROWS, RFFNetClassifier, RFFNetRegressor
+from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 
 __all__ = ["fit", "task_of_target", "explain_task", "count_shaped", "TaskWarning"]
 
@@ -94,7 +94,7 @@ def explain_task(y: ArrayLike) -> tuple[str, str]:
     >>> explain_task([0, 0, 0, 0, 0, 0, 1, 1, 2, 5])[0]
     'regression'
     """
-    return _task_rule(y)[:2]
+    return task_rule(y)[:2]
 
 
 def count_shaped(counts: ArrayLike) -> bool:
@@ -121,7 +121,7 @@ def task_guess_message(task: str, reason: str, option: str) -> str:
     return (f"y holds {reason}: fitting {task}; pass {option.format(other)} if its values are {meaning}")
 
 
-def _task_rule(y: ArrayLike) -> tuple[str, str, bool]:
+def task_rule(y: ArrayLike) -> tuple[str, str, bool]:
     """``(task, reason, guessed)``: :func:`explain_task`'s decision, and whether the rule guessed."""
     arr = np.asarray(y)
     if arr.size == 0:
@@ -141,7 +141,7 @@ def _task_rule(y: ArrayLike) -> tuple[str, str, bool]:
         values = arr.tolist()
         if all(isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
                for v in values):
-            return _task_rule(np.asarray(values, dtype=np.float64))
+            return task_rule(np.asarray(values, dtype=np.float64))
         refuse_mixed_labels(arr)
         return "classification", "non-numeric labels", False
     if arr.dtype.kind in "USb":
@@ -386,7 +386,6 @@ def _rows_to_add(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, idx_tr: np.
     weights RFFNet's fit was given (it divides both by the same unit)."""
     rest = np.setdiff1d(idx_tr, idx_net, assume_unique=True)
     if rest.size:
-        from rffkern.rffnet import CLOSING_MAX_ROWS
         room = CLOSING_MAX_ROWS - idx_net.size - idx_val.size
         if rest.size > room:
             rest = rest[stratified_subset(y[rest], max(room, 0), rng)]
@@ -516,8 +515,6 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     >>> model.selection_report_["task"]
     'regression'
     """
-    from rffkern._dask import is_dask_array
-    from rffkern._validation import refuse_sparse
 
     refuse_sparse(X, "X")  # before np.asarray, which would make a 0-d object array of it
     refuse_sparse(y, "y")
@@ -530,11 +527,9 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
                 "their chunks), or pass X.compute() and y.compute() if they fit in memory")
     from sklearn.utils._param_validation import validate_parameter_constraints
 
-    from rffkern._progress import ProgressLog
-    from rffkern._validation import as_generator
 
     if task is None:
-        task, reason, guessed = _task_rule(y)
+        task, reason, guessed = task_rule(y)
         if guessed:
             warnings.warn(task_guess_message(task, reason, "task='{}'"), TaskWarning, stacklevel=3)
     elif task in ("regression", "classification"):
@@ -601,7 +596,6 @@ def _validated_rows(X: np.ndarray, y: np.ndarray, sample_weight: ArrayLike | Non
     their mean (None for equal ones) and the count of rows of weight 0 left out."""
     from sklearn.utils import assert_all_finite, check_X_y
 
-    from rffkern._data import relative_sample_weight
 
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
@@ -670,8 +664,6 @@ class _FitRun:
 
     @property
     def ridge_cls(self) -> Any:
-        from rffkern.ridge import RFFRidge, RFFRidgeClassifier
-
         return RFFRidgeClassifier if self.classify else RFFRidge
 
     @property
@@ -739,7 +731,6 @@ def _train_rffnet(run: _FitRun, net_cls: Any, params: dict, geometry: bool | str
     (for classes at most ``NET_MAX_ROWS_CLASSIFICATION`` of them, stratified)."""
     from threadpoolctl import threadpool_limits
 
-    from rffkern._validation import resolve_n_threads
 
     X, y, idx_tr = run.X, run.y, run.idx_tr
     idx_net = idx_tr  # the rows RFFNet trains on; the others join its closing fit if it wins

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rffkern import _selection as selection
 from rffkern._data import one_spread, power_of_two_scale
 from rffkern._inputs import column_range, merge_ranges, scaling_from_statistics, set_input_scaling
 
@@ -482,8 +483,6 @@ def probe_standardization(est, rows, moments, d, rng, choose, classes=None, keep
     the ones to keep), if given, drops drawn rows, such as RFFNet's validation rows. Not for other
     ``standardize`` values: returns None.
     """
-    from rffkern._selection import PROBE_ROWS
-
     if est.standardize != "auto":
         return None
     inputs = moments.columns(0, d)
@@ -492,8 +491,8 @@ def probe_standardization(est, rows, moments, d, rng, choose, classes=None, keep
     seed = int(copy.deepcopy(rng).integers(2**32 - 1))
     candidates = rows.positive_rows()
     drawn = candidates
-    if candidates.size > PROBE_ROWS:
-        drawn = np.sort(np.random.default_rng(seed).choice(candidates, PROBE_ROWS, replace=False))
+    if candidates.size > selection.PROBE_ROWS:  # (read when called: the tests lower it)
+        drawn = np.sort(np.random.default_rng(seed).choice(candidates, selection.PROBE_ROWS, replace=False))
     if keep is not None:
         drawn = keep(drawn)
     if drawn.size < 2:  # nothing to compare on (as a probe that cannot fit in memory)

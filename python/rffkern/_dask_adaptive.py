@@ -117,18 +117,10 @@ def fit_adaptive(est, X, y, choose, sample_weight=None):
     acceptance, adaptive covariance, resampling) runs on the client with the same draws as
     ``est.fit(X.compute(), y.compute(), sample_weight)``.
 
-    Parameters
-    ----------
-    est : AdaptiveRFFRegressor or AdaptiveRFFClassifier
-        The estimator; its hyper-parameters are validated here and its fitted attributes set.
-    X : dask.array.Array of shape (n_samples, n_features)
-        Chunked by rows only (every row whole in one chunk); known chunk sizes.
-    y : dask.array.Array or array-like of shape (n_samples,) or (n_samples, n_targets)
-        Numeric targets (regressor) or class labels (classifier). Rechunked to X's row chunks.
-    choose : callable
-        The standardization probe of ``standardize="auto"`` (:func:`rffkern.ridge.choose_standardization`).
-    sample_weight : dask.array.Array, array-like, float or None, default=None
-        Non-negative row weights as the in-memory ``fit`` takes them (rechunked to X's rows).
+    ``est`` is validated here and its fitted attributes set; ``X`` (chunked by rows only, known
+    chunk sizes), ``y`` (rechunked to X's rows) and ``sample_weight`` (Dask array, array-like,
+    float or None) are taken as :func:`rffkern._dask_eerf.fit_eerf` takes them; ``choose`` is the
+    standardization probe of ``standardize="auto"`` (:func:`rffkern.ridge.choose_standardization`).
 
     Returns
     -------

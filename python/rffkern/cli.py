@@ -30,7 +30,14 @@ from typing import Sequence
 
 import numpy as np
 
+from rffkern import datasets
+from rffkern._api import fit as auto_fit
+from rffkern._api import task_guess_message, task_rule
 from rffkern._config import _require_tqdm, config_context
+from rffkern._data import constant_columns
+from rffkern._version import __version__
+from rffkern.plot import relevances
+from rffkern.rffnet import RFFNetClassifier, RFFNetRegressor
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -239,8 +246,6 @@ def run_demo(args):
     int
         The exit status: 0 on success.
     """
-    from rffkern import RFFNetRegressor, datasets
-
     description, d = _DEMOS[args.dataset]
     # X (float64) plus the estimator's standardized float32 copy and the test set
     _check_fits_in_memory((args.n_samples + 2000) * d * 8 * 3, f"--n-samples {args.n_samples}", "--n-samples")
@@ -650,8 +655,6 @@ def write_plot(path, names, importances, title):
         import matplotlib.pyplot as plt
     except ImportError:
         raise CLIError('--plot needs matplotlib: pip install "rffkern[plot]"') from None
-    from rffkern.plot import relevances
-
     ax = relevances(importances, names, title=title)
     try:
         ax.figure.savefig(path)
@@ -715,11 +718,6 @@ def run_fit(args):
     from sklearn.base import clone
     from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
-    from rffkern import RFFNetClassifier, RFFNetRegressor
-    from rffkern._api import _task_rule, task_guess_message
-    from rffkern._api import fit as auto_fit
-    from rffkern._data import constant_columns
-
     # outputs first: a typo in --plot/--save must not cost a long fit
     if args.plot and args.save and os.path.abspath(args.plot) == os.path.abspath(args.save):
         raise CLIError("--plot and --save name the same file")
@@ -736,7 +734,7 @@ def run_fit(args):
         task, reason = args.task, "set by --task"
     else:
         try:
-            task, reason, guessed = _task_rule(y)
+            task, reason, guessed = task_rule(y)
         except ValueError as exc:
             raise CLIError(str(exc)) from None
         if guessed:
@@ -817,8 +815,6 @@ def run_fit(args):
 
 
 def _version():
-    from rffkern._version import __version__
-
     return __version__
 
 
