@@ -64,3 +64,14 @@ def client(loopback_cluster):
         yield client
     finally:
         client.close(timeout=DASK_TIMEOUT)
+
+
+@pytest.fixture
+def synchronous():
+    """Dask's synchronous scheduler for one test, whatever the module's client: for the tests of
+    what a Dask fit computes (its model is the same bits on any scheduler, which the tests on the
+    cluster show), where the cluster's per-pass round trips (~90 ms each on the 2-core machine)
+    would cost more than the fit."""
+    dask = pytest.importorskip("dask")
+    with dask.config.set(scheduler="sync"):
+        yield

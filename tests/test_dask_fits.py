@@ -113,7 +113,7 @@ def test_eerf_classifier_equals_single_machine(client, labels):
 @pytest.mark.parametrize("make", [lambda: EERFRegressor(25, random_state=0, standardize="global"),
                                   lambda: AdaptiveRFFRegressor(16, n_iter=6, random_state=0, standardize="global")],
                          ids=["eerf", "adaptive"])
-def test_global_standardization_equals_single_machine(client, make):
+def test_global_standardization_equals_single_machine(synchronous, make):
     """standardize="global" (one pooled deviation) from the chunk moments; "auto" is each input by
     the probe ridge's choice, as on one machine."""
     single = make().fit(X_E, Y_E)
@@ -244,7 +244,7 @@ def test_srff_refuses_bad_input(client):
         _fit(SRFFRegressor(10, alpha=[1e-3, 1e-2], validation_fraction=0.0001), _dask(X_S[:100]), Y_S[:100])
 
 
-def test_dask_fit_does_not_modify_inputs(client):
+def test_dask_fit_does_not_modify_inputs(synchronous):
     X, y = X_E.copy(), Y_E.copy()
     Xd = _dask(X)
     _fit(EERFRegressor(10, random_state=0), Xd, y)
@@ -257,7 +257,7 @@ def test_dask_fit_does_not_modify_inputs(client):
     lambda: AdaptiveRFFRegressor(20, n_iter=3, random_state=0),
     lambda: SRFFRegressor(20, alpha=1e-3, max_iter=2, max_inner_iter=3, random_state=0),
 ], ids=["eerf", "adaptive", "srff"])
-def test_an_input_constant_on_every_chunk_is_ignored_as_on_one_machine(client, make):
+def test_an_input_constant_on_every_chunk_is_ignored_as_on_one_machine(synchronous, make):
     """Inputs constant over every chunk get an infinite x_scale_ (they standardize to 0 on every
     row) as in the single-machine fit, so another value at prediction moves nothing."""
     X, y = _data(1500, 4, seed=3)

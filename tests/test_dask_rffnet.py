@@ -154,7 +154,7 @@ def test_fit_is_deterministic_and_depends_on_the_seed(client):
     assert not np.array_equal(a.coef_, c.coef_)
 
 
-def test_several_starts_on_dask_keep_the_least_validation_loss(client):
+def test_several_starts_on_dask_keep_the_least_validation_loss(synchronous):
     # n_init as in memory: each start its own draw of (W, b, B), START_EPOCHS data-parallel epochs,
     # the best two train on, the better goes on (gse2's 100 inputs: "auto" gives 5 starts)
     from rffkern.rffnet import N_INIT_AUTO, N_INIT_FINALISTS, START_EPOCHS
@@ -204,7 +204,7 @@ def test_early_stopping_and_checkpoint(client):
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_classifier_accuracy_close_to_single_machine(client, n_classes):
+def test_classifier_accuracy_close_to_single_machine(synchronous, n_classes):
     edges = np.quantile(Y_GSE, np.linspace(0, 1, n_classes + 1)[1:-1])
     labels = np.array(["a", "b", "c"])[np.digitize(Y_GSE, edges)]
     test_labels = np.array(["a", "b", "c"])[np.digitize(Y_TEST, edges)]
@@ -226,7 +226,7 @@ def test_classifier_accuracy_close_to_single_machine(client, n_classes):
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_closing_fit_on_dask_solves_the_penalised_problem_on_every_row(client, n_classes):
+def test_closing_fit_on_dask_solves_the_penalised_problem_on_every_row(synchronous, n_classes):
     """The classifier's closing fit of a Dask fit: on the client, on every row gathered (3000 <
     CLOSING_MAX_ROWS), the map widened to refit_components: its B minimises the L2-penalised
     log-loss of all rows at the chosen penalty, and it beats the trained B alone."""
@@ -235,7 +235,7 @@ def test_closing_fit_on_dask_solves_the_penalised_problem_on_every_row(client, n
     edges = np.quantile(Y_GSE, np.linspace(0, 1, n_classes + 1)[1:-1])
     codes = np.digitize(Y_GSE, edges)
     Xd, yd = da.from_array(X_GSE, chunks=(750, 100)), da.from_array(codes, chunks=750)
-    p = dict(PARAMS, learning_rate=3e-3, refit_components=300)
+    p = dict(PARAMS, learning_rate=3e-3, refit_components=300, max_iter=6)  # (the closing fit's properties)
     dist = _in_thread(RFFNetClassifier(**p).fit, Xd, yd, shards=2)
     assert dist.refit_alpha_ in OUTPUT_ALPHAS
     n_out = 1 if n_classes == 2 else n_classes

@@ -3,8 +3,10 @@
 The probe (``rffkern.ridge.choose_standardization``) runs on at most ``PROBE_ROWS`` rows gathered
 from the Dask array. Pixels (digits) take one pooled deviation, inputs in different units each
 their own; the choice does not depend on the chunks; the rest of the fit is the fit with the chosen
-standardization given (the probe's seed comes from a copy of the generator). On a loopback
-LocalCluster of 2 worker processes, every wait with a time limit.
+standardization given (the probe's seed comes from a copy of the generator). On Dask's
+synchronous scheduler (conftest's ``synchronous``: the probe's rows and choice do not depend on
+the scheduler; the fits on the cluster are tests/test_dask_weights.py's and test_dask_fits.py's),
+every wait with a time limit.
 """
 import concurrent.futures
 
@@ -12,7 +14,6 @@ import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
-pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
 from sklearn.datasets import load_digits  # noqa: E402
 
@@ -57,7 +58,7 @@ def _units(n=900, seed=0):
 
 
 @pytest.mark.parametrize("name", list(CLASSIFIERS))
-def test_pixels_pool_as_on_one_machine(client, name):
+def test_pixels_pool_as_on_one_machine(synchronous, name):
     make = CLASSIFIERS[name]
     single = make().fit(X_DIGITS, Y_DIGITS)
     dist = _fit(make(), da.from_array(X_DIGITS, chunks=(250, 64)), da.from_array(Y_DIGITS, chunks=250))
@@ -70,7 +71,7 @@ def test_pixels_pool_as_on_one_machine(client, name):
 
 
 @pytest.mark.parametrize("name", list(REGRESSORS))
-def test_inputs_in_different_units_keep_their_own_deviation(client, name):
+def test_inputs_in_different_units_keep_their_own_deviation(synchronous, name):
     X, y = _units()
     dist = _fit(REGRESSORS[name](), da.from_array(X, chunks=(200, 3)), da.from_array(y, chunks=200))
     assert dist.standardize_ is True and set(dist.standardize_errors_) == {True, "global"}
@@ -78,7 +79,7 @@ def test_inputs_in_different_units_keep_their_own_deviation(client, name):
 
 
 @pytest.mark.parametrize("name", ["eerf", "adaptive"])
-def test_the_rest_of_the_fit_is_that_of_the_choice_given(client, name):
+def test_the_rest_of_the_fit_is_that_of_the_choice_given(synchronous, name):
     """The probe draws from a copy of the generator: "auto" that pools is "global"'s fit."""
     make = CLASSIFIERS[name]
     Xd, yd = da.from_array(X_DIGITS, chunks=(300, 64)), da.from_array(Y_DIGITS, chunks=300)
@@ -109,7 +110,7 @@ def _probe_rows(monkeypatch, probe_rows):
     return seen
 
 
-def test_the_choice_does_not_depend_on_the_chunks_and_gathers_at_most_probe_rows(client, monkeypatch):
+def test_the_choice_does_not_depend_on_the_chunks_and_gathers_at_most_probe_rows(synchronous, monkeypatch):
     seen = _probe_rows(monkeypatch, 400)  # fewer rows than X: a random subset is gathered
     results = [_fit(RFFRidgeClassifier(200, random_state=3), da.from_array(X_DIGITS, chunks=(rows, 64)),
                     da.from_array(Y_DIGITS, chunks=rows)) for rows in (900, 170)]
@@ -118,7 +119,7 @@ def test_the_choice_does_not_depend_on_the_chunks_and_gathers_at_most_probe_rows
     assert results[0].standardize_errors_ == results[1].standardize_errors_
 
 
-def test_no_probe_for_one_spread_or_a_given_choice(client):
+def test_no_probe_for_one_spread_or_a_given_choice(synchronous):
     X, y = _units()
     X_one = X / X.std(axis=0)  # standardized already: the two standardizations are one
     est = RFFRidge(100, random_state=0)
@@ -146,7 +147,7 @@ def _rows(X, y, chunk):
     return DaskRows(da.from_array(X, chunks=chunk), da.from_array(y, chunks=chunk))
 
 
-def test_rffnet_probes_its_training_rows_only(client, monkeypatch):
+def test_rffnet_probes_its_training_rows_only(synchronous, monkeypatch):
     """RFFNet holds out validation rows in every chunk: the probe drops them (as in memory, where
     it sees the training rows); without early stopping it keeps every drawn row."""
     from types import SimpleNamespace
@@ -167,7 +168,7 @@ def test_rffnet_probes_its_training_rows_only(client, monkeypatch):
     assert 300 < seen[0] < 400 and seen[1] == 400
 
 
-def test_too_few_rows_left_to_probe_keep_their_own_deviation(client):
+def test_too_few_rows_left_to_probe_keep_their_own_deviation(synchronous):
     """A filter that leaves fewer than two rows: nothing to compare, True (no crash)."""
     X, y = _units(40)
     est = RFFRidge(50, random_state=0)

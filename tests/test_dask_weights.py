@@ -81,7 +81,7 @@ def test_weighted_ridge_classifier_on_dask_equals_in_memory(client):
     np.testing.assert_allclose(dist.predict_proba(X), single.predict_proba(X), rtol=1e-8)
 
 
-def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_model(client):
+def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_model(synchronous):
     X, y, _ = _data(900, 3, seed=2)
     Xd = da.from_array(X, chunks=(300, 3))
     params = dict(n_components=80, length_scale=2.0, random_state=0)
@@ -124,9 +124,18 @@ def _assert_same_srff(dist, single):
     dict(alpha=1e-3, max_iter=3, max_inner_iter=4),
     dict(alpha=1e-3, max_iter=2, max_inner_iter=3, length_scale="knn"),              # the weighted k-NN width
     dict(alpha=[1e-2, 1e-3, 1e-4], max_iter=3, max_inner_iter=3),                     # the path, held-out split
-    dict(max_iter=2, max_inner_iter=2, n_iter_no_change=1, refit=True, normalize_y=False),  # default grid, refit
-], ids=["one-lambda", "knn-width", "path", "default-grid-refit"])
+], ids=["one-lambda", "knn-width", "path"])
 def test_weighted_srff_on_dask_equals_in_memory(client, params):
+    _weighted_srff_equals_in_memory(params)
+
+
+def test_weighted_srff_default_grid_on_dask_equals_in_memory(synchronous):
+    # the default grid with refit: ~200 passes (on the cluster, 18 s of round trips)
+    _weighted_srff_equals_in_memory(dict(max_iter=2, max_inner_iter=2, n_iter_no_change=1, refit=True,
+                                         normalize_y=False))
+
+
+def _weighted_srff_equals_in_memory(params):
     X, y, w = _data(1500, 5)
     params = {"n_components": 30, "random_state": 0, "refit_components": None, **params}
     single = SRFFRegressor(**params).fit(X, y, sample_weight=w)
@@ -147,7 +156,7 @@ def test_weighted_srff_closing_ridge_on_dask_equals_in_memory(client):
     assert _relative(dist.predict(X), single.predict(X)) <= RTOL
 
 
-def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_srff(client):
+def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_srff(synchronous):
     X, y, _ = _data(900, 3, seed=2)
     Xd = da.from_array(X, chunks=(300, 3))
     params = dict(n_components=20, alpha=[1e-2, 1e-3], max_iter=2, max_inner_iter=2, refit_components=None,
@@ -206,7 +215,7 @@ def test_weighted_eerf_classifier_on_dask_equals_in_memory(client, n_classes):
     np.testing.assert_allclose(dist.predict_proba(X), single.predict_proba(X), rtol=1e-8, atol=1e-12)
 
 
-def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_eerf(client):
+def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_eerf(synchronous):
     X, y, w = _data(900, 3, seed=5)
     Xd = da.from_array(X, chunks=(300, 3))
     params = dict(n_components=15, length_scale=2.0, random_state=0)
@@ -275,7 +284,7 @@ def test_weighted_adaptive_classifier_on_dask_equals_in_memory(client, n_classes
     np.testing.assert_allclose(dist.predict_proba(X), single.predict_proba(X), rtol=1e-9)
 
 
-def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_adaptive_model(client):
+def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_adaptive_model(synchronous):
     X, y, w = _data(900, 3, seed=5)
     Xd = da.from_array(X, chunks=(300, 3))
     params = dict(n_components=8, n_iter=3, random_state=0)
