@@ -81,16 +81,6 @@ def test_weighted_ridge_classifier_on_dask_equals_in_memory(client):
     np.testing.assert_allclose(dist.predict_proba(X), single.predict_proba(X), rtol=1e-8)
 
 
-def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_model(synchronous):
-    X, y, _ = _data(900, 3, seed=2)
-    Xd = da.from_array(X, chunks=(300, 3))
-    params = dict(n_components=80, length_scale=2.0, random_state=0)
-    plain = _fit(RFFRidge(**params), Xd, y)
-    equal = _fit(RFFRidge(**params), Xd, y, 4.0)  # a scalar: one weight for every row
-    np.testing.assert_array_equal(equal.coef_, plain.coef_)
-    assert equal._stats.weight_unit == 4.0
-
-
 @pytest.mark.parametrize("w, message", [
     (np.r_[-1.0, np.ones(299)], "non-negative"),
     (np.r_[np.nan, np.ones(299)], "NaN or infinity"),
@@ -156,17 +146,6 @@ def test_weighted_srff_closing_ridge_on_dask_equals_in_memory(client):
     assert _relative(dist.predict(X), single.predict(X)) <= RTOL
 
 
-def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_srff(synchronous):
-    X, y, _ = _data(900, 3, seed=2)
-    Xd = da.from_array(X, chunks=(300, 3))
-    params = dict(n_components=20, alpha=[1e-2, 1e-3], max_iter=2, max_inner_iter=2, refit_components=None,
-                  random_state=0)
-    plain = _fit(SRFFRegressor(**params), Xd, y)
-    equal = _fit(SRFFRegressor(**params), Xd, y, 4.0)  # a scalar: one weight for every row
-    np.testing.assert_array_equal(equal.gamma_, plain.gamma_)
-    np.testing.assert_array_equal(equal.coef_, plain.coef_)
-
-
 # -- EERF -------------------------------------------------------------------------------------------
 
 EERF_FITTED = ("weights_", "offsets_", "scores_", "coef_", "intercept_", "alpha_", "selection_errors_", "width_errors_",
@@ -213,16 +192,6 @@ def test_weighted_eerf_classifier_on_dask_equals_in_memory(client, n_classes):
     _assert_same_eerf(dist, single, EERF_FITTED)
     assert _relative(dist.temperature_, single.temperature_) <= 1e-8
     np.testing.assert_allclose(dist.predict_proba(X), single.predict_proba(X), rtol=1e-8, atol=1e-12)
-
-
-def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_eerf(synchronous):
-    X, y, w = _data(900, 3, seed=5)
-    Xd = da.from_array(X, chunks=(300, 3))
-    params = dict(n_components=15, length_scale=2.0, random_state=0)
-    plain = _fit(EERFRegressor(**params), Xd, y)
-    np.testing.assert_array_equal(_fit(EERFRegressor(**params), Xd, y, 4.0).coef_, plain.coef_)
-    scaled, unit = _fit(EERFRegressor(**params), Xd, y, 1e-6 * w), _fit(EERFRegressor(**params), Xd, y, w)
-    _assert_same(scaled, unit, ("coef_", "intercept_", "scores_"))
 
 
 def test_eerf_logistic_stays_refused_on_dask_with_weights(client):
@@ -284,19 +253,6 @@ def test_weighted_adaptive_classifier_on_dask_equals_in_memory(client, n_classes
     np.testing.assert_allclose(dist.predict_proba(X), single.predict_proba(X), rtol=1e-9)
 
 
-def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_adaptive_model(synchronous):
-    X, y, w = _data(900, 3, seed=5)
-    Xd = da.from_array(X, chunks=(300, 3))
-    params = dict(n_components=8, n_iter=3, random_state=0)
-    plain = _fit(AdaptiveRFFRegressor(**params), Xd, y)
-    equal = _fit(AdaptiveRFFRegressor(**params), Xd, y, 4.0)  # a scalar: one weight for every row
-    _assert_same(equal, plain, ADAPTIVE_FITTED)
-    np.testing.assert_array_equal(equal.coef_, plain.coef_)
-    weighted = _fit(AdaptiveRFFRegressor(**params), Xd, y, w)
-    scaled = _fit(AdaptiveRFFRegressor(**params), Xd, y, da.from_array(8.0 * w, chunks=250))
-    np.testing.assert_array_equal(scaled.coef_, weighted.coef_)  # a power of two: the same relative weights
-
-
 @pytest.mark.parametrize("w, message", [
     (np.r_[-1.0, np.ones(299)], "non-negative"),
     (np.zeros(300), "sums to zero"),
@@ -306,3 +262,24 @@ def test_bad_weights_on_dask_are_refused_by_adaptive_rff(client, w, message):
     X, y, _ = _data(300, 3)
     with pytest.raises(ValueError, match=message):
         _fit(AdaptiveRFFRegressor(8, n_iter=2), da.from_array(X, chunks=(100, 3)), y, w)
+
+
+# -- any estimator ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda: RFFRidge(80, length_scale=2.0, random_state=0),
+    lambda: EERFRegressor(15, length_scale=2.0, random_state=0),
+    lambda: SRFFRegressor(20, alpha=[1e-2, 1e-3], max_iter=2, max_inner_iter=2, refit_components=None,
+                          random_state=0),
+    lambda: AdaptiveRFFRegressor(8, n_iter=3, random_state=0),
+], ids=["ridge", "eerf", "srff", "adaptive"])
+def test_equal_or_scaled_weights_on_dask_fit_the_unweighted_model(synchronous, make):
+    """Weights are relative: one weight for every row (a scalar) fits the unweighted model, bit for
+    bit, and weights times a power of two the model of the weights."""
+    X, y, w = _data(900, 3, seed=5)
+    Xd = da.from_array(X, chunks=(300, 3))
+    plain, equal = _fit(make(), Xd, y), _fit(make(), Xd, y, 4.0)
+    weighted, scaled = _fit(make(), Xd, y, w), _fit(make(), Xd, y, da.from_array(8.0 * w, chunks=250))
+    np.testing.assert_array_equal(equal.coef_, plain.coef_)
+    np.testing.assert_array_equal(scaled.coef_, weighted.coef_)
+    assert not np.array_equal(weighted.coef_, plain.coef_)
