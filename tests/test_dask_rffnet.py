@@ -73,7 +73,7 @@ def test_global_standardization_matches_single_machine(client):
 
 
 @pytest.mark.parametrize("shards", [1, 2])
-def test_regression_accuracy_close_to_single_machine(client, shards):
+def test_regression_accuracy_close_to_single_machine(synchronous, shards):
     # the same training loop on one machine, both with the closing ridge
     single = RFFNetRegressor(**PARAMS).fit(X_GSE, Y_GSE)
     Xd, yd = da.from_array(X_GSE, chunks=(750, 100)), da.from_array(Y_GSE, chunks=750)
@@ -175,7 +175,7 @@ def test_several_starts_on_dask_keep_the_least_validation_loss(synchronous):
         assert not np.array_equal(one.weights_[:, :32], dist.weights_[:, :32])
 
 
-def test_an_input_constant_on_the_training_rows_has_relevance_zero(client):
+def test_an_input_constant_on_the_training_rows_has_relevance_zero(synchronous):
     """As on one machine: a constant input's relevance is set to 0 and no update moves it (its
     standardized values, and so its gradient, are 0)."""
     X = np.column_stack([X_GSE, np.full(X_GSE.shape[0], 7.0)])
@@ -186,7 +186,7 @@ def test_an_input_constant_on_the_training_rows_has_relevance_zero(client):
         assert dist.relevances_[-1] == 0 and np.all(dist.relevances_[:5] != 0)
 
 
-def test_early_stopping_and_checkpoint(client):
+def test_early_stopping_and_checkpoint(synchronous):
     """The validation rows (held out of every chunk) drive the schedule: a constant schedule with
     n_iter_no_change=2 stops early, and the kept parameters are those of the best epoch."""
     X, y = X_GSE[:1200], Y_GSE[:1200]
@@ -253,7 +253,7 @@ def test_closing_fit_on_dask_solves_the_penalised_problem_on_every_row(synchrono
     np.testing.assert_array_equal(again.coef_, dist.coef_)  # determined by random_state
 
 
-def test_closing_fit_on_dask_takes_a_stratified_subset_above_the_cap(client, monkeypatch):
+def test_closing_fit_on_dask_takes_a_stratified_subset_above_the_cap(synchronous, monkeypatch):
     """Above CLOSING_MAX_ROWS the closing fit gathers a stratified random subset of that many rows
     (every class in proportion), as a single-machine fit does."""
     import rffkern.rffnet as rffnet_module
