@@ -1,16 +1,27 @@
 """Spectral samplers: frequencies for shift-invariant kernels (docs/user_guide/feature_maps.rst;
 Rahimi & Recht 2007, "Random features for large-scale kernel machines"; Yu et al. 2016,
-"Orthogonal random features").
+"Orthogonal random features"; Avron et al. 2016, "Quasi-Monte Carlo feature maps for
+shift-invariant kernels").
 
 ω is drawn for unit length-scale and divided by ``length_scale``; offsets are U[0, 2π).
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from rffkern._validation import check_positive_int
 
-KERNELS = ("gaussian", "laplace", "cauchy")
+KERNELS = ("gaussian", "laplace", "cauchy", "matern")
+#: The kernels whose spectral density depends on |ω| only: a frequency is a uniform direction times
+#: a radius from the kernel's radial law, which orthogonal and structured samplers keep.
+RADIAL_KERNELS = ("gaussian", "matern")
+#: How frequencies are drawn: independently ("random"), from a scrambled Sobol' set mapped through
+#: the spectral density's inverse CDF ("qmc"), or in blocks of orthogonal directions ("orthogonal").
+SAMPLINGS = ("random", "qmc", "orthogonal")
+#: The Matérn smoothness of scikit-learn's ``Matern`` kernel default (once differentiable functions).
+DEFAULT_NU = 1.5
 
 
 def default_scale(n_components: int, pair: bool = False) -> float:
@@ -44,6 +55,45 @@ def check_kernel(kernel):
     return kernel
 
 
+def check_nu(nu):
+    """The Matérn smoothness ``nu`` as a float: a finite real number > 0 (0.5: the exponential
+    kernel, 1.5 and 2.5: once and twice differentiable functions; the Gaussian is the limit)."""
+    if isinstance(nu, bool) or not isinstance(nu, numbers.Real) or not np.isfinite(nu) or nu <= 0:
+        raise ValueError(f"nu must be a finite real number > 0 (e.g. 0.5, 1.5 or 2.5), got {nu!r}")
+    return float(nu)
+
+
+def check_sampling(kernel, sampling):
+    """Refuse a sampling scheme the kernel's spectral density does not allow, by name."""
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+    if sampling == "orthogonal" and kernel not in RADIAL_KERNELS:
+        raise ValueError(f"sampling='orthogonal' needs a radial spectral density (kernel in {RADIAL_KERNELS}); "
+                         f"the {kernel} kernel's density is a product over coordinates: use 'random' or 'qmc'")
+    return sampling
+
+
+def matern_radial_factor(nu, uniforms):
+    """``sqrt(2 nu / g)`` for ``g`` the chi-square(2 nu) quantiles of ``uniforms``: a standard normal
+    vector times it is a multivariate Student t with 2 nu degrees of freedom, the Matérn kernel's
+    spectral density at unit length scale. Quantiles, so that one uniform per frequency gives every
+    nu's factor from the same draw (the kernel choice compares them on common random numbers)."""
+    from scipy.stats import chi2
+
+    nu = check_nu(nu)
+    u = np.clip(np.asarray(uniforms, np.float64), np.finfo(np.float64).tiny, 1.0)
+    return np.sqrt(2.0 * nu / chi2.ppf(u, 2.0 * nu))
+
+
+def child_generator(rng):
+    """A child of ``rng`` (``Generator.spawn``): draws from it leave ``rng``'s own stream as it was;
+    ``rng`` itself for a bit generator without a seed sequence."""
+    try:
+        return rng.spawn(1)[0]
+    except (TypeError, ValueError, AttributeError):
+        return rng
+
+
 def frequency_count(n_components, pair):
     """The number of frequencies behind ``n_components`` features: half of them in the ``[cos, sin]``
     pair form, which needs an even count."""
@@ -53,28 +103,99 @@ def frequency_count(n_components, pair):
     return n_components // 2 if pair else n_components
 
 
-def draw_frequencies(kernel, n_features, n_components, length_scale, rng, dtype=np.float64):
+def draw_frequencies(kernel, n_features, n_components, length_scale, rng, dtype=np.float64, *, nu=DEFAULT_NU):
     """W of shape (n_features, n_components) with columns drawn from the kernel's spectral density.
 
     gaussian exp(-|δ|²/(2σ²)) -> N(0, I/σ²); laplace exp(-|δ|₁/σ) -> Cauchy(0, 1/σ) per coordinate;
-    cauchy ∏ 1/(1 + δ_j²/σ²) -> Laplace(0, 1/σ) per coordinate.
+    cauchy ∏ 1/(1 + δ_j²/σ²) -> Laplace(0, 1/σ) per coordinate; matern(nu) -> the multivariate
+    Student t with 2 nu degrees of freedom over σ: a N(0, I) column times
+    :func:`matern_radial_factor` of one uniform from a child generator of ``rng`` (so ``rng``'s
+    stream goes on as after a Gaussian draw).
+    """
+    W, _ = draw_map(kernel, n_features, n_components, length_scale, rng, dtype, nu=nu, offsets=False)
+    return W
+
+
+def draw_map(kernel, n_features, n_frequencies, length_scale, rng, dtype=np.float64, *, nu=DEFAULT_NU,
+             sampling="random", offsets=True):
+    """``(W, b)``: frequencies of shape (n_features, n_frequencies) from the kernel's spectral density
+    and phases U[0, 2π) (None when ``offsets`` is False: the ``[cos, sin]`` pair form).
+
+    - "random": independent draws (:func:`draw_frequencies`), then the phases, from ``rng``.
+    - "qmc": one scrambled Sobol' set (``scipy.stats.qmc``, seeded from ``rng``) of ``n_frequencies``
+      points in ``n_features`` dimensions, one more for the phase and, for the Matérn kernel, one
+      for the radius, mapped through the inverse CDFs (each point is uniform on the cube, so the
+      kernel estimate stays unbiased; the set covers it more evenly than independent draws).
+    - "orthogonal": blocks of ``n_features`` orthogonal directions (:func:`orf_weights`), each with
+      a radius from the kernel's radial law; radial kernels only.
+
+    For the Matérn kernel the Gaussian draw is made first and its radii come last, from a child
+    generator (:func:`child_generator`): ``rng``'s stream after the call is that of the Gaussian
+    kernel's draw, and a Matérn map of any ``nu`` shares its directions and phases with it.
     """
     check_kernel(kernel)
-    shape = (n_features, n_components)
-    if kernel == "gaussian":
+    check_sampling(kernel, sampling)
+    if kernel == "matern":
+        nu = check_nu(nu)
+    shape = (n_features, n_frequencies)
+    if sampling == "qmc":
+        return _qmc_map(kernel, n_features, n_frequencies, length_scale, rng, dtype, nu, offsets)
+    if sampling == "orthogonal":
+        W = orf_weights(n_features, n_frequencies, 1.0, rng)
+    elif kernel in ("gaussian", "matern"):
         W = rng.standard_normal(shape)
     elif kernel == "laplace":
         W = rng.standard_cauchy(shape)
     else:
         W = rng.laplace(0.0, 1.0, shape)
-    return (W / length_scale).astype(dtype, copy=False)
+    b = draw_offsets(n_frequencies, rng, dtype) if offsets else None
+    if kernel == "matern":
+        W = W * matern_radial_factor(nu, child_generator(rng).uniform(size=n_frequencies))
+    return (W / length_scale).astype(dtype, copy=False), b
+
+
+#: The largest dimension of scipy's Sobol' sequences (its direction numbers).
+SOBOL_MAX_DIMENSION = 21201
+
+
+def _sobol_points(n_points, dimension, rng):
+    """The first ``n_points`` of a scrambled Sobol' sequence in ``dimension`` dimensions, seeded from
+    ``rng``: a power of two of them, cut (a prefix of the sequence keeps its low discrepancy),
+    clipped into the open cube for the inverse CDFs."""
+    from scipy.stats import qmc
+
+    if dimension > SOBOL_MAX_DIMENSION:
+        raise ValueError(f"sampling='qmc' draws Sobol' points in at most {SOBOL_MAX_DIMENSION} dimensions "
+                         f"(scipy.stats.qmc), this map needs {dimension}: use sampling='random' for so many inputs")
+    seed = int(rng.integers(2**63 - 1))
+    try:
+        engine = qmc.Sobol(dimension, scramble=True, rng=seed)
+    except TypeError:  # scipy < 1.15 names it seed
+        engine = qmc.Sobol(dimension, scramble=True, seed=seed)
+    points = engine.random_base2(max(int(np.ceil(np.log2(max(n_points, 1)))), 0))[:n_points]
+    eps = np.finfo(np.float64).eps
+    return np.clip(points, eps, 1.0 - eps)
+
+
+def _qmc_map(kernel, n_features, n_frequencies, length_scale, rng, dtype, nu, offsets):
+    from scipy import stats
+
+    extra = int(offsets) + int(kernel == "matern")
+    U = _sobol_points(n_frequencies, n_features + extra, rng)
+    inverse_cdf = {"gaussian": stats.norm.ppf, "matern": stats.norm.ppf, "laplace": stats.cauchy.ppf,
+                   "cauchy": stats.laplace.ppf}[kernel]
+    W = inverse_cdf(U[:, :n_features]).T
+    if kernel == "matern":
+        W = W * matern_radial_factor(nu, U[:, n_features])
+    b = (2.0 * np.pi * U[:, -1]).astype(dtype) if offsets else None
+    return (W / length_scale).astype(dtype, copy=False), b
 
 
 def draw_offsets(n_components, rng, dtype=np.float64):
     return rng.uniform(0.0, 2.0 * np.pi, n_components).astype(dtype, copy=False)
 
 
-def widen_map(kernel, W, b, n_total, rng):
+def widen_map(kernel, W, b, n_total, rng, nu=DEFAULT_NU):
     """``(W, b)`` widened to ``n_total`` columns: new frequencies from the kernel's spectral density
     (unit length scale) and uniform phases, drawn from a child generator of ``rng``, so that the
     caller's own stream stays as it was (a closing fit's extra features). Unchanged when ``W``
@@ -86,8 +207,8 @@ def widen_map(kernel, W, b, n_total, rng):
         child = rng.spawn(1)[0]
     except (TypeError, ValueError):  # a bit generator without a seed sequence
         child = rng
-    return (np.concatenate([W, draw_frequencies(kernel, W.shape[0], n_extra, 1.0, child)], axis=1),
-            np.concatenate([b, draw_offsets(n_extra, child)]))
+    W_extra, b_extra = draw_map(kernel, W.shape[0], n_extra, 1.0, child, nu=nu)
+    return np.concatenate([W, W_extra], axis=1), np.concatenate([b, b_extra])
 
 
 def orf_weights(d, n_frequencies, length_scale, rng):
@@ -111,7 +232,7 @@ def orf_weights(d, n_frequencies, length_scale, rng):
     return W
 
 
-def exact_kernel(kernel, X, Y, length_scale):
+def exact_kernel(kernel, X, Y, length_scale, nu=DEFAULT_NU):
     """The kernel matrix k(x - y) itself, for tests and diagnostics (O(n m d) memory)."""
     check_kernel(kernel)
     D = (X[:, None, :] - Y[None, :, :]) / length_scale
@@ -119,7 +240,33 @@ def exact_kernel(kernel, X, Y, length_scale):
         return np.exp(-0.5 * (D**2).sum(-1))
     if kernel == "laplace":
         return np.exp(-np.abs(D).sum(-1))
+    if kernel == "matern":
+        return matern_correlation(np.sqrt((D**2).sum(-1)), nu)
     return np.prod(1.0 / (1.0 + D**2), axis=-1)
+
+
+def matern_correlation(r, nu):
+    """The Matérn kernel at distances ``r`` (in length scales): ``2^(1-nu) / Gamma(nu) z^nu K_nu(z)``
+    with ``z = sqrt(2 nu) r`` (scikit-learn's ``Matern``), in closed form for nu = 0.5, 1.5, 2.5 and
+    through the scaled Bessel function (in logs, so large nu neither overflows) otherwise."""
+    from scipy.special import gammaln, kve
+
+    nu = check_nu(nu)
+    z = np.sqrt(2.0 * nu) * np.asarray(r, np.float64)
+    if nu == 0.5:
+        return np.exp(-z)
+    if nu == 1.5:
+        return (1.0 + z) * np.exp(-z)
+    if nu == 2.5:
+        return (1.0 + z + z**2 / 3.0) * np.exp(-z)
+    out = np.ones_like(z)
+    pos = z > 0
+    zp = z[pos]
+    with np.errstate(divide="ignore", over="ignore"):
+        log_k = (1.0 - nu) * np.log(2.0) - gammaln(nu) + nu * np.log(zp) + np.log(kve(nu, zp)) - zp
+    # (an overflow of K_nu at a small z stands for a value near 1: at most 1, as a correlation is)
+    out[pos] = np.exp(np.minimum(np.nan_to_num(log_k, nan=0.0, posinf=0.0), 0.0))
+    return out
 
 
 def knn_distances(X, n_neighbors, max_samples=2000, rng=None):
