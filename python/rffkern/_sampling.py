@@ -121,37 +121,66 @@ def draw_map(kernel, n_features, n_frequencies, length_scale, rng, dtype=np.floa
     """``(W, b)``: frequencies of shape (n_features, n_frequencies) from the kernel's spectral density
     and phases U[0, 2π) (None when ``offsets`` is False: the ``[cos, sin]`` pair form).
 
-    - "random": independent draws (:func:`draw_frequencies`), then the phases, from ``rng``.
+    - "random": independent draws, then the phases, from ``rng``.
     - "qmc": one scrambled Sobol' set (``scipy.stats.qmc``, seeded from ``rng``) of ``n_frequencies``
-      points in ``n_features`` dimensions, one more for the phase and, for the Matérn kernel, one
-      for the radius, mapped through the inverse CDFs (each point is uniform on the cube, so the
-      kernel estimate stays unbiased; the set covers it more evenly than independent draws).
+      points, a coordinate per input, one for the phase and (radial kernels) one for the radius,
+      mapped through the inverse CDFs: each point is uniform on the cube, so the kernel estimate
+      stays unbiased, and the set covers the cube more evenly than independent draws.
     - "orthogonal": blocks of ``n_features`` orthogonal directions (:func:`orf_weights`), each with
       a radius from the kernel's radial law; radial kernels only.
 
-    For the Matérn kernel the Gaussian draw is made first and its radii come last, from a child
-    generator (:func:`child_generator`): ``rng``'s stream after the call is that of the Gaussian
-    kernel's draw, and a Matérn map of any ``nu`` shares its directions and phases with it.
+    The radial kernels share one draw (:func:`radial_draw`): a Matérn map of any ``nu`` has the
+    Gaussian map's directions and phases, with radii changed by :func:`matern_radial_factor`.
     """
     check_kernel(kernel)
     check_sampling(kernel, sampling)
     if kernel == "matern":
         nu = check_nu(nu)
-    shape = (n_features, n_frequencies)
-    if sampling == "qmc":
-        return _qmc_map(kernel, n_features, n_frequencies, length_scale, rng, dtype, nu, offsets)
-    if sampling == "orthogonal":
-        W = orf_weights(n_features, n_frequencies, 1.0, rng)
-    elif kernel in ("gaussian", "matern"):
-        W = rng.standard_normal(shape)
-    elif kernel == "laplace":
-        W = rng.standard_cauchy(shape)
+    if kernel in RADIAL_KERNELS:
+        G, b, v = radial_draw(n_features, n_frequencies, rng, sampling=sampling, offsets=offsets,
+                              radii=kernel == "matern")
+        W = radial_frequencies(kernel, G, v, nu)
+    elif sampling == "qmc":
+        from scipy import stats
+
+        U = _sobol_points(n_frequencies, n_features + int(offsets), rng)
+        inverse_cdf = stats.cauchy.ppf if kernel == "laplace" else stats.laplace.ppf
+        W = inverse_cdf(U[:, :n_features]).T
+        b = 2.0 * np.pi * U[:, -1] if offsets else None
     else:
-        W = rng.laplace(0.0, 1.0, shape)
-    b = draw_offsets(n_frequencies, rng, dtype) if offsets else None
-    if kernel == "matern":
-        W = W * matern_radial_factor(nu, child_generator(rng).uniform(size=n_frequencies))
-    return (W / length_scale).astype(dtype, copy=False), b
+        shape = (n_features, n_frequencies)
+        W = rng.standard_cauchy(shape) if kernel == "laplace" else rng.laplace(0.0, 1.0, shape)
+        b = draw_offsets(n_frequencies, rng) if offsets else None
+    return (W / length_scale).astype(dtype, copy=False), None if b is None else b.astype(dtype, copy=False)
+
+
+def radial_draw(n_features, n_frequencies, rng, *, sampling="random", offsets=True, radii=True):
+    """``(G, b, v)`` behind every radial kernel's map: unit-scale Gaussian frequencies ``G``
+    (n_features, n_frequencies), the phases ``b`` (None without ``offsets``) and one uniform per
+    frequency ``v`` for a Matérn radius (None without ``radii``); see :func:`radial_frequencies`.
+
+    "random" and "orthogonal" draw ``G`` then ``b`` from ``rng`` and ``v`` from a child generator
+    (:func:`child_generator`), so ``rng``'s stream after the call is the Gaussian kernel's whatever
+    the kernel; "qmc" takes all three from one Sobol' set of n_features + 1 (+ 1 for the phases)
+    coordinates.
+    """
+    if sampling == "qmc":
+        from scipy.stats import norm
+
+        U = _sobol_points(n_frequencies, n_features + 1 + int(offsets), rng)
+        return (norm.ppf(U[:, :n_features]).T, 2.0 * np.pi * U[:, -1] if offsets else None,
+                U[:, n_features] if radii else None)
+    G = (orf_weights(n_features, n_frequencies, 1.0, rng) if sampling == "orthogonal"
+         else rng.standard_normal((n_features, n_frequencies)))
+    b = draw_offsets(n_frequencies, rng) if offsets else None
+    v = child_generator(rng).uniform(size=n_frequencies) if radii else None
+    return G, b, v
+
+
+def radial_frequencies(kernel, G, v, nu=DEFAULT_NU):
+    """A radial kernel's unit-scale frequencies from :func:`radial_draw`'s ``G`` and ``v``: ``G``
+    itself for the Gaussian, each column times :func:`matern_radial_factor` for the Matérn."""
+    return G if kernel == "gaussian" else G * matern_radial_factor(nu, v)
 
 
 #: The largest dimension of scipy's Sobol' sequences (its direction numbers).
@@ -175,20 +204,6 @@ def _sobol_points(n_points, dimension, rng):
     points = engine.random_base2(max(int(np.ceil(np.log2(max(n_points, 1)))), 0))[:n_points]
     eps = np.finfo(np.float64).eps
     return np.clip(points, eps, 1.0 - eps)
-
-
-def _qmc_map(kernel, n_features, n_frequencies, length_scale, rng, dtype, nu, offsets):
-    from scipy import stats
-
-    extra = int(offsets) + int(kernel == "matern")
-    U = _sobol_points(n_frequencies, n_features + extra, rng)
-    inverse_cdf = {"gaussian": stats.norm.ppf, "matern": stats.norm.ppf, "laplace": stats.cauchy.ppf,
-                   "cauchy": stats.laplace.ppf}[kernel]
-    W = inverse_cdf(U[:, :n_features]).T
-    if kernel == "matern":
-        W = W * matern_radial_factor(nu, U[:, n_features])
-    b = (2.0 * np.pi * U[:, -1]).astype(dtype) if offsets else None
-    return (W / length_scale).astype(dtype, copy=False), b
 
 
 def draw_offsets(n_components, rng, dtype=np.float64):
