@@ -27,7 +27,8 @@ def test_verbose_prints_the_five_stages(small_search, capsys):
     assert len(lines) == 5
     for i, line in enumerate(lines, 1):
         assert re.fullmatch(rf"\[rffkern\.fit\] stage {i}/5: .+ \(elapsed \d+\.\d\d s\)", line), line
-    assert re.search(r"width search on 300 rows, 60 features: standardize (True|'global'), length_scale [\d.e+-]+, "
+    assert re.search(r"width search on 300 rows, 60 features: kernel (gaussian|matern\(nu=[\d.]+\)), "
+                     r"standardize (True|'global'), length_scale [\d.e+-]+, "
                      r"validation score", lines[1])
     assert re.search(r"RFFNet \(dense 2 epochs [\d.]+\): validation score", lines[2])
     assert re.search(r"stage 4/5: ridge on every training row(: not needed|, 1000 features)", lines[3])
@@ -35,14 +36,16 @@ def test_verbose_prints_the_five_stages(small_search, capsys):
                      r"ridge: [+-]\d\.\d{4} \+- \d\.\d{4}; it needs more than 1 standard error\)", lines[4])
     model = rffkern.fit(X, y, random_state=0, verbose=2, max_iter=2)
     inner = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[RFFRidge] width")]
-    # the width search's three widths and "global" standardization's median one (its two others
-    # if it was better), then the full ridge's one width if it was needed
-    counts = [re.match(r"\[RFFRidge\] width (\d/\d)", ln).group(1) for ln in inner]
-    full = ["1/1"] if "ridge" in model.selection_report_["validation_scores"] else []
-    search = ["1/4", "2/4", "3/4", "4/4"]
-    if model.selection_report_["standardize"] == "global":
-        search += ["5/6", "6/6"]
-    assert counts == search + full
+    # the width search's three widths, "global" standardization's median one (its two others if it
+    # was better) and the two Matérn kernels at the least-error width (the kept one's two others if
+    # one was better), then the full ridge's one width if it was needed
+    counts = [tuple(int(v) for v in re.match(r"\[RFFRidge\] width (\d+)/(\d+)", ln).groups()) for ln in inner]
+    report = model.selection_report_
+    full = [(1, 1)] if "ridge" in report["validation_scores"] else []
+    n_search = 6 + 2 * (report["standardize"] == "global") + 2 * (report["kernel"] == "matern")
+    assert [c[0] for c in counts] == list(range(1, n_search + 1)) + [c[0] for c in full]
+    assert counts[n_search - 1] == (n_search, n_search) and counts[n_search:] == full
+    assert set(report["kernel_errors"]) == {"gaussian", "matern(nu=1.5)", "matern(nu=2.5)"}
     rffkern.fit(X, y, random_state=0, max_iter=2)
     assert capsys.readouterr().out == ""
 

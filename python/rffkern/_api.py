@@ -16,6 +16,7 @@ from rffkern._fit_options import fit_options
 from rffkern._linalg import single_threaded_blas
 from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import stratified_subset
+from rffkern._sampling import DEFAULT_NU, KERNELS, check_nu
 from rffkern._selection import paired_standard_error
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, refuse_mixed_labels, refuse_sparse, resolve_n_threads
@@ -396,7 +397,7 @@ def _rows_to_add(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, idx_tr: np.
 @single_threaded_blas
 def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, task: str | None = None,
         random_state: RandomStateLike = None, n_jobs: int | None = None, verbose: int = 0,
-        validation_fraction: float = 0.2,
+        validation_fraction: float = 0.2, kernel: str = "auto", nu: float = DEFAULT_NU,
         **params: Any) -> RFFRidge | RFFRidgeClassifier | RFFNetRegressor | RFFNetClassifier:
     """Fit the model a careful practitioner would end with, from raw X and y, in one call.
 
@@ -409,7 +410,10 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
        23 values, and keeps the median itself unless another width's error is lower by more than
        one standard error (of the per-row differences); the inputs scaled by one pooled deviation
        instead (``standardize="global"``, pixels) are compared too, and kept where better by more
-       than one standard error; this ridge is scored on the held-out rows too.
+       than one standard error; with ``kernel="auto"`` the Matérn kernels of nu 0.5, 1.5 and 2.5
+       are compared with the Gaussian at the kept standardization's widths, and one is kept where
+       better by more than one standard error (:class:`~rffkern.RFFRidge`'s ``kernel="auto"``);
+       the kernel kept is every later stage's. This ridge is scored on the held-out rows too.
     3. RFFNet (ARD relevances per feature) started from that kernel: its relevances start at
        ``1 / length_scale``, the searched width of least leave-one-out error with each input
        standardized (RFFNet's own standardization; the ridge itself keeps the median unless
@@ -447,7 +451,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
        penalty: the regressor's ridge takes one Gram pass over them and one solve, the
        classifier's logistic / softmax fit runs again on all rows, with the training rows RFFNet
        did not train on, up to ``rffkern.rffnet.CLOSING_MAX_ROWS`` rows in all).
-       ``model.selection_report_`` records the searched ``standardize``, ``width``,
+       ``model.selection_report_`` records the searched ``standardize``, ``width``, ``kernel``
+       (with ``nu`` and, for "auto", each kernel's least leave-one-out error in ``kernel_errors``),
        ``rffnet_init_width`` and ``rffnet_dense_start`` ("per-input" or "pooled"),
        the rows RFFNet trained on (``rffnet_rows``), the scores (``width_search``
        and ``ridge`` where fitted, ``rffnet``;
@@ -494,6 +499,11 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
         search lines of the ridge estimators.
     validation_fraction : float, default=0.2
         Rows held out to choose between the two models.
+    kernel : {"auto", "gaussian", "laplace", "cauchy", "matern"}, default="auto"
+        The kernel of every stage; "auto" chooses between the Gaussian and the Matérn kernels in
+        the width search (step 2).
+    nu : float, default=1.5
+        The Matérn smoothness with ``kernel="matern"``.
     **params
         Parameters for RFFNet (:class:`~rffkern.RFFNetRegressor` /
         :class:`~rffkern.RFFNetClassifier`) in stage 4, for each of its runs (one run when they
@@ -542,7 +552,10 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     validate_parameter_constraints({"verbose": ["verbose"]}, {"verbose": verbose}, caller_name="rffkern.fit")
     classify = task == "classification"
     net_cls = RFFNetClassifier if classify else RFFNetRegressor
+    if kernel not in KERNELS + ("auto",):
+        raise ValueError(f"kernel must be 'auto' or one of {KERNELS}, got {kernel!r}")
     net_cls(**params)._validate_params()  # a misspelt or invalid RFFNet parameter fails now, not after the search
+    check_nu(nu)  # (used by "matern", and by "auto" where it keeps a Matérn kernel)
     rng = as_generator(random_state)
     seeds = [int(v) for v in rng.integers(2**31 - 1, size=5)]  # (the first four as drawn before the fifth)
     columns = getattr(X, "columns", None)  # a DataFrame's column names: the model's feature_names_in_
@@ -552,6 +565,7 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     run = _FitRun(X, y, w, classify, seeds, n_jobs, ProgressLog("rffkern.fit", verbose),
                   max(int(verbose or 0) - 1, 0), *_split(X, y, classify, reason, n_dropped, validation_fraction,
                                                          seeds[0]))
+    run.kernel, run.nu = kernel, nu
     weighted = (f", {n_dropped} rows of weight 0 left out" if n_dropped else "") + (", weighted" * (w is not None))
     run.log.step("stage", 1, 5, f"task {task} ({reason}); {len(run.idx_tr)} rows to fit, {len(run.idx_val)} to "
                  f"compare{weighted}")
@@ -563,7 +577,8 @@ def fit(X: ArrayLike, y: ArrayLike, *, sample_weight: ArrayLike | None = None, t
     net = nets[net_name][1]
     ridge, lead = _compare_with_ridge(run, net, probe, ridge, width)
     report = dict(task=task, reason=reason, weighted=w is not None, zero_weight_rows=n_dropped,
-                  standardize=geometry, width=width, rffnet_init_width=net_width,
+                  standardize=geometry, width=width, kernel=run.kernel, nu=run.net_nu(),
+                  kernel_errors=_kernel_errors(probe if probe is not None else ridge), rffnet_init_width=net_width,
                   rffnet_dense_start="per-input" if dense_init is None else "pooled", rffnet_rows=len(idx_net),
                   validation_scores=run.scores,
                   rffnet_variant=net_name, rffnet_variant_scores={k: v[0] for k, v in nets.items()},
@@ -661,6 +676,20 @@ class _FitRun:
     times: dict[str, float] = field(default_factory=lambda: {"width_search": 0.0, "ridge": 0.0, "rffnet": 0.0})
     scores: dict[str, float] = field(default_factory=dict)
     search_rows: int = 0  # the width search's rows
+    kernel: str = "auto"  # the kernel asked for, then the one the width search kept
+    nu: float = DEFAULT_NU
+
+    def kernel_params(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "nu": self.nu}
+
+    def net_nu(self) -> float | None:
+        return self.nu if self.kernel == "matern" else None
+
+    def keep_kernel(self, ridge: Any) -> None:
+        """The kernel the width search's ridge used (the one it chose with "auto")."""
+        self.kernel = ridge.kernel_
+        if ridge.nu_ is not None:
+            self.nu = ridge.nu_
 
     @property
     def ridge_cls(self) -> Any:
@@ -686,12 +715,20 @@ class _FitRun:
         """The ridge of ``n_full`` features on every training row, scored on the held-out rows."""
         tic = time.perf_counter()
         model = self.ridge_cls(self.n_full, length_scale=width, standardize=geometry, random_state=self.seeds[1],
-                               n_jobs=self.n_jobs, verbose=self.inner_verbose)
+                               n_jobs=self.n_jobs, verbose=self.inner_verbose, **self.kernel_params())
         with fit_options(model, summaries=False):  # computed at the close if the ridge is returned
             model.fit(self.X[self.idx_tr], self.y[self.idx_tr], sample_weight=self.weights(self.idx_tr))
         self.times["ridge"] = time.perf_counter() - tic
         self.scores["ridge"] = self.held_out_score(model)
         return model
+
+
+def _kernel_errors(ridge: Any) -> dict[str, float] | None:
+    """The width search's least error per kernel compared (``kernel="auto"``), by readable name."""
+    errors = getattr(ridge, "kernel_errors_", None)
+    if errors is None:
+        return None
+    return {kernel if nu is None else f"{kernel}(nu={nu:g})": float(e) for (kernel, nu), e in errors.items()}
 
 
 def _search_width(run: _FitRun) -> tuple[Any, Any, float, bool | str, float]:
@@ -703,7 +740,8 @@ def _search_width(run: _FitRun) -> tuple[Any, Any, float, bool | str, float]:
     if len(run.idx_tr) > SEARCH_ROWS:
         search_idx = np.sort(np.random.default_rng(run.seeds[3]).choice(run.idx_tr, SEARCH_ROWS, replace=False))
     n_probe = min(SEARCH_COMPONENTS, run.n_full)
-    probe: Any = run.ridge_cls(n_probe, random_state=run.seeds[1], n_jobs=run.n_jobs, verbose=run.inner_verbose)
+    probe: Any = run.ridge_cls(n_probe, random_state=run.seeds[1], n_jobs=run.n_jobs, verbose=run.inner_verbose,
+                               **run.kernel_params())
     try:
         with fit_options(probe, summaries=False):  # (their derivative norms cost ~1 s each on mnist)
             probe.fit(run.X[search_idx], run.y[search_idx], sample_weight=run.weights(search_idx))
@@ -713,14 +751,16 @@ def _search_width(run: _FitRun) -> tuple[Any, Any, float, bool | str, float]:
     run.times["width_search"] = time.perf_counter() - tic
     if probe is None:  # a failed search: the full ridge compares the widths itself
         ridge = run.fit_ridge("auto", "auto")
+        run.keep_kernel(ridge)
         run.log.step("stage", 2, 5, f"width search on every training row, {run.n_full} features: ridge "
                      f"standardize {ridge.standardize_!r}, length_scale {ridge.length_scale_:.4g}, alpha "
                      f"{ridge.alpha_:.3g}, validation score {run.scores['ridge']:.4f} ({run.times['ridge']:.2f} s)")
         return None, ridge, ridge.length_scale_, ridge.standardize_, _least_error_width(ridge)
-    run.log.step("stage", 2, 5, f"width search on {len(search_idx)} rows, {n_probe} features: standardize "
+    run.log.step("stage", 2, 5, f"width search on {len(search_idx)} rows, {n_probe} features: {probe._kernel_name()}standardize "
                  f"{probe.standardize_!r}, length_scale {probe.length_scale_:.4g}, validation score "
                  f"{run.scores['width_search']:.4f} ({run.times['width_search']:.2f} s)")
     run.search_rows = len(search_idx)
+    run.keep_kernel(probe)
     return probe, None, probe.length_scale_, probe.standardize_, _least_error_width(probe)
 
 
@@ -746,7 +786,8 @@ def _train_rffnet(run: _FitRun, net_cls: Any, params: dict, geometry: bool | str
         if name == "dense" and dense_init is not None:
             init = dense_init
         standardize = "quantile" if geometry == "quantile" else True  # (heavy-tailed inputs as normal scores)
-        net_params = dict(init=init, standardize=standardize, random_state=run.seeds[2], n_jobs=run.n_jobs, **variant)
+        net_params = dict(init=init, standardize=standardize, random_state=run.seeds[2], n_jobs=run.n_jobs,
+                          **run.kernel_params(), **variant)
         net_params.update(params)  # the caller's parameters apply to both
         key = repr(sorted((k, v) for k, v in net_params.items() if k != "init"))  # init: the same array
         if key in tried:  # the caller fixed what tells the two apart

@@ -66,7 +66,6 @@ from rffkern._rffnet_training import (MAX_LR_DECAYS, N_INIT_FINALISTS, REFIT_ALP
                                       Schedule, TrainingState, best_of_starts, check_initial_relevances, median_init,
                                       r2_from_sums, training_targets, zero_constant_relevances)
 from rffkern._ridge_solvers import FourierFeatureMap
-from rffkern._sampling import draw_frequencies, draw_offsets
 from rffkern._validation import as_generator, resolve_n_threads
 
 __all__ = ["fit_rffnet", "from_npy", "CONFIG_KEY"]
@@ -483,8 +482,7 @@ def _draws(est, d, n_out, dtype):
     """The draws in the single-machine order: W and b (stored), B, then the split's seed (None
     without early stopping). Returns the generator, B, the epoch runner and the seed."""
     rng = as_generator(est.random_state)
-    est.weights_ = draw_frequencies(est.kernel, d, est.n_components, 1.0, rng, dtype)
-    est.offsets_ = draw_offsets(est.n_components, rng, dtype)
+    est.weights_, est.offsets_ = est._draw_map(d, est.n_components, rng, dtype)
     coef = _output_weights(est.n_components, n_out, rng, dtype)
     est.scale_ = est._scale_value()
     split_seed = int(rng.integers(2**32 - 1)) if est.early_stopping else None
@@ -613,8 +611,7 @@ def _other_start(fit, seed, theta, n_out):
     est, ctx = fit.est, fit.ctx
     d, dtype = est.n_features_in_, ctx.dtype
     g = np.random.default_rng(seed)
-    W = draw_frequencies(est.kernel, d, est.n_components, 1.0, g, dtype)
-    b = draw_offsets(est.n_components, g, dtype)
+    W, b = est._draw_map(d, est.n_components, g, dtype)
     B = _output_weights(est.n_components, n_out, g, dtype)
     ctx_k = copy.copy(ctx)
     ctx_k.runner = dataclasses.replace(ctx.runner, weights=W, offsets=b)

@@ -104,6 +104,9 @@ def fit_ridge(est, X, y, sample_weight=None, choose=None):
     alphas = as_alpha_list(est.alpha)
     if est.alpha_selection == "validation" and (len(alphas) > 1 or isinstance(est.length_scale, str)):
         raise ValueError("alpha_selection='validation' is not supported on Dask arrays; use 'loo' or 'gcv'")
+    if est.kernel == "auto":
+        raise ValueError("kernel='auto' is not supported on Dask arrays: it compares kernels on one machine. "
+                         "Fit kernel='auto' on an in-memory sample and pass its kernel_ and nu_ as kernel= and nu=")
     rows = DaskRows(X, y, sample_weight)
     n_targets = _set_targets(est, y, classifier)
     est.n_features_in_ = d = X.shape[1]

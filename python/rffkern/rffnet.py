@@ -62,7 +62,7 @@ from rffkern._rffnet_training import (  # the n_init and closing-ridge settings 
     training_targets,
     zero_constant_relevances,
 )
-from rffkern._sampling import KERNELS, draw_frequencies, draw_offsets, widen_map
+from rffkern._sampling import DEFAULT_NU, KERNELS, SAMPLINGS, check_sampling, draw_map, widen_map
 from rffkern._selection import pick_width
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, check_label_chunk, resolve_n_threads
@@ -107,6 +107,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         "n_components": [COMPONENTS],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "kernel": [StrOptions(set(KERNELS))],
+        "nu": [Interval(numbers.Real, 0, None, closed="neither")],
+        "sampling": [StrOptions(set(SAMPLINGS))],
         "init": [StrOptions(set(INITS)), "array-like"],
         "n_restarts": [Interval(numbers.Integral, 1, None, closed="left")],
         "restart_iter": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -144,7 +146,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
     _epochs_in_dropped_starts: int = 0  # n_init's dropped starts (set with start_losses_)
 
     def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
-                 init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
+                 nu: float = DEFAULT_NU, sampling: str = "random", init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
                  n_init: int | str = "auto",
                  solver: str = "shared-adam", learning_rate: float = 3e-3, learning_rate_schedule: str = "adaptive",
                  batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
@@ -156,6 +158,8 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         self.n_components = n_components
         self.alpha = alpha
         self.kernel = kernel
+        self.nu = nu
+        self.sampling = sampling
         self.init = init
         self.n_restarts = n_restarts
         self.restart_iter = restart_iter
@@ -293,6 +297,11 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         self._store_derivative_norms(Xs, weights)
         return self
 
+    def _draw_map(self, d, n_frequencies, rng, dtype):
+        """``(W, b)`` for unit relevances: the kernel's frequencies (``sampling``) and the phases."""
+        check_sampling(self.kernel, self.sampling)
+        return draw_map(self.kernel, d, n_frequencies, 1.0, rng, dtype, nu=self.nu, sampling=self.sampling)
+
     def _fit_first(self, X, y, Y, weights, dtype, incremental):
         """fit, or partial_fit's first call: new draws, statistics and training."""
         # The draws come in a fixed order (W, b, B, [validation split], [restarts], one permutation
@@ -300,8 +309,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         rng = as_generator(self.random_state)
         d = X.shape[1]
         self._trained_map = None
-        self.weights_ = draw_frequencies(self.kernel, d, self.n_components, 1.0, rng, dtype)
-        self.offsets_ = draw_offsets(self.n_components, rng, dtype)
+        self.weights_, self.offsets_ = self._draw_map(d, self.n_components, rng, dtype)
         bound = 1.0 / np.sqrt(self.n_components)  # torch.nn.Linear's default, as in the reference code
         coef = rng.uniform(-bound, bound, (self.n_components, Y.shape[1])).astype(dtype)
         self.scale_ = self._scale_value()
@@ -415,8 +423,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
                 generator, schedule = rng, None
                 if k:
                     generator = np.random.default_rng(seeds[k - 1])
-                    self.weights_ = draw_frequencies(self.kernel, d, s, 1.0, generator, dtype)
-                    self.offsets_ = draw_offsets(s, generator, dtype)
+                    self.weights_, self.offsets_ = self._draw_map(d, s, generator, dtype)
                     bound = 1.0 / np.sqrt(s)
                     coef = generator.uniform(-bound, bound, self.coef_.shape).astype(dtype)
                     runner = start(generator, coef, theta0)
@@ -471,7 +478,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
             return W, b
         # the estimator's stream (later splits and epochs) stays as it was
         return widen_map(self.kernel, W, b, min(self.refit_components, CLOSING_COMPONENTS_PER_ROW * n_rows),
-                         self._rng)
+                         self._rng, self.nu)
 
     def _after_training(self, Xs_train, Y_train, w_train, Xs_val, Y_val, w_val):
         """A hook run after the epochs of ``fit`` (not ``partial_fit``): the closing fit of B
@@ -640,8 +647,15 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Number of random features ``s``.
     alpha : float, default=1e-4
         Penalty ``lambda`` on ``||B||^2``, applied as a proximal step after each update.
-    kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
-        Spectral density the frequencies ``W`` are drawn from (for unit relevances).
+    kernel : {"gaussian", "laplace", "cauchy", "matern"}, default="gaussian"
+        Spectral density the frequencies ``W`` are drawn from (for unit relevances); see
+        :class:`rffkern.RandomFourierFeatures`. The relevances act on the inputs, so "matern" is
+        the Matérn kernel with one length scale per input (ARD), as "gaussian" is the Gaussian's.
+    nu : float, default=1.5
+        The Matérn kernel's smoothness (``kernel="matern"`` only; > 0).
+    sampling : {"random", "qmc", "orthogonal"}, default="random"
+        How ``W`` is drawn (:class:`rffkern.RandomFourierFeatures`); the closing fit's extra
+        frequencies (``refit_components``) are drawn at random.
     init : {"median", "constant", "regressor", "restarter"} or array-like of shape (n_features,), default="median"
         Initial relevances: an array of them (e.g. ``1 / length_scale`` of a tuned isotropic kernel,
         as :func:`rffkern.fit` does); "median": ``3 / l`` for every feature, ``l`` the median
@@ -892,7 +906,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
                               "normalize_y": ["boolean"]}
 
     def __init__(self, n_components: int = 300, *, alpha: float = 1e-4, kernel: str = "gaussian",
-                 init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
+                 nu: float = DEFAULT_NU, sampling: str = "random", init: str | ArrayLike = "median", n_restarts: int = 10, restart_iter: int = 10,
                  n_init: int | str = "auto",
                  solver: str = "shared-adam", learning_rate: float = 3e-3, learning_rate_schedule: str = "adaptive",
                  batch_size: int = 32, max_iter: int = 100, early_stopping: bool = True,
@@ -903,7 +917,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
                  fit_intercept: bool = True, normalize_y: bool = True, refit_coef: bool = True,
                  refit_components: int | None = 1000) -> None:
         super().__init__(
-            n_components, alpha=alpha, kernel=kernel, init=init, n_restarts=n_restarts,
+            n_components, alpha=alpha, kernel=kernel, nu=nu, sampling=sampling, init=init, n_restarts=n_restarts,
             restart_iter=restart_iter, n_init=n_init, solver=solver, learning_rate=learning_rate,
             learning_rate_schedule=learning_rate_schedule, batch_size=batch_size, max_iter=max_iter,
             early_stopping=early_stopping,
@@ -1158,8 +1172,15 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         Number of random features ``s``.
     alpha : float, default=1e-4
         Penalty ``lambda`` on ``||B||^2``, applied as a proximal step after each update.
-    kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
-        Spectral density the frequencies ``W`` are drawn from (for unit relevances).
+    kernel : {"gaussian", "laplace", "cauchy", "matern"}, default="gaussian"
+        Spectral density the frequencies ``W`` are drawn from (for unit relevances); see
+        :class:`rffkern.RandomFourierFeatures`. The relevances act on the inputs, so "matern" is
+        the Matérn kernel with one length scale per input (ARD), as "gaussian" is the Gaussian's.
+    nu : float, default=1.5
+        The Matérn kernel's smoothness (``kernel="matern"`` only; > 0).
+    sampling : {"random", "qmc", "orthogonal"}, default="random"
+        How ``W`` is drawn (:class:`rffkern.RandomFourierFeatures`); the closing fit's extra
+        frequencies (``refit_components``) are drawn at random.
     init : {"median", "constant", "regressor", "restarter"} or array-like of shape (n_features,), default="median"
         Initial relevances, as in :class:`RFFNetRegressor` ("constant" is the paper's). For
         classes, "regressor" fits the Lasso on the 0/1 class indicators.

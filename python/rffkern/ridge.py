@@ -49,12 +49,18 @@ from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list,
                                    gcv_errors, solve_ridge)
 from rffkern._selection import (DEFAULT_ALPHAS, PROBE_COMPONENTS, PROBE_ROWS, STANDARDIZE_CHOICES,
                                 WIDTH_FACTORS, one_se_geometry, paired_standard_error, pick_width)
-from rffkern._sampling import (KERNELS, draw_frequencies, draw_offsets, frequency_count, median_distance,
-                               weighted_median_distance)
+from rffkern._sampling import (DEFAULT_NU, KERNELS, SAMPLINGS, check_nu, check_sampling, draw_map, frequency_count,
+                               median_distance, radial_draw, radial_frequencies, weighted_median_distance)
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, check_label_chunk, resolve_n_threads
 
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
+
+#: The Matérn smoothness values ``kernel="auto"`` compares with the Gaussian kernel (the limit
+#: nu -> inf): once and twice differentiable functions. Not 0.5 (the exponential kernel): on 16
+#: real regression sets it had the highest test error of the four kernels on 11 and the lowest on
+#: one, by 0.4% (docs/benchmarks.rst, "Choosing the kernel"), and each candidate costs a fit.
+AUTO_MATERN_NUS = (1.5, 2.5)
 
 def choose_standardization(X: NDArray[np.floating], Y: NDArray[np.floating],
                            sample_weight: NDArray[np.floating] | None, seed: int,
@@ -125,7 +131,9 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     _parameter_constraints = {
         "n_components": [COMPONENTS],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],
-        "kernel": [StrOptions(set(KERNELS))],
+        "kernel": [StrOptions(set(KERNELS) | {"auto"})],
+        "nu": [Interval(numbers.Real, 0, None, closed="neither")],
+        "sampling": [StrOptions(set(SAMPLINGS))],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"),
                          StrOptions({"auto", "median"})],
         "pair": ["boolean"],
@@ -141,13 +149,16 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
     }
 
     def __init__(self, n_components: int = 1000, *, alpha: float | Sequence[float] = DEFAULT_ALPHAS,
-                 kernel: str = "gaussian", length_scale: float | str | Sequence[float] = "auto", pair: bool = False,
+                 kernel: str = "gaussian", nu: float = DEFAULT_NU, sampling: str = "random",
+                 length_scale: float | str | Sequence[float] = "auto", pair: bool = False,
                  fit_intercept: bool = True, standardize: bool | str = "auto", robust_inputs: bool = True, alpha_selection: str = "loo",
                  validation_fraction: float = 0.1, loo_rows: int | None = None,
                  random_state: RandomStateLike = None, n_jobs: int | None = None, verbose: int = 0) -> None:
         self.n_components = n_components
         self.alpha = alpha
         self.kernel = kernel
+        self.nu = nu
+        self.sampling = sampling
         self.length_scale = length_scale
         self.pair = pair
         self.fit_intercept = fit_intercept
@@ -161,13 +172,33 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         self.verbose = verbose
 
     # -- the random map -------------------------------------------------------------------------
+    def _kernel_candidates(self):
+        """The ``(kernel, nu)`` pairs ``fit`` compares: the one asked for, or ("auto") the Gaussian
+        and the Matérn kernels of ``AUTO_MATERN_NUS``; nu is None for the kernels without one."""
+        if self.kernel == "auto":
+            return [("gaussian", None)] + [("matern", nu) for nu in AUTO_MATERN_NUS]
+        return [(self.kernel, check_nu(self.nu) if self.kernel == "matern" else None)]
+
     def _draw_map(self, n_features, rng):
-        """Unit-width frequencies (divided by the chosen width later) and the phases."""
+        """Unit-width frequencies (divided by the chosen width later) and the phases. With
+        ``kernel="auto"``: the Gaussian's, and every candidate's in ``_units`` (one shared draw,
+        :func:`rffkern._sampling.radial_draw`: each Matérn map is the Gaussian one with other
+        radii, so the comparison is on common random numbers)."""
         n_freq = frequency_count(self.n_components, self.pair)
-        unit = draw_frequencies(self.kernel, n_features, n_freq, 1.0, rng, np.float64)
-        self.offsets_ = np.zeros(n_freq) if self.pair else draw_offsets(n_freq, rng)
+        check_sampling("gaussian" if self.kernel == "auto" else self.kernel, self.sampling)
+        candidates = self._kernel_candidates()
+        if self.kernel == "auto":
+            G, b, v = radial_draw(n_features, n_freq, rng, sampling=self.sampling, offsets=not self.pair)
+            self._units = {c: radial_frequencies(c[0], G, v, c[1]) for c in candidates}
+        else:
+            unit, b = draw_map(self.kernel, n_features, n_freq, 1.0, rng, nu=self.nu, sampling=self.sampling,
+                               offsets=not self.pair)
+            self._units = {candidates[0]: unit}
+        self.kernel_, self.nu_ = candidates[0]
+        self.kernel_errors_ = None
+        self.offsets_ = np.zeros(n_freq) if self.pair else b
         self.scale_ = kernels.default_scale(n_freq, self.pair)
-        return unit
+        return self._units[candidates[0]]
 
     def _map(self, weights=None):
         return FourierFeatureMap(self.weights_ if weights is None else weights,
@@ -278,27 +309,28 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         split_seed = int(rng.integers(2**32 - 1))  # one held-out split shared by every width
         auto = isinstance(self.length_scale, str) and self.length_scale == "auto"
         compare = len(geometries) > 1
+        paired = auto or compare or self.kernel == "auto"  # (the rules that need per-row losses)
         mid = len(WIDTH_FACTORS) // 2 if auto else 0  # the median heuristic's place in the widths
-        planned = len(widths_of[geometries[0]]) + len(geometries) - 1  # candidate fits (more if "global" wins)
+        # candidate fits (more if "global" wins)
+        planned = len(widths_of[geometries[0]]) + len(self._kernel_candidates()) + len(geometries) - 2
         how = {"loo": "LOO", "gcv": "GCV", "validation": "validation"}[self.alpha_selection]
-        done = 0
+        count = {"done": 0, "planned": planned}  # (more if "global" or a Matérn kernel wins)
 
-        def evaluate(geometry, width):  # (fit_ridge_map's 5-tuple, row losses or None, error)
-            nonlocal done
+        def evaluate(geometry, width, unit=unit, kernel=""):  # (fit_ridge_map's 5-tuple, row losses or None, error)
             res = fit_ridge_map(self._map(unit / width), Xs_of[geometry], Ys, alphas, fit_intercept=self.fit_intercept,
                                 selection=self.alpha_selection, validation_fraction=self.validation_fraction,
                                 rng=np.random.default_rng(split_seed), score_single=planned > 1,
-                                sample_weight=w, loo_rows=self.loo_rows, return_row_losses=auto or compare)
-            out, rows = (res[:5], res[5]) if auto or compare else (res, None)
+                                sample_weight=w, loo_rows=self.loo_rows, return_row_losses=paired)
+            out, rows = (res[:5], res[5]) if paired else (res, None)
             error = np.inf if out[3] is None else float(np.min(out[3]))
-            done += 1
-            detail = f"length_scale {width:.4g}, alpha {out[2]:.3g}"
+            count["done"] += 1
+            detail = f"{kernel}length_scale {width:.4g}, alpha {out[2]:.3g}"
             if compare:
                 detail = f"standardize {geometry!r}, " + detail
             if out[3] is not None:
                 with np.errstate(over="ignore"):  # (targets near 1e300: shown as inf)
                     detail += f", {how} mse {error * float(np.mean(self._target_scaler.scale_**2)):.4g}"
-            log.step("width", done, planned, detail + f" ({len(alphas)} alphas)")
+            log.step("width", count["done"], count["planned"], detail + f" ({len(alphas)} alphas)")
             return out, rows, error
 
         # every width in the first standardization (each input by its own deviation with "auto"); the
@@ -322,13 +354,15 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
                     winner = (other, probe)
             if winner is not None:
                 geometry, probe = winner
-                planned += len(widths_of[geometry]) - 1
+                count["planned"] += len(widths_of[geometry]) - 1
                 fits = [probe if j == mid else evaluate(geometry, width)
                         for j, width in enumerate(widths_of[geometry])]
                 searched[geometry] = (widths_of[geometry], fits)
                 self.standardize_errors_[geometry] = min(f[2] for f in fits)
         self._use_scaling(geometry, scalings)
         Xs, widths = Xs_of[geometry], widths_of[geometry]
+        fits = self._compare_kernels(evaluate, geometry, widths, fits, count)
+        searched[geometry] = (widths, fits)
         Xs_of = {}  # (the copies of X for the standardizations not kept are dropped)
         self.width_errors_ = [f[2] for f in fits]
         pick = pick_width(self.width_errors_, [f[1] for f in fits] if auto else None)
@@ -336,14 +370,51 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         # standardizes each input by its own deviation)
         self._width_search = {g: ([float(v) for v in ws], [f[2] for f in fs]) for g, (ws, fs) in searched.items()}
         self.length_scale_, out = widths[pick], fits[pick][0]
-        self.weights_ = unit / self.length_scale_
+        self.weights_ = self._units[(self.kernel_, self.nu_)] / self.length_scale_
+        self._units = {}
         self._store(*out, ravel=ravel)  # type: ignore[misc]  # out: fit_ridge_map's 5-tuple
         self._stats.weight_unit = weight_unit
         self._store_derivative_norms(Xs, w, rng)
         self._store_calibration(Xs, Y, w)
         chosen = f"standardize {geometry!r}, " if compare else ""
-        log.event(f"chose {chosen}length_scale {self.length_scale_:.4g}, alpha {self.alpha_:.3g}")
+        log.event(f"chose {chosen}{self._kernel_name()}length_scale {self.length_scale_:.4g}, alpha {self.alpha_:.3g}")
         return self
+
+    def _kernel_name(self):
+        """``"kernel matern(nu=1.5), "`` for the progress lines of ``kernel="auto"``, else empty."""
+        if self.kernel != "auto":
+            return ""
+        return f"kernel {self.kernel_}" + ("" if self.nu_ is None else f"(nu={self.nu_:g})") + ", "
+
+    def _compare_kernels(self, evaluate, geometry, widths, fits, count):
+        """``kernel="auto"``: each Matérn candidate at the Gaussian's width of least selection error
+        (one fit each); one is kept where its error there is lower than the Gaussian's least by
+        more than one standard error of their per-row difference (the Gaussian stays where the data
+        cannot tell them apart), the lowest of those that are, and is then fitted at the other
+        widths too. Sets ``kernel_``, ``nu_`` and ``kernel_errors_``; returns the kept kernel's
+        fits (one per width)."""
+        self.kernel_errors_ = None
+        if self.kernel != "auto":
+            return fits
+        at = int(np.argmin([f[2] for f in fits]))
+        gaussian = fits[at]
+        self.kernel_errors_ = {("gaussian", None): gaussian[2]}
+        kept, probe_kept = ("gaussian", None), gaussian
+        for candidate in self._kernel_candidates()[1:]:
+            self.kernel_, self.nu_ = candidate
+            probe = evaluate(geometry, widths[at], self._units[candidate], self._kernel_name())
+            self.kernel_errors_[candidate] = probe[2]
+            se = np.nan
+            if gaussian[1] is not None and probe[1] is not None and np.isfinite(probe[2]) and np.isfinite(gaussian[2]):
+                se = paired_standard_error(probe[1][0], gaussian[1][0], gaussian[1][1])
+            if one_se_geometry([gaussian[2], probe[2]], se) and probe[2] < probe_kept[2]:
+                kept, probe_kept = candidate, probe
+        self.kernel_, self.nu_ = kept
+        if kept[0] == "gaussian":
+            return fits
+        count["planned"] += len(widths) - 1
+        return [probe_kept if j == at else evaluate(geometry, width, self._units[kept], self._kernel_name())
+                for j, width in enumerate(widths)]
 
     def _own_deviation_ratio(self):
         """Each input's own deviation over its scale in ``x_scale_`` (0 for an input constant on
@@ -377,7 +448,8 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
                                                                                    and self.length_scale == "auto"
                                                                                    else 0]
             self.weights_ = unit / self.length_scale_
-            self.width_errors_ = self.standardize_errors_ = None
+            self._units = {}
+            self.width_errors_ = self.standardize_errors_ = self.kernel_errors_ = None
             self._stats = GramStats(self._map().n_out, Y.shape[1], X.dtype)
             self._stats.weight_unit = weight_unit
             self._first_chunk_constant = constant if self.standardize_ is not False else None
@@ -502,9 +574,23 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         float32 rows those of at least float32's eps times the Gram's trace (about 1.2e-7 times
         the row count), below which its rounding outweighs the penalty
         (:func:`rffkern._ridge_solvers.resolved_alphas`; float64 rows resolve the whole default).
-    kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
+    kernel : {"gaussian", "laplace", "cauchy", "matern", "auto"}, default="gaussian"
         The shift-invariant kernel whose spectral density the frequencies are drawn from (see
-        :class:`rffkern.RandomFourierFeatures`).
+        :class:`rffkern.RandomFourierFeatures`). "auto": the Gaussian and the Matérn kernels of
+        nu in ``AUTO_MATERN_NUS`` (1.5, 2.5) compared by the selection error that chooses the
+        width and penalty, from one shared draw (each Matérn map is the Gaussian one with other
+        radii): each Matérn kernel at the Gaussian's width of least error (in the kept
+        standardization), kept only where its error is lower than the Gaussian's by more than one
+        standard error of their per-row difference, and then fitted at the other widths too
+        (``kernel_``, ``nu_``, ``kernel_errors_``). Two fits more, four where a Matérn kernel
+        wins; ``partial_fit`` cannot compare and takes the Gaussian.
+    nu : float, default=1.5
+        The Matérn kernel's smoothness (``kernel="matern"`` only; > 0): 0.5 the exponential
+        kernel, 1.5 and 2.5 once and twice differentiable functions, the Gaussian the limit.
+    sampling : {"random", "qmc", "orthogonal"}, default="random"
+        How the frequencies are drawn (see :class:`rffkern.RandomFourierFeatures`): independently,
+        from a scrambled Sobol' set (a lower kernel-approximation error for the same number of
+        features), or in orthogonal blocks (radial kernels: "gaussian", "matern", "auto").
     length_scale : float, sequence of float, "median" or "auto", default="auto"
         Kernel width in the units of the (standardized) inputs. "median": the median pairwise
         distance of a subsample of at most 2000 rows; "auto": 0.5, 1 and 2 times it, each at its
@@ -575,6 +661,13 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
     ----------
     length_scale_ : float
         The kernel width used (in the units of the standardized inputs).
+    kernel_ : str
+        The kernel used: ``kernel``, or the one ``kernel="auto"`` kept.
+    nu_ : float or None
+        The Matérn smoothness used (None for the other kernels).
+    kernel_errors_ : dict or None
+        ``kernel="auto"``: the least selection error of each kernel compared, by ``(kernel, nu)``
+        (``("gaussian", None)``, ``("matern", 0.5)``, ...); None otherwise.
     width_errors_ : list of float or None
         The selection error of each candidate width (``length_scale="auto"``) in the kept
         standardization.
@@ -628,12 +721,14 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
     _parameter_constraints = {**_RFFRidgeBase._parameter_constraints, "normalize_y": ["boolean"]}
 
     def __init__(self, n_components: int = 1000, *, alpha: float | Sequence[float] = DEFAULT_ALPHAS,
-                 kernel: str = "gaussian", length_scale: float | str | Sequence[float] = "auto", pair: bool = False,
+                 kernel: str = "gaussian", nu: float = DEFAULT_NU, sampling: str = "random",
+                 length_scale: float | str | Sequence[float] = "auto", pair: bool = False,
                  fit_intercept: bool = True, standardize: bool | str = "auto", robust_inputs: bool = True, normalize_y: bool = True,
                  alpha_selection: str = "loo", validation_fraction: float = 0.1,
                  loo_rows: int | None = None, random_state: RandomStateLike = None,
                  n_jobs: int | None = None, verbose: int = 0) -> None:
-        super().__init__(n_components, alpha=alpha, kernel=kernel, length_scale=length_scale, pair=pair,
+        super().__init__(n_components, alpha=alpha, kernel=kernel, nu=nu, sampling=sampling, length_scale=length_scale,
+                         pair=pair,
                          fit_intercept=fit_intercept, standardize=standardize, robust_inputs=robust_inputs,
                          alpha_selection=alpha_selection, validation_fraction=validation_fraction,
                          loo_rows=loo_rows, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
@@ -773,9 +868,23 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
     alpha : float or sequence of float, default=``DEFAULT_ALPHAS``
         Ridge penalty (on the +-1 targets); a sequence is searched with ``alpha_selection``, over
         the penalties the Gram resolves, as in :class:`RFFRidge`.
-    kernel : {"gaussian", "laplace", "cauchy"}, default="gaussian"
+    kernel : {"gaussian", "laplace", "cauchy", "matern", "auto"}, default="gaussian"
         The shift-invariant kernel whose spectral density the frequencies are drawn from (see
-        :class:`rffkern.RandomFourierFeatures`).
+        :class:`rffkern.RandomFourierFeatures`). "auto": the Gaussian and the Matérn kernels of
+        nu in ``AUTO_MATERN_NUS`` (1.5, 2.5) compared by the selection error that chooses the
+        width and penalty, from one shared draw (each Matérn map is the Gaussian one with other
+        radii): each Matérn kernel at the Gaussian's width of least error (in the kept
+        standardization), kept only where its error is lower than the Gaussian's by more than one
+        standard error of their per-row difference, and then fitted at the other widths too
+        (``kernel_``, ``nu_``, ``kernel_errors_``). Two fits more, four where a Matérn kernel
+        wins; ``partial_fit`` cannot compare and takes the Gaussian.
+    nu : float, default=1.5
+        The Matérn kernel's smoothness (``kernel="matern"`` only; > 0): 0.5 the exponential
+        kernel, 1.5 and 2.5 once and twice differentiable functions, the Gaussian the limit.
+    sampling : {"random", "qmc", "orthogonal"}, default="random"
+        How the frequencies are drawn (see :class:`rffkern.RandomFourierFeatures`): independently,
+        from a scrambled Sobol' set (a lower kernel-approximation error for the same number of
+        features), or in orthogonal blocks (radial kernels: "gaussian", "matern", "auto").
     length_scale : float, sequence of float, "median" or "auto", default="auto"
         Kernel width in the units of the (standardized) inputs. "median": the median pairwise
         distance of a subsample of at most 2000 rows; "auto": of 0.5, 1 and 2 times it, the one
@@ -826,6 +935,8 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
     coef_ : ndarray of shape (n_components,) for two classes, else (n_components, n_classes)
         The ridge coefficients of the +-1 one-vs-rest targets.
     intercept_, alpha_, selection_errors_, weights_, offsets_, scale_, n_features_in_ : object
+        As in :class:`RFFRidge`.
+    kernel_, nu_, kernel_errors_ : object
         As in :class:`RFFRidge`.
     length_scale_, width_errors_, standardize_, standardize_errors_, x_mean_, x_scale_ : object
         As in :class:`RFFRidge`.
