@@ -324,13 +324,15 @@ def kernel_pipeline(approximation: str, task: str, seed: int):
 
 
 class RffkernFit(BaseEstimator):
-    """``rffkern.fit(X, y, random_state=...)`` as an estimator; ``model_`` is what it returned."""
+    """``rffkern.fit(X, y, random_state=..., kernel=...)`` as an estimator; ``model_`` is what it
+    returned."""
 
-    def __init__(self, random_state=None):
+    def __init__(self, random_state=None, kernel="auto"):
         self.random_state = random_state
+        self.kernel = kernel
 
     def fit(self, X, y):
-        self.model_ = rffkern.fit(X, y, random_state=self.random_state)
+        self.model_ = rffkern.fit(X, y, random_state=self.random_state, kernel=self.kernel)
         if hasattr(self.model_, "classes_"):
             self.classes_ = self.model_.classes_
         return self
@@ -361,8 +363,11 @@ METHODS = {
     "hgb": lambda task, seed: (HistGradientBoostingRegressor if task == "regression"
                                else HistGradientBoostingClassifier)(random_state=seed),
     "fit": lambda task, seed: RffkernFit(random_state=seed),
+    "fit_gaussian": lambda task, seed: RffkernFit(random_state=seed, kernel="gaussian"),
     "rffnet": _by_task("RFFNetRegressor", "RFFNetClassifier"),
     "rff_ridge": _by_task("RFFRidge", "RFFRidgeClassifier"),
+    "rff_ridge_auto": lambda task, seed: (rffkern.RFFRidge if task == "regression"
+                                          else rffkern.RFFRidgeClassifier)(kernel="auto", random_state=seed),
     "srff": _by_task("SRFFRegressor", None),
     "eerf": _by_task("EERFRegressor", "EERFClassifier"),
     "adaptive_rff": _by_task("AdaptiveRFFRegressor", "AdaptiveRFFClassifier"),
@@ -380,6 +385,11 @@ def fitted_summary(est) -> dict:
         parts = [inner.regressor_]
     if hasattr(parts[0], "steps"):
         parts = [step for _, step in parts[0].steps]
+    report = getattr(inner, "selection_report_", {})
+    kernel = report.get("kernel", getattr(inner, "kernel_", None))
+    if kernel is not None:  # the kernel used (chosen by kernel="auto")
+        nu = report.get("nu") if "kernel" in report else getattr(inner, "nu_", None)
+        out["kernel"] = kernel if nu is None else f"{kernel}(nu={nu:g})"
     for part in parts:
         for attr in ("gamma_", "alpha_", "length_scale_", "n_iter_", "best_alpha_"):
             value = getattr(part, attr, None)
@@ -679,6 +689,7 @@ def dataset_rows(records: list[dict]):
         note = ""
         if ok:
             models = sorted({r["model"] + (f"({r['n_classes']} classes)" if "n_classes" in r else "")
+                             + (f" [{r['kernel']}]" if r.get("kernel", "gaussian") != "gaussian" else "")
                              for r in ok})
             note = ", ".join(models)
         if bad:
@@ -736,6 +747,39 @@ def summary_rows(records: list[dict]):
     return header, rows
 
 
+#: ``(kernel="auto" method, its Gaussian-kernel counterpart)``: the pairs the kernel-choice table compares.
+KERNEL_PAIRS = (("fit", "fit_gaussian"), ("rff_ridge_auto", "rff_ridge"))
+
+
+def kernel_choice_rows(records: list[dict]):
+    """Per data set and pair of ``KERNEL_PAIRS`` (both present): the mean over seeds of the error
+    ratio auto / Gaussian - 1 and of the fit-time ratio, the kernels chosen, and over all data sets
+    the worst and the median error ratio and the ratio of the summed fit times."""
+    header = ["data set", "method", "err auto/gauss-1", "fit auto/gauss", "kernels chosen"]
+    rows, summary = [], []
+    for auto, gauss in KERNEL_PAIRS:
+        rels, fits, total = [], [], [0.0, 0.0]
+        for ds in dict.fromkeys(r["dataset"] for r in records):
+            pairs = [(a, g) for a in records for g in records
+                     if a["dataset"] == g["dataset"] == ds and a["seed"] == g["seed"] and a["method"] == auto
+                     and g["method"] == gauss and a["status"] == g["status"] == "ok"]
+            if not pairs:
+                continue
+            rel = float(np.mean([a["err"] / g["err"] - 1 if g["err"] > 0 else 0.0 for a, g in pairs]))
+            fit = float(np.mean([a["fit_s"] / g["fit_s"] for a, g in pairs]))
+            total[0] += sum(a["fit_s"] for a, _ in pairs)
+            total[1] += sum(g["fit_s"] for _, g in pairs)
+            rels.append(rel)
+            fits.append(fit)
+            chosen = ", ".join(sorted({a.get("kernel", "?") for a, _ in pairs}))
+            rows.append([ds, auto, _fmt(rel, "+.4f"), _fmt(fit, ".2f"), chosen])
+        if rels:
+            summary.append([f"all ({len(rels)})", auto, f"worst {max(rels):+.4f}, median {np.median(rels):+.4f}",
+                            f"median {np.median(fits):.2f}, total {total[0] / total[1]:.2f}",
+                            f"{sum(1 for r in rows if r[1] == auto and 'matern' in r[4])} with a Matérn"])
+    return header, rows + summary
+
+
 def print_summary(records, markdown=False):
     header, rows = summary_rows(records)
     print("\n== summary: relative excess error vs the better of nystroem / rbf_sampler "
@@ -743,6 +787,12 @@ def print_summary(records, markdown=False):
     print(_table(header, rows))
     if markdown:
         print("\n" + _table(header, rows, markdown=True))
+    header, rows = kernel_choice_rows(records)
+    if rows:
+        print("\n== kernel='auto' against the Gaussian kernel (same seeds; err: test error ratio - 1) ==")
+        print(_table(header, rows))
+        if markdown:
+            print("\n" + _table(header, rows, markdown=True))
 
 
 # ------------------------------------------------------------------------------------------------
