@@ -151,3 +151,23 @@ def test_dask_ridge_matern_equals_in_memory_and_auto_is_refused(synchronous):
     np.testing.assert_allclose(on_dask.predict(X), in_memory.predict(X), rtol=0, atol=1e-9)
     with pytest.raises(ValueError, match="kernel='auto' is not supported on Dask"):
         RFFRidge(64, kernel="auto").fit(Xd, yd)
+
+
+@pytest.mark.parametrize("cls", ["EERFRegressor", "EERFClassifier"])
+def test_eerf_matern_candidates_are_the_gaussian_draw_with_student_t_radii(cls):
+    X, y = _rough(300)
+    if cls == "EERFClassifier":
+        y = (y > np.median(y)).astype(int)
+    kw = dict(n_candidates=40, length_scale=1.0, standardize=True, random_state=4)
+    gauss = getattr(rffkern, cls)(40, **kw).fit(X, y)
+    matern = getattr(rffkern, cls)(40, kernel="matern", nu=1.5, **kw).fit(X, y)
+    # every candidate is kept: the same directions and phases, other radii (the order is by energy)
+    def by_phase(model):
+        order = np.argsort(model.offsets_)
+        return model.offsets_[order], model.weights_[:, order]
+    (bg, Wg), (bm, Wm) = by_phase(gauss), by_phase(matern)
+    np.testing.assert_array_equal(bg, bm)
+    ratio = Wm / Wg
+    np.testing.assert_allclose(ratio, ratio[:1].repeat(2, axis=0), rtol=1e-10)
+    assert np.all(ratio > 0) and not np.allclose(ratio, 1.0)
+    assert matern.score(X, y) > 0.9

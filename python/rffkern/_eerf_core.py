@@ -16,7 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from rffkern import kernels
-from rffkern._sampling import knn_distances, weighted_knn_blocks
+from rffkern._sampling import child_generator, knn_distances, matern_radial_factor, weighted_knn_blocks
+
+#: The kernels of cosine features ``cos(omega . x + b)``: frequencies from the spectral density, a width.
+FOURIER_KERNELS = ("gaussian", "matern")
 from rffkern._selection import EXTENDED_WIDTH_FACTORS, search_widths, width_extension
 
 __all__ = ["ArcCosineMap", "ColumnMap", "eerf_scores", "knn_length_scale", "weighted_knn_length_scale",
@@ -110,7 +113,7 @@ def eerf_scores(X, T, weights, offsets=None, *, kernel="gaussian", n_threads=Non
     """
     n = X.shape[0]
     T = np.asarray(T, X.dtype).reshape(n, -1)
-    if kernel == "gaussian":
+    if kernel in FOURIER_KERNELS:
         zero = np.zeros((weights.shape[1], T.shape[1]), X.dtype)
         _, grad, _ = kernels.loss_and_grad(X, T, weights.astype(X.dtype, copy=False),
                                            offsets.astype(X.dtype, copy=False), zero, loss="squared",
@@ -227,7 +230,7 @@ def draw_candidates(est, n_rows, n_features, rng, sample_of):
     if est.kernel == "linear":
         return Candidates(rows, None, None, [None], None)
     widths, base = [None], None
-    if est.kernel == "gaussian":
+    if est.kernel in FOURIER_KERNELS:
         if not isinstance(est.length_scale, str):
             widths = [float(v) for v in np.atleast_1d(est.length_scale)]
         else:  # the k-NN width of the scoring subsample
@@ -235,7 +238,9 @@ def draw_candidates(est, n_rows, n_features, rng, sample_of):
             widths = [knn] if est.length_scale == "knn" else [knn * f for f in EXTENDED_WIDTH_FACTORS]
             base = None if est.length_scale == "knn" else knn
     W0 = rng.standard_normal((n_features, est.n_candidates_))
-    b0 = rng.uniform(0.0, 2.0 * np.pi, est.n_candidates_) if est.kernel == "gaussian" else None
+    b0 = rng.uniform(0.0, 2.0 * np.pi, est.n_candidates_) if est.kernel in FOURIER_KERNELS else None
+    if est.kernel == "matern":  # the Gaussian draw with Student t radii (rffkern._sampling.radial_draw's rule)
+        W0 *= matern_radial_factor(est.nu, child_generator(rng).uniform(size=est.n_candidates_))
     return Candidates(rows, W0, b0, widths, base)
 
 

@@ -44,8 +44,9 @@ from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._calibration import calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
-from rffkern._eerf_core import (ArcCosineMap, ColumnMap, draw_candidates, eerf_scores, fit_widths, knn_length_scale,
+from rffkern._eerf_core import (FOURIER_KERNELS, ArcCosineMap, ColumnMap, draw_candidates, eerf_scores, fit_widths, knn_length_scale,
                                 scoring_targets, store_ridge, store_top)
+from rffkern._sampling import DEFAULT_NU
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
 from rffkern._selection import DEFAULT_ALPHAS
@@ -55,7 +56,7 @@ from rffkern.ridge import choose_standardization, resolve_standardization
 # public here
 __all__ = ["EERFRegressor", "EERFClassifier", "eerf_scores", "knn_length_scale"]
 
-EERF_KERNELS = ("gaussian", "arccos0", "arccos1", "arccos2", "linear")
+EERF_KERNELS = ("gaussian", "matern", "arccos0", "arccos1", "arccos2", "linear")
 
 
 class _EERFBase(BaseEstimator):
@@ -67,6 +68,7 @@ class _EERFBase(BaseEstimator):
         "n_candidates": [COMPONENTS, None],
         "n_subsample": [IntInterval(1, None, closed="left"), None],
         "kernel": [StrOptions(set(EERF_KERNELS))],
+        "nu": [Interval(numbers.Real, 0, None, closed="neither")],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"),
                          StrOptions({"auto", "knn"})],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],
@@ -79,7 +81,8 @@ class _EERFBase(BaseEstimator):
     }
 
     def __init__(self, n_components: int = 1000, *, n_candidates: int | None = None,
-                 n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
+                 n_subsample: int | None = None, kernel: str = "gaussian", nu: float = DEFAULT_NU,
+                 length_scale: float | str = "auto",
                  alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
                  standardize: bool | str = "auto", robust_inputs: bool = True, random_state: RandomStateLike = None,
                  n_jobs: int | None = None, verbose: int = 0) -> None:
@@ -87,6 +90,7 @@ class _EERFBase(BaseEstimator):
         self.n_candidates = n_candidates
         self.n_subsample = n_subsample
         self.kernel = kernel
+        self.nu = nu
         self.length_scale = length_scale
         self.alpha = alpha
         self.alpha_selection = alpha_selection
@@ -177,7 +181,7 @@ class _EERFBase(BaseEstimator):
                   f"{self.n_subsample_}, length_scale {self.length_scale_}")
 
     def _map(self):
-        if self.kernel == "gaussian":
+        if self.kernel in FOURIER_KERNELS:
             return FourierFeatureMap(self.weights_, self.offsets_, self.scale_, False, resolve_n_threads(self.n_jobs))
         if self.kernel == "linear":
             return ColumnMap(self.support_)
@@ -220,11 +224,15 @@ _DOC_PARAMS = """
         whose candidates are the d input coordinates).
     n_subsample : int or None, default=None
         N0, the scoring subsample; None gives ``min(N, max(0.1 N, 1000))``.
-    kernel : {"gaussian", "arccos0", "arccos1", "arccos2", "linear"}, default="gaussian"
-        Gaussian ``cos(omega . x + b)`` with ``omega ~ N(0, I / sigma^2)``; arc-cosine of order q
-        ``max(omega . x, 0)^q`` with ``omega ~ N(0, I)``; linear: input coordinates.
+    kernel : {"gaussian", "matern", "arccos0", "arccos1", "arccos2", "linear"}, default="gaussian"
+        Gaussian ``cos(omega . x + b)`` with ``omega ~ N(0, I / sigma^2)``; Matérn the same
+        features with ``omega`` from the Matérn spectral density (a multivariate Student t with
+        ``2 nu`` degrees of freedom over sigma; :class:`rffkern.RandomFourierFeatures`); arc-cosine
+        of order q ``max(omega . x, 0)^q`` with ``omega ~ N(0, I)``; linear: input coordinates.
+    nu : float, default=1.5
+        The Matérn smoothness (``kernel="matern"`` only; > 0).
     length_scale : float, sequence of float, "auto" or "knn", default="auto"
-        The length scale sigma of the Gaussian kernel. "knn" is the paper's rule: the mean distance
+        The length scale sigma of the Gaussian (or Matérn) kernel. "knn" is the paper's rule: the mean distance
         to the 50th nearest neighbour, on a subsample of at most 2000 scoring rows. "auto" (not the
         paper's) compares ``EXTENDED_WIDTH_FACTORS`` = (0.5, 1, 2, 4) times that width, extended by halving
         (doubling) while the smallest (largest) is the best, within ``WIDTH_LIMITS`` = (0.5, 16)
@@ -279,7 +287,7 @@ _DOC_ATTRS = """
     weights_ : ndarray of shape (n_features_in_, n_components) or None
         The kept frequencies (None for the linear kernel).
     offsets_ : ndarray of shape (n_components,) or None
-        Their own phases (Gaussian kernel only).
+        Their own phases (Gaussian and Matérn kernels only).
     support_ : ndarray
         Kept input columns (linear kernel only).
     scores_ : ndarray of shape (n_components,)
@@ -338,12 +346,13 @@ class EERFRegressor(RegressorMixin, _EERFBase):
     _parameter_constraints = {**_EERFBase._parameter_constraints, "normalize_y": ["boolean"]}
 
     def __init__(self, n_components: int = 1000, *, n_candidates: int | None = None,
-                 n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
+                 n_subsample: int | None = None, kernel: str = "gaussian", nu: float = DEFAULT_NU,
+                 length_scale: float | str = "auto",
                  alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
                  standardize: bool | str = "auto", robust_inputs: bool = True, normalize_y: bool = True,
                  random_state: RandomStateLike = None,
                  n_jobs: int | None = None, verbose: int = 0) -> None:
-        super().__init__(n_components, n_candidates=n_candidates, n_subsample=n_subsample, kernel=kernel,
+        super().__init__(n_components, n_candidates=n_candidates, n_subsample=n_subsample, kernel=kernel, nu=nu,
                          length_scale=length_scale, alpha=alpha, alpha_selection=alpha_selection,
                          standardize=standardize, robust_inputs=robust_inputs, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.normalize_y = normalize_y
@@ -473,11 +482,12 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
                               "solver": [StrOptions({"ridge", "logistic"})]}
 
     def __init__(self, n_components: int = 1000, *, n_candidates: int | None = None,
-                 n_subsample: int | None = None, kernel: str = "gaussian", length_scale: float | str = "auto",
+                 n_subsample: int | None = None, kernel: str = "gaussian", nu: float = DEFAULT_NU,
+                 length_scale: float | str = "auto",
                  alpha: float | Sequence[float] = DEFAULT_ALPHAS, alpha_selection: str = "loo",
                  solver: str = "ridge", standardize: bool | str = "auto", robust_inputs: bool = True, random_state: RandomStateLike = None,
                  n_jobs: int | None = None, verbose: int = 0) -> None:
-        super().__init__(n_components, n_candidates=n_candidates, n_subsample=n_subsample, kernel=kernel,
+        super().__init__(n_components, n_candidates=n_candidates, n_subsample=n_subsample, kernel=kernel, nu=nu,
                          length_scale=length_scale, alpha=alpha, alpha_selection=alpha_selection,
                          standardize=standardize, robust_inputs=robust_inputs, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.solver = solver
