@@ -139,7 +139,7 @@ def test_fit_refuses_bad_kernel_settings(kwargs, match):
         rffkern.fit(X, y, **kwargs)
 
 
-def test_dask_ridge_matern_equals_in_memory_and_auto_is_refused(synchronous):
+def test_dask_ridge_matern_equals_in_memory(synchronous):
     da = pytest.importorskip("dask.array")
     X, y = _rough(300)
     Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
@@ -149,8 +149,22 @@ def test_dask_ridge_matern_equals_in_memory_and_auto_is_refused(synchronous):
     assert on_dask.length_scale_ == pytest.approx(in_memory.length_scale_, rel=1e-12) and on_dask.alpha_ == in_memory.alpha_
     np.testing.assert_allclose(on_dask.weights_, in_memory.weights_, rtol=1e-12)
     np.testing.assert_allclose(on_dask.predict(X), in_memory.predict(X), rtol=0, atol=1e-9)
-    with pytest.raises(ValueError, match="kernel='auto' is not supported on Dask"):
-        RFFRidge(64, kernel="auto").fit(Xd, yd)
+
+
+@pytest.mark.parametrize("make, kernel", [(_rough, "matern"), (_smooth, "gaussian")])
+def test_dask_ridge_auto_chooses_as_in_memory(synchronous, make, kernel):
+    """The same comparison in passes over the chunks: the same kernel, errors, width and model."""
+    da = pytest.importorskip("dask.array")
+    X, y = make(600)
+    kw = dict(kernel="auto", standardize=True, alpha=[1e-5, 1e-4, 1e-3, 1e-2], random_state=0)
+    on_dask = RFFRidge(300, **kw).fit(da.from_array(X, chunks=200), da.from_array(y, chunks=200))
+    in_memory = RFFRidge(300, **kw).fit(X, y)
+    assert on_dask.kernel_ == in_memory.kernel_ == kernel and on_dask.nu_ == in_memory.nu_
+    assert set(on_dask.kernel_errors_) == set(in_memory.kernel_errors_)
+    for key, error in in_memory.kernel_errors_.items():
+        assert on_dask.kernel_errors_[key] == pytest.approx(error, rel=1e-9)
+    assert on_dask.length_scale_ == pytest.approx(in_memory.length_scale_, rel=1e-12) and on_dask.alpha_ == in_memory.alpha_
+    np.testing.assert_allclose(on_dask.predict(X), in_memory.predict(X), rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("cls", ["EERFRegressor", "EERFClassifier"])

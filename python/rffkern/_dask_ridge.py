@@ -18,7 +18,7 @@ from rffkern._dask import DaskRows, head_sample, prepare_input, probe_standardiz
 from rffkern._data import holdout_split
 from rffkern._linalg import RidgeEigen
 from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
-from rffkern._selection import one_se_width
+from rffkern._selection import one_se_kernel, one_se_width
 from rffkern._validation import as_generator
 
 __all__ = ["fit_ridge", "fit_ridge_map", "Inputs", "ScaledTargets", "SignTargets", "paired_standard_errors"]
@@ -35,42 +35,42 @@ def _ridge_targets(est, yb, dtype):
 
 
 def chunk_grams(ctx, block):
-    """Per candidate width, the :class:`GramStats` of a chunk."""
-    est, unit, widths, n_targets = ctx
+    """Per candidate map (its frequencies: a width, or a kernel at a width), the :class:`GramStats`
+    of a chunk."""
+    est, weights, n_targets = ctx
     Xs, Ys = est._standardized(block.X), _ridge_targets(est, block.y, block.X.dtype)
-    return [GramStats(est._map(unit / w).n_out, n_targets, Xs.dtype).add(est._map(unit / w), Xs, Ys, block.w)
-            for w in widths]
+    return [GramStats(est._map(W).n_out, n_targets, Xs.dtype).add(est._map(W), Xs, Ys, block.w) for W in weights]
 
 
 def chunk_loo(ctx, block):
-    """The (weighted) LOO sums of a chunk per width and alpha, shape (n_widths * n_alphas,), under
-    "sse"; with ``moments`` (the one-standard-error width rule) also the sums that give the
+    """The (weighted) LOO sums of a chunk per candidate map and alpha, shape (n_maps * n_alphas,),
+    under "sse"; with ``moments`` (the one-standard-error rules) also the sums that give the
     standard errors of paired differences (:func:`paired_standard_errors`): ``w2`` the sum of the
     squared weights, ``w2R`` of the squared weights times every row's squared residuals, ``w2RR``
-    of their products over every pair of (width, alpha)."""
-    est, unit, widths, passes, moments = ctx
+    of their products over every pair of (map, alpha)."""
+    est, weights, passes, moments = ctx
     Xs, Ys = est._standardized(block.X), _ridge_targets(est, block.y, block.X.dtype)
     if not moments:
-        return {"sse": np.concatenate([p.sse(est._map(unit / w), Xs, Ys, block.w) for w, p in zip(widths, passes)])}
+        return {"sse": np.concatenate([p.sse(est._map(W), Xs, Ys, block.w) for W, p in zip(weights, passes)])}
     rows = [np.empty((Xs.shape[0], p.inv.shape[0])) for p in passes]
-    sse = np.concatenate([p.sse(est._map(unit / w), Xs, Ys, block.w, row_out=r)
-                          for w, p, r in zip(widths, passes, rows)])
+    sse = np.concatenate([p.sse(est._map(W), Xs, Ys, block.w, row_out=r) for W, p, r in zip(weights, passes, rows)])
     R = np.hstack(rows)
     w2 = np.ones(Xs.shape[0]) if block.w is None else block.w ** 2
     return {"sse": sse, "w2": float(w2.sum()), "w2R": w2 @ R, "w2RR": (R * w2[:, None]).T @ R}
 
 
-def paired_standard_errors(sums, stats, alpha_index, n_targets):
-    """Per width, the standard error of the (weighted) mean per-row difference of its squared LOO
-    residuals (at its chosen alpha, averaged over the targets, in y's units) to those of the width
-    of least error: from the chunk sums of :func:`chunk_loo` (``moments=True``), as one machine
-    computes it from the rows (:func:`rffkern._selection.paired_standard_error`) up to rounding."""
+def paired_standard_errors(sums, stats, alpha_index, n_targets, base=None):
+    """Per candidate map, the standard error of the (weighted) mean per-row difference of its
+    squared LOO residuals (at its chosen alpha, averaged over the targets, in y's units) to those of
+    the map ``base`` (None: the one of least error): from the chunk sums of :func:`chunk_loo`
+    (``moments=True``), as one machine computes it from the rows
+    (:func:`rffkern._selection.paired_standard_error`) up to rounding."""
     n_alphas = sums["sse"].shape[0] // len(stats)
     cols = [k * n_alphas + a for k, a in enumerate(alpha_index)]
     units = [s.target_scale ** 2 / n_targets for s in stats]  # a row's residual sum -> its loss in y's units
     total, w2 = float(stats[0].n), float(sums["w2"])
     means = [sums["sse"][c] * u / total for c, u in zip(cols, units)]
-    best = int(np.argmin(means))
+    best = int(np.argmin(means)) if base is None else base
     k_eff = total * total / w2 if w2 > 0 else 0.0
     cb, ub = cols[best], units[best]
     out = []
@@ -104,9 +104,6 @@ def fit_ridge(est, X, y, sample_weight=None, choose=None):
     alphas = as_alpha_list(est.alpha)
     if est.alpha_selection == "validation" and (len(alphas) > 1 or isinstance(est.length_scale, str)):
         raise ValueError("alpha_selection='validation' is not supported on Dask arrays; use 'loo' or 'gcv'")
-    if est.kernel == "auto":
-        raise ValueError("kernel='auto' is not supported on Dask arrays: it compares kernels on one machine. "
-                         "Fit kernel='auto' on an in-memory sample and pass its kernel_ and nu_ as kernel= and nu=")
     rows = DaskRows(X, y, sample_weight)
     n_targets = _set_targets(est, y, classifier)
     est.n_features_in_ = d = X.shape[1]
@@ -129,10 +126,12 @@ def fit_ridge(est, X, y, sample_weight=None, choose=None):
     Xs_sample = est._standardized(X_sample)
     widths = est._candidate_widths(Xs_sample, rng, w_sample)
     rng.integers(2**32 - 1)  # the held-out split's seed on one machine: keeps the later draws the same
-    stats, errors_per_width, sse = _width_passes(est, rows, unit, widths, alphas, n_targets)
+    passes = _width_passes(est, rows, unit, widths, alphas, n_targets)
+    unit, (stats, errors_per_width, sse) = _compare_kernels(est, rows, widths, alphas, n_targets, passes)
     ravel = n_targets == 1 if classifier else y.ndim == 1
     _choose_width(est, widths, alphas, stats, errors_per_width, sse, n_targets, ravel)
     est.weights_ = unit / est.length_scale_
+    est._units = {}
     est._stats.weight_unit = rows.weight_unit
     est._store_derivative_norms(Xs_sample, w_sample, rng=rng)
     if classifier:  # predict_proba's temperature, from the sample's leave-one-out decisions
@@ -171,34 +170,71 @@ def _set_target_scaler(est, moments, d, n_targets):
 
 
 def _width_passes(est, rows, unit, widths, alphas, n_targets):
-    """The Gram pass of every width; the LOO pass (with the sums of the one-standard-error rule for
-    ``length_scale="auto"``) or GCV where there is a choice. ``(stats, errors per width, LOO sums)``."""
-    (stats,) = rows.compute(rows.reduce(chunk_grams, (est, unit, widths, n_targets)))
-    score = len(alphas) > 1 or len(widths) > 1
+    """The passes of every width (:func:`_map_passes`), with the sums of the one-standard-error
+    rule for ``length_scale="auto"`` (or ``kernel="auto"``, which compares kernels at one of them)."""
+    one_se = len(widths) > 1 and "auto" in (est.length_scale, est.kernel)
+    return _map_passes(est, rows, [unit / w for w in widths], alphas, n_targets, one_se)
+
+
+def _map_passes(est, rows, weights, alphas, n_targets, one_se):
+    """The Gram pass of every candidate map (``weights``: its frequencies); the LOO pass (with the
+    sums of the one-standard-error rules with ``one_se``) or GCV where there is a choice.
+    ``(stats, errors per map, LOO sums)``."""
+    (stats,) = rows.compute(rows.reduce(chunk_grams, (est, weights, n_targets)))
+    score = len(alphas) > 1 or len(weights) > 1
     if score and est.alpha_selection == "loo":
         passes = [LooPass(s, alphas, est.fit_intercept) for s in stats]
-        one_se = isinstance(est.length_scale, str) and est.length_scale == "auto" and len(widths) > 1
-        (sse,) = rows.compute(rows.reduce(chunk_loo, (est, unit, widths, passes, one_se)))
-        per_width = sse["sse"].reshape(len(widths), len(alphas))
-        return stats, [e / (s.n * n_targets) for e, s in zip(per_width, stats)], sse if one_se else None
+        (sse,) = rows.compute(rows.reduce(chunk_loo, (est, weights, passes, one_se)))
+        per_map = sse["sse"].reshape(len(weights), len(alphas))
+        return stats, [e / (s.n * n_targets) for e, s in zip(per_map, stats)], sse if one_se else None
     if score:
         return stats, [gcv_errors(s, alphas, est.fit_intercept) for s in stats], None
     return stats, [None], None
 
 
-def _choose_width(est, widths, alphas, stats, errors_per_width, sse, n_targets, ravel):
-    """alpha per width, then the width (least error, or the one-standard-error rule from ``sse``'s
-    sums); stores the solution."""
-    fits, alpha_index = [], []
-    est.width_errors_ = []
+def _compare_kernels(est, rows, widths, alphas, n_targets, gaussian):
+    """``kernel="auto"`` as :meth:`rffkern.ridge.RFFRidge._compare_kernels` on one machine: from the
+    Gaussian's width ``passes``, its width of least error; one pass more for the Matérn candidates
+    there beside the Gaussian (their paired standard errors to it); the kept kernel
+    (:func:`rffkern._selection.one_se_kernel`) at every width where a Matérn one is kept.
+    Returns ``(unit-width frequencies, passes)`` of the kept kernel."""
+    unit_of = est._units
+    if est.kernel != "auto":
+        return unit_of[(est.kernel_, est.nu_)], gaussian
+    _, _, errors = _alpha_fits(alphas, *gaussian[:2])
+    at = int(np.argmin(errors))
+    candidates = est._kernel_candidates()[1:]
+    weights = [unit_of[("gaussian", None)] / widths[at]] + [unit_of[c] / widths[at] for c in candidates]
+    stats, errors_per_map, sums = _map_passes(est, rows, weights, alphas, n_targets, True)
+    _, alpha_index, probe_errors = _alpha_fits(alphas, stats, errors_per_map)
+    ses = paired_standard_errors(sums, stats, alpha_index, n_targets, base=0)[1:] if sums is not None else \
+        [np.nan] * len(candidates)
+    est.kernel_errors_ = {("gaussian", None): errors[at], **dict(zip(candidates, probe_errors[1:]))}
+    kept = one_se_kernel(errors[at], probe_errors[1:], ses)
+    if kept is None:
+        return unit_of[("gaussian", None)], gaussian
+    est.kernel_, est.nu_ = candidates[kept]
+    return unit_of[candidates[kept]], _width_passes(est, rows, unit_of[candidates[kept]], widths, alphas, n_targets)
+
+
+def _alpha_fits(alphas, stats, errors_per_width):
+    """Per width, ``(alpha, errors, stats)`` at its chosen alpha; the alphas' indices; the least errors."""
+    fits, alpha_index, least = [], [], []
     for s, errors in zip(stats, errors_per_width):
         alpha = alphas[0]
         if errors is not None:
             alpha, errors = choose_alpha(alphas, errors, s)
         alpha_index.append(list(alphas).index(alpha))
-        est.width_errors_.append(np.inf if errors is None else float(np.min(errors)))
+        least.append(np.inf if errors is None else float(np.min(errors)))
         fits.append((alpha, errors, s))
-    if sse is not None:
+    return fits, alpha_index, least
+
+
+def _choose_width(est, widths, alphas, stats, errors_per_width, sse, n_targets, ravel):
+    """alpha per width, then the width (least error, or the one-standard-error rule from ``sse``'s
+    sums); stores the solution."""
+    fits, alpha_index, est.width_errors_ = _alpha_fits(alphas, stats, errors_per_width)
+    if sse is not None and isinstance(est.length_scale, str) and est.length_scale == "auto":
         pick = one_se_width(est.width_errors_, paired_standard_errors(sse, stats, alpha_index, n_targets))
     else:
         pick = int(np.argmin(est.width_errors_))

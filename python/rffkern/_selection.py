@@ -60,6 +60,24 @@ def one_se_geometry(errors: Sequence[float], diff_se: float) -> int:
     return int(lead > (float(diff_se) if np.isfinite(diff_se) else 0.0))
 
 
+def one_se_kernel(base_error: float, errors: Sequence[float], diff_se: Sequence[float]) -> int | None:
+    """Index among ``errors`` of the kernel ``kernel="auto"`` keeps instead of the Gaussian (of
+    selection error ``base_error``), or None: the least of those lower than ``base_error`` by more
+    than the standard error of their per-row difference to it (NaN: by any amount).
+
+    Examples
+    --------
+    >>> from rffkern._selection import one_se_kernel
+    >>> one_se_kernel(0.150, [0.145, 0.120], [0.01, 0.01]), one_se_kernel(0.150, [0.145], [0.01])
+    (1, None)
+    """
+    kept = None
+    for i, (error, se) in enumerate(zip(errors, diff_se)):
+        if one_se_geometry([base_error, error], se) and (kept is None or error < errors[kept]):
+            kept = i
+    return kept
+
+
 def one_se_width(errors: Sequence[float], diff_se: Sequence[float],
                  factors: Sequence[float] = WIDTH_FACTORS) -> int:
     """Index of the width ``length_scale="auto"`` keeps: among the widths whose selection error is

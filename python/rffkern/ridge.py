@@ -48,7 +48,7 @@ from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
 from rffkern._selection import (DEFAULT_ALPHAS, PROBE_COMPONENTS, PROBE_ROWS, STANDARDIZE_CHOICES,
-                                WIDTH_FACTORS, one_se_geometry, paired_standard_error, pick_width)
+                                WIDTH_FACTORS, one_se_geometry, one_se_kernel, paired_standard_error, pick_width)
 from rffkern._sampling import (DEFAULT_NU, KERNELS, SAMPLINGS, check_nu, check_sampling, draw_map, frequency_count,
                                median_distance, radial_draw, radial_frequencies, weighted_median_distance)
 from rffkern._typing import RandomStateLike
@@ -388,32 +388,29 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
 
     def _compare_kernels(self, evaluate, geometry, widths, fits, count):
         """``kernel="auto"``: each Matérn candidate at the Gaussian's width of least selection error
-        (one fit each); one is kept where its error there is lower than the Gaussian's least by
-        more than one standard error of their per-row difference (the Gaussian stays where the data
-        cannot tell them apart), the lowest of those that are, and is then fitted at the other
-        widths too. Sets ``kernel_``, ``nu_`` and ``kernel_errors_``; returns the kept kernel's
-        fits (one per width)."""
+        (one fit each); one is kept by :func:`rffkern._selection.one_se_kernel` (lower than the
+        Gaussian's least error by more than one standard error of their per-row difference) and
+        then fitted at the other widths too. Sets ``kernel_``, ``nu_`` and ``kernel_errors_``;
+        returns the kept kernel's fits (one per width)."""
         self.kernel_errors_ = None
         if self.kernel != "auto":
             return fits
         at = int(np.argmin([f[2] for f in fits]))
-        gaussian = fits[at]
-        self.kernel_errors_ = {("gaussian", None): gaussian[2]}
-        kept, probe_kept = ("gaussian", None), gaussian
-        for candidate in self._kernel_candidates()[1:]:
+        gaussian, candidates = fits[at], self._kernel_candidates()[1:]
+        probes, ses = [], []
+        for candidate in candidates:
             self.kernel_, self.nu_ = candidate
             probe = evaluate(geometry, widths[at], self._units[candidate], self._kernel_name())
-            self.kernel_errors_[candidate] = probe[2]
-            se = np.nan
-            if gaussian[1] is not None and probe[1] is not None and np.isfinite(probe[2]) and np.isfinite(gaussian[2]):
-                se = paired_standard_error(probe[1][0], gaussian[1][0], gaussian[1][1])
-            if one_se_geometry([gaussian[2], probe[2]], se) and probe[2] < probe_kept[2]:
-                kept, probe_kept = candidate, probe
-        self.kernel_, self.nu_ = kept
-        if kept[0] == "gaussian":
+            paired = gaussian[1] is not None and probe[1] is not None and np.isfinite([probe[2], gaussian[2]]).all()
+            probes.append(probe)
+            ses.append(paired_standard_error(probe[1][0], gaussian[1][0], gaussian[1][1]) if paired else np.nan)
+        self.kernel_errors_ = {("gaussian", None): gaussian[2], **{c: p[2] for c, p in zip(candidates, probes)}}
+        kept = one_se_kernel(gaussian[2], [p[2] for p in probes], ses)
+        self.kernel_, self.nu_ = ("gaussian", None) if kept is None else candidates[kept]
+        if kept is None:
             return fits
         count["planned"] += len(widths) - 1
-        return [probe_kept if j == at else evaluate(geometry, width, self._units[kept], self._kernel_name())
+        return [probes[kept] if j == at else evaluate(geometry, width, self._units[candidates[kept]], self._kernel_name())
                 for j, width in enumerate(widths)]
 
     def _own_deviation_ratio(self):
