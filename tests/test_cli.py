@@ -568,3 +568,20 @@ def test_a_single_class_is_named_with_the_command_s_own_flag(tmp_path, capsys):
     assert main(["fit", str(path), "--target", "y", "--weight", "b", "--task", "classification"]) == 2
     err = capsys.readouterr().err
     assert "single value (1) on the rows of positive --weight: as a class label (set by --task)" in err
+
+
+@pytest.mark.parametrize("model", ["auto", "rffnet"])
+def test_fit_kernel_options_reach_the_model(regression_csv, tmp_path, capsys, model):
+    """``--kernel matern --nu 2.5``: the kernel of every stage of rffkern.fit (named in the model
+    line), or of RFFNet alone."""
+    saved_path = tmp_path / "m.pkl"
+    assert main(["fit", regression_csv, "--target", "target", "--model", model, "--kernel", "matern",
+                 "--nu", "2.5", "--save", str(saved_path), *FAST]) == 0
+    with open(saved_path, "rb") as fh:
+        saved = pickle.load(fh)
+    if model == "auto":
+        assert ", matern (nu=2.5) kernel (rffkern.fit chose" in capsys.readouterr().out
+        assert (saved.selection_report_["kernel"], saved.selection_report_["nu"]) == ("matern", 2.5)
+    kernel, nu = (saved.kernel_, saved.nu_) if hasattr(saved, "kernel_") else (saved.kernel, saved.nu)
+    assert (kernel, nu) == ("matern", 2.5)
+    assert main(["fit", regression_csv, "--target", "target", "--nu", "0", *FAST]) == 2

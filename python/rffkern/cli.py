@@ -690,8 +690,10 @@ def _print_model(model):
     """Print the fitted model's class (and ``rffkern.fit``'s choice); return the class name."""
     kind = type(model).__name__
     if hasattr(model, "selection_report_"):
-        lead = model.selection_report_["rffnet_lead"]
-        print(f"model: {kind} (rffkern.fit chose {model.selection_report_['chosen']!r} on its held-out rows: "
+        report = model.selection_report_
+        lead = report["rffnet_lead"]
+        kernel = report.get("kernel", "gaussian") + ("" if report.get("nu") is None else f" (nu={report['nu']:g})")
+        print(f"model: {kind}, {kernel} kernel (rffkern.fit chose {report['chosen']!r} on its held-out rows: "
               f"RFFNet's lead in held-out loss {lead['mean']:+.4f} +- {lead['standard_error']:.4f}; "
               f"it needs more than one standard error)")
     else:
@@ -761,10 +763,12 @@ def run_fit(args):
 
     def fit_one(Xa, ya, wa):
         if args.model == "rffnet":
-            return clone(est).fit(Xa, ya, sample_weight=wa)
+            kernel = {} if args.kernel == "auto" else {"kernel": args.kernel, "nu": args.nu}
+            return clone(est).set_params(**kernel).fit(Xa, ya, sample_weight=wa)
         params = _estimator_params(args, given_only=True)
         common = {key: params.pop(key) for key in ("random_state", "n_jobs", "verbose")}
-        return auto_fit(Xa, ya, sample_weight=wa, task=task, **common, **params)  # the rest go to its RFFNet stage
+        # the rest go to its RFFNet stage
+        return auto_fit(Xa, ya, sample_weight=wa, task=task, kernel=args.kernel, nu=args.nu, **common, **params)
 
     def check_test_weights(test_sets):  # before any fit
         for te in test_sets:
@@ -856,6 +860,11 @@ def build_parser():
                      help="auto (default): rffkern.fit, a tuned kernel ridge against RFFNet, the better "
                           "on a held-out 20%% of the training rows (the RFFNet options below apply to its "
                           "RFFNet stage); rffnet: RFFNet alone")
+    fit.add_argument("--kernel", choices=["auto", "gaussian", "laplace", "cauchy", "matern"], default="auto",
+                     help="auto (default): the Gaussian, or a Matérn kernel where the width search finds it "
+                          "better (--model auto; RFFNet alone takes the Gaussian); the others fix it")
+    fit.add_argument("--nu", type=_float_option(0), default=1.5, metavar="NU",
+                     help="the Matérn kernel's smoothness with --kernel matern, > 0 (1.5)")
     fit.add_argument("--cv", type=_cv_option, default=0, metavar="K",
                      help="K-fold cross-validation (K >= 2) instead of a held-out split")
     fit.add_argument("--test-size", type=_float_option(0, 1), default=0.2, metavar="FRACTION",
