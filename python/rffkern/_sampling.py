@@ -58,7 +58,7 @@ def check_kernel(kernel):
 def check_nu(nu):
     """The Matérn smoothness ``nu`` as a float: a finite real number > 0 (0.5: the exponential
     kernel, 1.5 and 2.5: once and twice differentiable functions; the Gaussian is the limit)."""
-    if isinstance(nu, bool) or not isinstance(nu, numbers.Real) or not np.isfinite(nu) or nu <= 0:
+    if isinstance(nu, bool) or not isinstance(nu, numbers.Real) or not np.isfinite(float(nu)) or nu <= 0:
         raise ValueError(f"nu must be a finite real number > 0 (e.g. 0.5, 1.5 or 2.5), got {nu!r}")
     return float(nu)
 
