@@ -6,7 +6,8 @@ Test oracle, never imported by the package. Every function here follows the math
 * :func:`fwht` -- the textbook radix-2 butterfly (stages h = 1, 2, 4, ... with ``(a + b, a - b)``);
   the compiled transform is bitwise equal to it in the same precision.
 * :func:`fastfood_features` -- ``V x = 1/(sigma sqrt(p)) S H G Pi H B x`` with the unnormalised H.
-* :func:`sorf_features` -- ``W x = sqrt(p)/sigma Hn D1 Hn D2 Hn D3 x`` with the normalised Hn.
+* :func:`sorf_features` -- ``W x = sqrt(p)/sigma Hn D1 Hn D2 Hn D3 x`` with the normalised Hn,
+  each row times its radius factor ``R`` when one is given (the Matérn kernel's radii).
 * :func:`fastfood_weights` / :func:`sorf_weights` -- the same maps as explicit d x s matrices, so
   that ``cos(X @ W + b)`` is a third, independent route to the features.
 """
@@ -95,8 +96,9 @@ def fastfood_features(X, signs, permutation, gaussian, scaling, offsets=None, *,
     return _cos_output(V, offsets, n_frequencies, pair)
 
 
-def sorf_projections(X, diagonals, length_scale, theta=None):
-    """``W_t x = (sqrt(p)/sigma) Hn D1 Hn D2 Hn D3 x`` for every block, shape (n, n_blocks * p)."""
+def sorf_projections(X, diagonals, length_scale, theta=None, radial=None):
+    """``W_t x = (sqrt(p)/sigma) R_t Hn D1 Hn D2 Hn D3 x`` for every block, shape (n, n_blocks * p);
+    ``R_t = radial[t]`` elementwise, or 1 when ``radial`` is None."""
     diagonals = np.asarray(diagonals, dtype=np.float64)
     n_blocks, _, p = diagonals.shape
     xp = _padded(X, p, theta)
@@ -106,14 +108,17 @@ def sorf_projections(X, diagonals, length_scale, theta=None):
         v = fwht(xp * d3, normalized=True)
         v = fwht(v * d2, normalized=True)
         v = fwht(v * d1, normalized=True)
-        blocks.append(v * (np.sqrt(p) / length_scale))
+        v = v * (np.sqrt(p) / length_scale)
+        if radial is not None:
+            v = v * np.asarray(radial[t], dtype=np.float64)
+        blocks.append(v)
     return np.hstack(blocks)
 
 
 def sorf_features(X, diagonals, offsets=None, *, length_scale=1.0, n_frequencies=None, pair=False,
-                  theta=None):
+                  theta=None, radial=None):
     """SORF features, same output forms as :func:`fastfood_features` (float64)."""
-    V = sorf_projections(X, diagonals, length_scale, theta)
+    V = sorf_projections(X, diagonals, length_scale, theta, radial)
     return _cos_output(V, offsets, n_frequencies, pair)
 
 
@@ -123,6 +128,6 @@ def fastfood_weights(d, signs, permutation, gaussian, scaling, length_scale, n_f
                                 length_scale)[:, :n_frequencies]
 
 
-def sorf_weights(d, diagonals, length_scale, n_frequencies):
+def sorf_weights(d, diagonals, length_scale, n_frequencies, radial=None):
     """The SORF map as a dense (d, n_frequencies) matrix."""
-    return sorf_projections(np.eye(d), diagonals, length_scale)[:, :n_frequencies]
+    return sorf_projections(np.eye(d), diagonals, length_scale, radial=radial)[:, :n_frequencies]

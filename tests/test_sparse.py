@@ -209,7 +209,7 @@ def _kernel_calls():
             permutation=np.stack([rng.permutation(p) for _ in range(n_blocks)]),
             gaussian=rng.normal(size=(n_blocks, p)), scaling=np.ones((n_blocks, p)))),
         "sorf_features": (kernels.sorf_features, dict(
-            X=X, diagonals=rng.choice([-1.0, 1.0], size=(n_blocks, 3, p)))),
+            X=X, diagonals=rng.choice([-1.0, 1.0], size=(n_blocks, 3, p)), radial=np.ones((n_blocks, p)))),
         "logistic_loss_grad": (kernels.logistic_loss_grad, dict(
             Z=rng.normal(size=(10, 6)), y=(np.arange(10) % 2).astype(float), coef=coef,
             sample_weight=np.ones(10))),

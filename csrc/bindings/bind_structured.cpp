@@ -101,18 +101,21 @@ void fastfood_features(const py::object& X_, const py::object& signs_, const py:
 
 void sorf_features(const py::object& X_, const py::object& diagonals_, const py::object& offsets_,
                    const py::object& theta_, std::size_t n_frequencies, double freq_scale, double scale,
-                   bool pair, const py::object& out_, int n_threads) {
+                   bool pair, const py::object& out_, int n_threads, const py::object& radial_) {
     with_float_dtype(X_, "X", [&](auto tag) {
         using T = decltype(tag);
         const carray<T> diagonals = as_carray<T>(diagonals_, "diagonals");
+        const auto radial = as_optional_carray<T>(radial_, "radial");
         require_ndim(diagonals, "diagonals", 3);
         require(diagonals.shape(1) == 3, "diagonals must have shape (n_blocks, 3, p)");
         const py::ssize_t nb = diagonals.shape(0), p = diagonals.shape(2);
+        if (radial) require_shape(*radial, "radial", {nb, p});
         SorfMap<T> map;
         map.diagonals = diagonals.data();
+        map.radial = opt_ptr(radial);
         map.freq_scale = T(freq_scale);
         run_block_map<T>(map, std::size_t(p), std::size_t(nb), X_, offsets_, theta_, n_frequencies, scale,
-                         pair, out_, n_threads, {span_of(diagonals, "diagonals")},
+                         pair, out_, n_threads, {span_of(diagonals, "diagonals"), span_of(radial, "radial")},
                          &rffkern::sorf_features<T>);
     });
 }
@@ -127,7 +130,7 @@ void register_structured(py::module_& m) {
           py::arg("n_frequencies"), py::arg("scale"), py::arg("pair"), py::arg("out"), py::arg("n_threads"));
     m.def("sorf_features", &sorf_features, py::arg("X"), py::arg("diagonals"), py::arg("offsets"),
           py::arg("theta"), py::arg("n_frequencies"), py::arg("freq_scale"), py::arg("scale"),
-          py::arg("pair"), py::arg("out"), py::arg("n_threads"));
+          py::arg("pair"), py::arg("out"), py::arg("n_threads"), py::arg("radial") = py::none());
 }
 
 }  // namespace rffkern::bindings

@@ -48,11 +48,14 @@ template <class T>
 void fastfood_features(const T* X, std::size_t n, const FastfoodMap<T>& map, T* Z, int n_threads);
 
 // A structured orthogonal random features map (SORF, Yu et al. 2016): block t maps the padded x to
-//     v_t = freq_scale * H( D1_t * H( D2_t * H( D3_t * x ) ) )
+//     v_t = freq_scale * R_t * H( D1_t * H( D2_t * H( D3_t * x ) ) )
 // The caller sets freq_scale = sqrt(p)/sigma * p^(-3/2) = 1/(sigma p) for the normalised-H form.
+// R_t (elementwise) gives each frequency its own radius factor, for kernels whose radial law is not
+// the Gaussian's (the Matern kernel); nullptr means all ones, and the product is then skipped.
 template <class T>
 struct SorfMap {
     const T* diagonals = nullptr;  // n_blocks x 3 x p: rows D1, D2, D3 of each block
+    const T* radial = nullptr;     // R: n_blocks x p per-frequency radius factors, or nullptr
     const T* offsets = nullptr;    // s phases, or nullptr
     const T* theta = nullptr;      // d ARD scales, or nullptr
     std::size_t d = 0, p = 0, n_blocks = 0, s = 0;

@@ -177,4 +177,5 @@ def sorf_features(
     pair: bool,
     out: _Float,
     n_threads: int,
+    radial: Optional[_Float] = None,
 ) -> None: ...

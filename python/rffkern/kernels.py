@@ -1483,13 +1483,16 @@ def fastfood_features(X: ArrayLike, signs: ArrayLike, permutation: ArrayLike, ga
 def sorf_features(X: ArrayLike, diagonals: ArrayLike, offsets: ArrayLike | None = None, *,
                   length_scale: float = 1.0, n_frequencies: int | None = None, pair: bool = False,
                   theta: ArrayLike | None = None, out: NDArray[np.floating] | None = None,
-                  n_threads: int | None = None) -> NDArray[np.floating]:
+                  n_threads: int | None = None, radial: ArrayLike | None = None) -> NDArray[np.floating]:
     """Structured orthogonal random features (SORF, Yu et al. 2016), fused compiled kernel.
 
     Per block t (X zero-padded to p columns): ``W_t x = sqrt(p)/sigma Hn D1_t Hn D2_t Hn D3_t x``
     with Hn the normalised Walsh-Hadamard transform (``Hn Hn = I``), then the same output forms as
-    :func:`fastfood_features`. The estimator :class:`rffkern.StructuredOrthogonalFeatures` draws
-    the diagonals and calls this function.
+    :func:`fastfood_features`. With ``radial`` given, row j of block t is multiplied by
+    ``radial[t, j]``: ``W_t x = sqrt(p)/sigma R_t Hn D1_t Hn D2_t Hn D3_t x``, which gives each
+    frequency a radius of its own (the Matérn kernel's radial law). The estimator
+    :class:`rffkern.StructuredOrthogonalFeatures` draws the diagonals (and the radial factors) and
+    calls this function.
 
     Parameters
     ----------
@@ -1512,6 +1515,9 @@ def sorf_features(X: ArrayLike, diagonals: ArrayLike, offsets: ArrayLike | None 
     n_threads : int, default=None
         Threads of the compiled kernel, as scikit-learn's ``n_jobs``: None = OpenMP's current
         limit, -1 = all usable cores; 0 is an error. The result does not depend on it.
+    radial : array-like of shape (n_blocks, p), default=None
+        Per-frequency radius factors R (finite, >= 0); None means all ones (the Gaussian kernel's
+        SORF map, whose rows all have the norm ``sqrt(p)/sigma``).
 
     Returns
     -------
@@ -1527,6 +1533,13 @@ def sorf_features(X: ArrayLike, diagonals: ArrayLike, offsets: ArrayLike | None 
     >>> offsets = rng.uniform(0, 2 * np.pi, size=6)
     >>> kernels.sorf_features(rng.normal(size=(5, 3)), diagonals, offsets, n_frequencies=6).shape
     (5, 6)
+
+    Radius factors of one (the default) change nothing:
+
+    >>> X = rng.normal(size=(5, 3))
+    >>> bool(np.array_equal(kernels.sorf_features(X, diagonals, radial=np.ones((2, 4))),
+    ...                     kernels.sorf_features(X, diagonals)))
+    True
     """
     D = np.asarray(refuse_sparse(diagonals, "diagonals"))
     if D.ndim != 3 or D.shape[1] != 3 or not _is_power_of_two(D.shape[2]):
@@ -1542,12 +1555,18 @@ def sorf_features(X: ArrayLike, diagonals: ArrayLike, offsets: ArrayLike | None 
         raise ValueError("diagonals must hold only +1 and -1")
     sigma = check_positive_float(length_scale, "length_scale")
     s = _check_frequencies(n_frequencies, n_blocks, p, offsets, pair)
+    R = None
+    if radial is not None:
+        R = check_matrix(radial, "radial", (n_blocks, p), dtype)
+        if np.any(R < 0):
+            raise ValueError("radial must hold radius factors >= 0")
     b, th, out = _phase_and_out(X, offsets, theta, s, pair, out)
     # (sqrt(p)/sigma) * p^(-3/2) folds the three normalisations of Hn into one factor
     freq_scale = 1.0 / (sigma * p)
     # the first unnormalised H sums the d inputs, each later one p entries of the last
-    _check_phase_range(X, th, X.shape[1] * p * p * max(1.0, freq_scale), b, dtype)
+    gain = freq_scale * (1.0 if R is None else max(1.0, _abs_max(R)))
+    _check_phase_range(X, th, X.shape[1] * p * p * max(1.0, gain), b, dtype)
     scale = default_scale(s, bool(pair))
     _core.sorf_features(X, D, b, th, s, dtype.type(freq_scale), dtype.type(scale), bool(pair), out,
-                        resolve_n_threads(n_threads))
+                        resolve_n_threads(n_threads), R)
     return out

@@ -190,7 +190,7 @@ void fastfood(const T* X, std::size_t n, const FastfoodMap<T>& m, T* Z, int n_th
                    });
 }
 
-// SORF block t: v = freq_scale * H(D1 * H(D2 * H(D3 * x))) + u.
+// SORF block t: v = freq_scale * R * H(D1 * H(D2 * H(D3 * x))) + u (R = 1 without radial factors).
 template <class T>
 void sorf(const T* X, std::size_t n, const SorfMap<T>& m, T* Z, int n_threads) {
     using namespace structured_detail;
@@ -209,7 +209,13 @@ void sorf(const T* X, std::size_t n, const SorfMap<T>& m, T* Z, int n_threads) {
                        fwht_row(a, a, p, false, T(1));
                        for (std::size_t j = 0; j < p; ++j) a[j] *= D1[j];
                        fwht_row(a, a, p, false, T(1));
-                       for (std::size_t j = 0; j < p; ++j) a[j] = a[j] * fs + u[j];
+                       // the Gaussian map keeps its own loop, so its bits do not change
+                       if (m.radial) {
+                           const T* __restrict r = m.radial + t * p;
+                           for (std::size_t j = 0; j < p; ++j) a[j] = a[j] * fs * r[j] + u[j];
+                       } else {
+                           for (std::size_t j = 0; j < p; ++j) a[j] = a[j] * fs + u[j];
+                       }
                        return a;
                    });
 }
