@@ -5,6 +5,7 @@ import pickle
 
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.base import clone
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import Ridge
@@ -33,6 +34,7 @@ def _expected_failed_checks(estimator):
     RandomFourierFeatures(n_components=20, random_state=0),
     RandomFourierFeatures(n_components=20, kernel="laplace", pair=True, random_state=0, n_jobs=1),
     RandomFourierFeatures(n_components=20, kernel="cauchy", length_scale=0.5, random_state=0, n_jobs=2),
+    RandomFourierFeatures(n_components=20, kernel="matern", nu=2.5, sampling="qmc", random_state=0),
 ], expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -92,12 +94,18 @@ def test_length_scale_divides_the_frequencies():
 def test_frequency_distributions(kernel):
     """The sampled frequencies follow the documented spectral densities (length_scale 2):
     gaussian N(0, 1/4), laplace Cauchy(0, 1/2) (median |w| = 1/2), cauchy Laplace(0, 1/2)
-    (mean |w| = 1/2).  Fixed seed; 60 000 draws, bounds of ~5 standard errors."""
-    w = RandomFourierFeatures(20000, kernel=kernel, length_scale=2.0, random_state=0).fit(_X(n=3, d=3)).weights_.ravel()
+    (mean |w| = 1/2), matern (nu = 1.5) a Student t with 3 degrees of freedom over 2 per
+    coordinate (median |w| = t_3's 75% quantile / 2 = 0.382; the coordinates of one frequency
+    share its radius, so only the first is used).  Fixed seed; 60 000 draws (20 000 for matern),
+    bounds of ~5 standard errors."""
+    W = RandomFourierFeatures(20000, kernel=kernel, length_scale=2.0, random_state=0).fit(_X(n=3, d=3)).weights_
+    w = W.ravel()
     if kernel == "gaussian":
         assert abs(w.std() - 0.5) < 0.01 and abs(w.mean()) < 0.01
     elif kernel == "laplace":
         assert abs(np.median(np.abs(w)) - 0.5) < 0.015
+    elif kernel == "matern":
+        assert abs(np.median(np.abs(W[0])) - stats.t(3).ppf(0.75) / 2) < 0.015
     else:
         assert abs(np.abs(w).mean() - 0.5) < 0.01 and abs(w.std() - np.sqrt(2) * 0.5) < 0.02
 
@@ -149,7 +157,8 @@ def test_clone_and_params():
     c = clone(rff)
     assert c.get_params() == rff.get_params()
     assert not hasattr(c, "weights_")
-    assert set(rff.get_params()) == {"n_components", "kernel", "length_scale", "pair", "random_state", "n_jobs"}
+    assert set(rff.get_params()) == {"n_components", "kernel", "length_scale", "nu", "sampling", "pair",
+                                     "random_state", "n_jobs"}
     c.set_params(n_components=8, pair=False)
     assert c.n_components == 8 and rff.n_components == 34
     with pytest.raises(TypeError):

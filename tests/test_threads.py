@@ -220,7 +220,7 @@ def test_train_epoch_is_bitwise_identical_for_1_and_2_threads(solver):
 
 
 # ---- the estimator: same random_state -> same model whatever n_jobs -------------------------------
-@pytest.mark.parametrize("kernel", ["gaussian", "laplace", "cauchy"])
+@pytest.mark.parametrize("kernel", ["gaussian", "laplace", "cauchy", "matern"])
 @pytest.mark.parametrize("pair", [False, True], ids=["phase", "pair"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
 def test_rff_same_random_state_same_bits_for_any_n_jobs(kernel, pair, dtype):

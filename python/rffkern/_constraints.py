@@ -13,7 +13,8 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, _is_arraylike_not_scalar
 
-__all__ = ["IntInterval", "NonZeroInt", "RealSequence", "N_JOBS", "MAX_COMPONENTS", "COMPONENTS"]
+__all__ = ["IntInterval", "NonZeroInt", "PositiveFiniteReal", "RealSequence", "N_JOBS", "MAX_COMPONENTS",
+           "COMPONENTS", "NU"]
 
 
 class IntInterval(Interval):
@@ -37,6 +38,21 @@ class NonZeroInt(IntInterval):
 
     def __str__(self):
         return "a non-zero int (n_jobs == 0 has no meaning: None uses the usable cores, -1 all cores)"
+
+
+class PositiveFiniteReal(Interval):
+    """A finite real number > 0 that is not a bool: ``Interval(numbers.Real, 0, None)`` takes
+    ``True`` for 1 and lets ``inf`` through."""
+
+    def __init__(self):
+        super().__init__(numbers.Real, 0, None, closed="neither")
+
+    def is_satisfied_by(self, val):
+        return (not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+                and bool(np.isfinite(val)))
+
+    def __str__(self):
+        return "a finite float > 0"
 
 
 class RealSequence(Interval):
@@ -76,3 +92,7 @@ MAX_COMPONENTS = 2**40
 
 #: ``n_components`` (and other counts of random features) of every estimator.
 COMPONENTS = IntInterval(1, MAX_COMPONENTS, closed="both")
+
+#: The Matérn smoothness ``nu`` of every estimator with a Matérn kernel (0.5, 1.5, 2.5, ... or any
+#: other finite value > 0; see ``rffkern._sampling.check_nu``).
+NU = PositiveFiniteReal()

@@ -5,8 +5,9 @@ The compiled transforms they run on (:func:`rffkern.kernels.fwht`,
 other kernels in :mod:`rffkern.kernels`.
 
 * :class:`Fastfood`, :class:`StructuredOrthogonalFeatures`, :class:`OrthogonalRandomFeatures` --
-  scikit-learn transformers approximating the Gaussian kernel, with the conventions of
-  :class:`rffkern.RandomFourierFeatures`.
+  scikit-learn transformers approximating the Gaussian or the Matérn kernel (the kernels whose
+  spectral density is radial: a frequency is a direction times a radius, and these maps structure
+  the directions), with the conventions of :class:`rffkern.RandomFourierFeatures`.
 
 The input dimension d is zero-padded to the block size p = 2^ceil(log2 d) (at least 64 for SORF,
 whose bias shrinks with p); ``n_components`` need not be a multiple of p (the last block is
@@ -20,13 +21,14 @@ import numbers
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._constraints import COMPONENTS, N_JOBS
+from rffkern._constraints import COMPONENTS, N_JOBS, NU
 from rffkern._dask import is_dask_array, map_rows
-from rffkern._sampling import draw_offsets, frequency_count, orf_weights
+from rffkern._sampling import (DEFAULT_NU, RADIAL_KERNELS, child_generator, draw_map, draw_offsets,
+                               frequency_count, matern_radial_factor)
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, resolve_n_threads
 from rffkern.kernels import block_size, fastfood_features, fwht, sorf_features
@@ -52,16 +54,21 @@ __all__ = [
 class _StructuredBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     _parameter_constraints = {
         "n_components": [COMPONENTS],
+        "kernel": [StrOptions(set(RADIAL_KERNELS))],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither")],
+        "nu": [NU],
         "pair": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, n_components: int = 100, *, length_scale: float = 1.0, pair: bool = False,
-                 random_state: RandomStateLike = None, n_jobs: int | None = None) -> None:
+    def __init__(self, n_components: int = 100, *, kernel: str = "gaussian", length_scale: float = 1.0,
+                 nu: float = DEFAULT_NU, pair: bool = False, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None) -> None:
         self.n_components = n_components
+        self.kernel = kernel
         self.length_scale = length_scale
+        self.nu = nu
         self.pair = pair
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -89,20 +96,33 @@ class _StructuredBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
 
 
 class Fastfood(_StructuredBase):
-    """Fastfood approximation of the Gaussian kernel (Le, Sarlos & Smola 2013).
+    """Fastfood approximation of the Gaussian or Matérn kernel (Le, Sarlos & Smola 2013).
 
     The input is zero-padded to p = 2^ceil(log2 d) features; each block of p frequencies is
     ``V_t = 1/(sigma sqrt(p)) S_t H G_t Pi_t H B_t`` (H the unnormalised Walsh-Hadamard matrix, B
     random signs, Pi a random permutation, G Gaussian, S chi_p draws over ||G_t||), so the rows
-    of V have the norm law of Gaussian frequencies. ``transform`` costs O(s log p) per sample and
-    O(s) memory for the map (no s x d matrix), computed by one fused compiled kernel.
+    of V have the norm law of Gaussian frequencies; for the Matérn kernel S is further multiplied
+    by the Student t radius factor, which gives the rows the Matérn kernel's radial law.
+    ``transform`` costs O(s log p) per sample and O(s) memory for the map (no s x d matrix),
+    computed by one fused compiled kernel.
 
     Parameters
     ----------
     n_components : int, default=100
         Number of output features (need not be a multiple of p).
+    kernel : {"gaussian", "matern"}, default="gaussian"
+        gaussian ``exp(-|x-y|^2 / (2 sigma^2))``; matern ``2^(1-nu) / Gamma(nu) z^nu K_nu(z)``
+        with ``z = sqrt(2 nu) |x-y| / sigma`` (scikit-learn's
+        :class:`~sklearn.gaussian_process.kernels.Matern`), whose frequencies are the Gaussian
+        kernel's with each radius multiplied by ``sqrt(2 nu / g)``, g a chi-square(2 nu) draw (a
+        multivariate Student t law). The kernels whose spectral density is not radial (laplace,
+        cauchy) have no structured map: use :class:`rffkern.RandomFourierFeatures`.
     length_scale : float, default=1.0
-        The length scale sigma of the Gaussian kernel ``exp(-|x-y|^2 / (2 sigma^2))``.
+        The kernel's length scale sigma.
+    nu : float, default=1.5
+        The Matérn smoothness, a finite float > 0 (used by ``kernel="matern"`` only, checked
+        whatever the kernel): 0.5 is the exponential kernel, 1.5 and 2.5 give once and twice
+        differentiable functions.
     pair : bool, default=False
         Use ``n_components // 2`` frequencies, each giving ``[cos, sin]`` (no random phase, lower
         variance); ``n_components`` must then be even.
@@ -121,7 +141,8 @@ class Fastfood(_StructuredBase):
     permutation_ : ndarray of int64 of shape (n_blocks, p)
     gaussian_ : ndarray of shape (n_blocks, p)
     scaling_ : ndarray of shape (n_blocks, p)
-        chi_p draws divided by the norm of the block's ``gaussian_`` row.
+        chi_p draws divided by the norm of the block's ``gaussian_`` row; for the Matérn kernel
+        also multiplied by ``sqrt(2 nu / g)``, g chi-square(2 nu) draws.
     offsets_ : ndarray of shape (n_frequencies,)
         Zeros in the pair form.
     scale_ : float
@@ -169,6 +190,10 @@ class Fastfood(_StructuredBase):
         chi = np.sqrt(rng.chisquare(p, size=(n_blocks, p)))
         self.scaling_ = chi / np.linalg.norm(self.gaussian_, axis=1, keepdims=True)
         self.offsets_ = self._draw_offsets(n_freq, rng)
+        if self.kernel == "matern":
+            # the radius factors come from a child generator: the Gaussian map's stream stays as it was
+            uniforms = child_generator(rng).uniform(size=(n_blocks, p))
+            self.scaling_ = self.scaling_ * matern_radial_factor(self.nu, uniforms)
         return self
 
     def transform(self, X: ArrayLike) -> NDArray[np.floating]:
@@ -203,12 +228,16 @@ class Fastfood(_StructuredBase):
 
 
 class StructuredOrthogonalFeatures(_StructuredBase):
-    """Structured orthogonal random features (SORF, Yu et al. 2016) for the Gaussian kernel.
+    """Structured orthogonal random features (SORF, Yu et al. 2016) for the Gaussian or Matérn kernel.
 
     The input is zero-padded to p = max(2^ceil(log2 d), 64) features; each block of p frequencies
     is ``W_t = sqrt(p)/sigma Hn D1 Hn D2 Hn D3`` with Hn the normalised Walsh-Hadamard matrix and
     D_i random sign diagonals: near-orthogonal frequencies at O(s log p) cost per sample, computed
-    by one fused compiled kernel.
+    by one fused compiled kernel. Every row of ``W_t`` has the norm ``sqrt(p)/sigma``, the typical
+    radius of p-dimensional Gaussian frequencies; the Matérn kernel's radii spread far more (a
+    Student t law), so for it each row j is multiplied by ``radial_[t, j]``, a draw of the
+    p-dimensional Matérn radius (chi_p times ``sqrt(2 nu / g)``, g chi-square(2 nu)) over
+    ``sqrt(p)``.
 
     SORF is biased: its frequencies have the Gaussian law only as p grows, and the bias is set by
     p more than by d (zero-padding x leaves the kernel unchanged). The largest ``|E[Z Z^T] - K|``
@@ -222,8 +251,19 @@ class StructuredOrthogonalFeatures(_StructuredBase):
     ----------
     n_components : int, default=100
         Number of output features.
+    kernel : {"gaussian", "matern"}, default="gaussian"
+        gaussian ``exp(-|x-y|^2 / (2 sigma^2))``; matern ``2^(1-nu) / Gamma(nu) z^nu K_nu(z)``
+        with ``z = sqrt(2 nu) |x-y| / sigma`` (scikit-learn's
+        :class:`~sklearn.gaussian_process.kernels.Matern`), whose frequencies are the Gaussian
+        kernel's with each radius multiplied by ``sqrt(2 nu / g)``, g a chi-square(2 nu) draw (a
+        multivariate Student t law). The kernels whose spectral density is not radial (laplace,
+        cauchy) have no structured map: use :class:`rffkern.RandomFourierFeatures`.
     length_scale : float, default=1.0
-        The length scale sigma of the Gaussian kernel ``exp(-|x-y|^2 / (2 sigma^2))``.
+        The kernel's length scale sigma.
+    nu : float, default=1.5
+        The Matérn smoothness, a finite float > 0 (used by ``kernel="matern"`` only, checked
+        whatever the kernel): 0.5 is the exponential kernel, 1.5 and 2.5 give once and twice
+        differentiable functions.
     pair : bool, default=False
         Use ``n_components // 2`` frequencies, each giving ``[cos, sin]``; ``n_components`` must
         then be even.
@@ -239,6 +279,9 @@ class StructuredOrthogonalFeatures(_StructuredBase):
         p, at least 64.
     diagonals_ : ndarray of shape (n_blocks, 3, p)
         ``(D1, D2, D3)`` of each block, entries +-1.
+    radial_ : ndarray of shape (n_blocks, p) or None
+        The Matérn kernel's per-frequency radius factors (the ``radial`` argument of
+        :func:`rffkern.kernels.sorf_features`); None for the Gaussian kernel.
     offsets_ : ndarray of shape (n_frequencies,)
     scale_ : float
     n_features_in_ : int
@@ -281,6 +324,13 @@ class StructuredOrthogonalFeatures(_StructuredBase):
         self.block_size_ = p
         self.diagonals_ = rng.integers(0, 2, size=(n_blocks, 3, p)).astype(np.float64) * 2.0 - 1.0
         self.offsets_ = self._draw_offsets(n_freq, rng)
+        self.radial_ = None
+        if self.kernel == "matern":
+            # one child generator for the radii, so the Gaussian map's stream stays as it was
+            child = child_generator(rng)
+            chi = np.sqrt(child.chisquare(p, size=(n_blocks, p)))
+            factors = matern_radial_factor(self.nu, child.uniform(size=(n_blocks, p)))
+            self.radial_ = chi * factors / np.sqrt(p)
         return self
 
     def transform(self, X: ArrayLike) -> NDArray[np.floating]:
@@ -311,23 +361,36 @@ class StructuredOrthogonalFeatures(_StructuredBase):
         return sorf_features(
             X, self.diagonals_, None if self.pair else self.offsets_,
             length_scale=self.length_scale, n_frequencies=n_freq, pair=self.pair,
-            n_threads=resolve_n_threads(self.n_jobs))
+            n_threads=resolve_n_threads(self.n_jobs), radial=self.radial_)
 
 
 class OrthogonalRandomFeatures(_StructuredBase):
-    """Orthogonal random features (ORF, Yu et al. 2016) for the Gaussian kernel.
+    """Orthogonal random features (ORF, Yu et al. 2016) for the Gaussian or Matérn kernel.
 
     Frequencies come in blocks of d exactly orthogonal directions (QR of a Gaussian matrix with the
-    sign fix, so Q is Haar distributed) with chi_d lengths, over sigma; the features are then the
-    dense fused kernel's ``sqrt(2/s) cos(X W + b)`` (or the pair form). Lower kernel-approximation
-    error than i.i.d. frequencies at O(s d) cost.
+    sign fix, so Q is Haar distributed) with chi_d lengths (times the Student t radius factor for
+    the Matérn kernel), over sigma; the features are then the dense fused kernel's
+    ``sqrt(2/s) cos(X W + b)`` (or the pair form). Lower kernel-approximation error than i.i.d.
+    frequencies at O(s d) cost. The same map as
+    ``RandomFourierFeatures(sampling="orthogonal")``.
 
     Parameters
     ----------
     n_components : int, default=100
         Number of output features.
+    kernel : {"gaussian", "matern"}, default="gaussian"
+        gaussian ``exp(-|x-y|^2 / (2 sigma^2))``; matern ``2^(1-nu) / Gamma(nu) z^nu K_nu(z)``
+        with ``z = sqrt(2 nu) |x-y| / sigma`` (scikit-learn's
+        :class:`~sklearn.gaussian_process.kernels.Matern`), whose frequencies are the Gaussian
+        kernel's with each radius multiplied by ``sqrt(2 nu / g)``, g a chi-square(2 nu) draw (a
+        multivariate Student t law). The kernels whose spectral density is not radial (laplace,
+        cauchy) have no structured map: use :class:`rffkern.RandomFourierFeatures`.
     length_scale : float, default=1.0
-        The length scale sigma of the Gaussian kernel ``exp(-|x-y|^2 / (2 sigma^2))``.
+        The kernel's length scale sigma.
+    nu : float, default=1.5
+        The Matérn smoothness, a finite float > 0 (used by ``kernel="matern"`` only, checked
+        whatever the kernel): 0.5 is the exponential kernel, 1.5 and 2.5 give once and twice
+        differentiable functions.
     pair : bool, default=False
         Use ``n_components // 2`` frequencies, each giving ``[cos, sin]``; ``n_components`` must
         then be even.
@@ -377,8 +440,9 @@ class OrthogonalRandomFeatures(_StructuredBase):
         (3, 16)
         """
         X, rng, n_freq = self._start_fit(X)
-        self.weights_ = orf_weights(X.shape[1], n_freq, self.length_scale, rng)
-        self.offsets_ = self._draw_offsets(n_freq, rng)
+        self.weights_, b = draw_map(self.kernel, X.shape[1], n_freq, self.length_scale, rng, nu=self.nu,
+                                    sampling="orthogonal", offsets=not self.pair)
+        self.offsets_ = np.zeros(n_freq) if self.pair else b
         return self
 
     def transform(self, X: ArrayLike) -> NDArray[np.floating]:
