@@ -62,8 +62,14 @@ for kernel, rows in errors.items():
 # from smooth, and QMC's gain rests on that smoothness.
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
 titles = {"gaussian": "Gaussian", "matern": "Matérn, nu = 1.5", "laplace": "Laplace"}
+colors = {"MC": "C0", "ORF": "C1", "QMC": "C2"}  # one colour per scheme in every panel
 for ax, (kernel, rows) in zip(axes, errors.items()):
     kernel_approximation(sizes, rows, ax=ax, title=titles[kernel])
+    for line in ax.lines:
+        if line.get_label() in colors:
+            line.set_color(colors[line.get_label()])
+    ax.legend()
+    ax.set_ylabel("")
 axes[0].set_ylabel("mean |Z Z^T - K|")
 fig.tight_layout()
 plt.show()
