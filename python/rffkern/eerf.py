@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._dask_eerf import fit_eerf
-from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
+from rffkern._constraints import COMPONENTS, NU, IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, labels_from_decision, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._calibration import calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
@@ -68,7 +68,7 @@ class _EERFBase(BaseEstimator):
         "n_candidates": [COMPONENTS, None],
         "n_subsample": [IntInterval(1, None, closed="left"), None],
         "kernel": [StrOptions(set(EERF_KERNELS))],
-        "nu": [Interval(numbers.Real, 0, None, closed="neither")],
+        "nu": [NU],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"),
                          StrOptions({"auto", "knn"})],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],

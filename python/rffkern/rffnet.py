@@ -30,7 +30,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rffkern import kernels
-from rffkern._constraints import COMPONENTS
+from rffkern._constraints import COMPONENTS, NU
 from rffkern._dask import head_sample, is_dask_array, map_rows
 from rffkern._dask_rffnet import fit_rffnet
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
@@ -107,7 +107,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         "n_components": [COMPONENTS],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "kernel": [StrOptions(set(KERNELS))],
-        "nu": [Interval(numbers.Real, 0, None, closed="neither")],
+        "nu": [NU],
         "sampling": [StrOptions(set(SAMPLINGS))],
         "init": [StrOptions(set(INITS)), "array-like"],
         "n_restarts": [Interval(numbers.Integral, 1, None, closed="left")],

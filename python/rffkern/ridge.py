@@ -32,7 +32,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
-from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
+from rffkern._constraints import COMPONENTS, NU, IntInterval, N_JOBS, RealSequence
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._dask_ridge import fit_ridge
 from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
@@ -132,7 +132,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         "n_components": [COMPONENTS],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), RealSequence(0, closed="left")],
         "kernel": [StrOptions(set(KERNELS) | {"auto"})],
-        "nu": [Interval(numbers.Real, 0, None, closed="neither")],
+        "nu": [NU],
         "sampling": [StrOptions(set(SAMPLINGS))],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), RealSequence(0, closed="neither"),
                          StrOptions({"auto", "median"})],
