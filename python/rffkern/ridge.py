@@ -57,9 +57,10 @@ from rffkern._validation import as_generator, check_class_labels, check_label_ch
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
 
 #: The Matérn smoothness values ``kernel="auto"`` compares with the Gaussian kernel (the limit
-#: nu -> inf): once and twice differentiable functions. Not 0.5 (the exponential kernel): on 16
-#: real regression sets it had the highest test error of the four kernels on 11 and the lowest on
-#: one, by 0.4% (docs/benchmarks.rst, "Choosing the kernel"), and each candidate costs a fit.
+#: nu -> inf): once and twice differentiable functions. Not 0.5 (the exponential kernel): on 17
+#: real regression sets x 2 splits it had the highest test error of the four kernels on 23 of 34
+#: and the lowest on 2 (bench/bench_kernel_families.py, docs/benchmarks.rst "Choosing the
+#: kernel"), and each candidate costs a fit.
 AUTO_MATERN_NUS = (1.5, 2.5)
 
 def choose_standardization(X: NDArray[np.floating], Y: NDArray[np.floating],
