@@ -75,3 +75,20 @@ def synchronous():
     dask = pytest.importorskip("dask")
     with dask.config.set(scheduler="sync"):
         yield
+
+
+@pytest.fixture
+def scheduler(request):
+    """Where a parametrized Dask test computes, by its (indirect) parameter: ``"cluster"``, the
+    module's client of the loopback cluster, or ``"sync"``, Dask's synchronous scheduler (as
+    ``synchronous``). For a claim checked over several settings (a Dask fit equals the in-memory
+    fit) one setting per estimator runs on the cluster, the others where the cluster's round trips
+    cost nothing: the fit is the same bits on any scheduler."""
+    if request.param == "cluster":
+        yield request.getfixturevalue("client")
+    elif request.param == "sync":
+        dask = pytest.importorskip("dask")
+        with dask.config.set(scheduler="sync"):
+            yield None
+    else:
+        raise ValueError(f"scheduler: 'cluster' or 'sync', not {request.param!r}")

@@ -17,6 +17,7 @@ import pytest
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+from _time_limit import call_with_time_limit  # noqa: E402
 from rffkern import (EERFClassifier, EERFRegressor, Fastfood, OrthogonalRandomFeatures,  # noqa: E402
                      RandomFourierFeatures, RFFNetClassifier, RFFNetRegressor, RFFRidge, RFFRidgeClassifier,
                      SRFFRegressor, StructuredOrthogonalFeatures)
@@ -30,12 +31,9 @@ def _compute(client, arr):
 
 
 def _in_thread(fn, *args):
-    """Run ``fn(*args)`` (e.g. a fit, which computes on the cluster itself) with a time limit."""
-    pool = concurrent.futures.ThreadPoolExecutor(1)
-    try:
-        return pool.submit(fn, *args).result(timeout=TIMEOUT)
-    finally:
-        pool.shutdown(wait=False)
+    """Run ``fn(*args)`` (e.g. a fit, which computes on the cluster itself) with a time limit, on
+    this thread (tests/_time_limit.py)."""
+    return call_with_time_limit(TIMEOUT, fn, *args)
 
 
 def _regression(n, d, seed=0):
@@ -269,11 +267,12 @@ def test_fit_survives_a_killed_worker(client):
     Xd = client.persist(da.from_array(X, chunks=(5000, 20)))  # the chunks live on the workers
     distributed.wait(Xd, timeout=TIMEOUT)
     params = dict(length_scale=4.0, alpha=1e-3, alpha_selection="gcv", random_state=0)
-    undisturbed = _in_thread(RFFRidge(400, **params).fit, Xd, y)
-
     pids = client.run(os.getpid, nanny=False)
     pool = concurrent.futures.ThreadPoolExecutor(1)
     try:
+        # (on a worker thread like the disturbed fit, which must run beside this thread's watch:
+        # the same BLAS threading on the client, tests/_time_limit.py)
+        undisturbed = pool.submit(RFFRidge(400, **params).fit, Xd, y).result(timeout=TIMEOUT)
         future = pool.submit(RFFRidge(400, **params).fit, Xd, y)
         victim, deadline = None, time.monotonic() + TIMEOUT
         while victim is None and time.monotonic() < deadline and not future.done():

@@ -1,18 +1,20 @@
 """Exact distributed fits of EERF, SRFF and adaptive RFF on Dask arrays (issue 11).
 
-Every fit on a row-chunked Dask array (uneven chunks, on a loopback LocalCluster of 2 worker
-processes) is compared with the single-machine fit of the same data: every fitted array to 1e-10
-relative in float64, every discrete choice (kept features, alpha, path start, accepted proposals)
-equal. Every wait on the cluster has a time limit.
+Every fit on a row-chunked Dask array (uneven chunks) is compared with the single-machine fit of
+the same data: every fitted array to 1e-10 relative in float64, every discrete choice (kept
+features, alpha, path start, accepted proposals) equal. One setting of each estimator fits on a
+loopback LocalCluster of 2 worker processes, the other settings on Dask's synchronous scheduler
+(conftest's ``scheduler``: a Dask fit is the same bits on any scheduler, and the cluster's round
+trips, ~90 ms a pass on the 2-core test machine, cost more than these fits). Every wait on the
+cluster has a time limit.
 """
-import concurrent.futures
-
 import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
+from _time_limit import call_with_time_limit  # noqa: E402
 from rffkern import EERFClassifier, EERFRegressor, SRFFRegressor  # noqa: E402
 from rffkern._selection import EXTENDED_WIDTH_FACTORS as WIDTH_FACTORS  # noqa: E402
 from rffkern.adaptive import (FINAL_ALPHAS, GCV_ALPHAS, AdaptiveRFFClassifier,  # noqa: E402
@@ -24,11 +26,7 @@ RTOL = 1e-10
 
 def _fit(estimator, X, y):
     """``estimator.fit(X, y)`` with a time limit (the fit computes on the cluster itself)."""
-    pool = concurrent.futures.ThreadPoolExecutor(1)
-    try:
-        return pool.submit(estimator.fit, X, y).result(timeout=TIMEOUT)
-    finally:
-        pool.shutdown(wait=False)
+    return call_with_time_limit(TIMEOUT, estimator.fit, X, y)
 
 
 def _relative(a, b):
@@ -69,16 +67,16 @@ EERF_FITTED = ("weights_", "offsets_", "scores_", "coef_", "intercept_", "alpha_
                "length_scale_", "n_subsample_", "n_candidates_", "x_mean_", "x_scale_", "scale_")
 
 
-@pytest.mark.parametrize("params, passes", [
+@pytest.mark.parametrize("scheduler, params, passes", [
     # passes per width: scores, Gram (+ LOO or held-out errors); plus one for the statistics
-    (dict(), 3),                                                 # k-NN widths, 10 % scoring rows, LOO
-    (dict(alpha_selection="gcv", n_subsample=2500), 2),          # > 2000 scoring rows: k-NN subsample
-    (dict(alpha_selection="validation", normalize_y=False), 3),  # the held-out split
-    (dict(length_scale="knn"), 3),                               # the paper's single k-NN width
-    (dict(kernel="arccos1", alpha=0.1), 2),
-    (dict(kernel="linear", n_components=4), 3),
-], ids=["loo", "gcv", "validation", "knn", "arccos1", "linear"])
-def test_eerf_regressor_equals_single_machine(client, params, passes):
+    ("cluster", dict(), 3),                                              # k-NN widths, 10 % scoring rows, LOO
+    ("sync", dict(alpha_selection="gcv", n_subsample=2500), 2),          # > 2000 scoring rows: k-NN subsample
+    ("sync", dict(alpha_selection="validation", normalize_y=False), 3),  # the held-out split
+    ("sync", dict(length_scale="knn"), 3),                               # the paper's single k-NN width
+    ("sync", dict(kernel="arccos1", alpha=0.1), 2),
+    ("sync", dict(kernel="linear", n_components=4), 3),
+], ids=["loo", "gcv", "validation", "knn", "arccos1", "linear"], indirect=["scheduler"])
+def test_eerf_regressor_equals_single_machine(scheduler, params, passes):
     params = {"n_components": 25, "random_state": 0, **params}
     single = EERFRegressor(**params).fit(X_E, Y_E)
     dist = _fit(EERFRegressor(**params), _dask(X_E), _dask(Y_E, 1000))
@@ -91,15 +89,16 @@ def test_eerf_regressor_equals_single_machine(client, params, passes):
     np.testing.assert_allclose(dist.predict(X_E), single.predict(X_E), rtol=RTOL, atol=RTOL * 10)
 
 
-def test_eerf_regressor_two_outputs(client):
+def test_eerf_regressor_two_outputs(synchronous):
     Y = np.c_[Y_E, 1e4 * X_E[:, 2]]
     single = EERFRegressor(20, alpha=[1e-3, 1e-1], random_state=1).fit(X_E, Y)
     dist = _fit(EERFRegressor(20, alpha=[1e-3, 1e-1], random_state=1), _dask(X_E, 900), Y)
     _assert_same(dist, single, EERF_FITTED)
 
 
-@pytest.mark.parametrize("labels", [LABELS_3, (Y_E > np.median(Y_E)).astype(int)], ids=["3-class", "binary"])
-def test_eerf_classifier_equals_single_machine(client, labels):
+@pytest.mark.parametrize("scheduler, labels", [("cluster", LABELS_3), ("sync", (Y_E > np.median(Y_E)).astype(int))],
+                         ids=["3-class", "binary"], indirect=["scheduler"])
+def test_eerf_classifier_equals_single_machine(scheduler, labels):
     single = EERFClassifier(20, random_state=0).fit(X_E, labels)
     dist = _fit(EERFClassifier(20, random_state=0), _dask(X_E), _dask(labels, 800))
     np.testing.assert_array_equal(dist.classes_, single.classes_)
@@ -155,14 +154,14 @@ ADAPTIVE_RTOL = 1e-8
 PAPER_ADAPTIVE = dict(early_stopping=False, final_alpha=None, init_scale="median")
 
 
-@pytest.mark.parametrize("params", [
-    dict(),                                                  # width grid, held-out early stopping
-    dict(early_stopping=False),                              # width grid, LOO over final_alpha
-    PAPER_ADAPTIVE,
-    dict(PAPER_ADAPTIVE, alpha=GCV_ALPHAS, normalize_y=False),  # GCV at the initial and final frequencies
-    dict(PAPER_ADAPTIVE, resample=True, resample_threshold=0.95, init_scale=1.0),
-], ids=["default", "loo", "paper", "gcv", "resample"])
-def test_adaptive_regressor_equals_single_machine(client, params):
+@pytest.mark.parametrize("scheduler, params", [
+    ("cluster", dict()),                                             # width grid, held-out early stopping
+    ("sync", dict(early_stopping=False)),                            # width grid, LOO over final_alpha
+    ("sync", PAPER_ADAPTIVE),
+    ("sync", dict(PAPER_ADAPTIVE, alpha=GCV_ALPHAS, normalize_y=False)),  # GCV at the initial and final frequencies
+    ("sync", dict(PAPER_ADAPTIVE, resample=True, resample_threshold=0.95, init_scale=1.0)),
+], ids=["default", "loo", "paper", "gcv", "resample"], indirect=["scheduler"])
+def test_adaptive_regressor_equals_single_machine(scheduler, params):
     params = {"n_components": 16, "n_iter": 6, "random_state": 0, **params}
     single = AdaptiveRFFRegressor(**params).fit(X_A, Y_A)
     dist = _fit(AdaptiveRFFRegressor(**params), _dask(X_A, 600), Y_A)
@@ -188,8 +187,8 @@ def test_adaptive_regressor_equals_single_machine(client, params):
     np.testing.assert_allclose(dist.predict(X_A), single.predict(X_A), rtol=ADAPTIVE_RTOL, atol=ADAPTIVE_RTOL)
 
 
-@pytest.mark.parametrize("n_classes", [2, 3])
-def test_adaptive_classifier_equals_single_machine(client, n_classes):
+@pytest.mark.parametrize("scheduler, n_classes", [("sync", 2), ("cluster", 3)], ids=["2", "3"], indirect=["scheduler"])
+def test_adaptive_classifier_equals_single_machine(scheduler, n_classes):
     labels = np.digitize(Y_A, np.quantile(Y_A, np.arange(1, n_classes) / n_classes))
     single = AdaptiveRFFClassifier(12, n_iter=4, random_state=2).fit(X_A, labels)
     dist = _fit(AdaptiveRFFClassifier(12, n_iter=4, random_state=2), _dask(X_A, 800), _dask(labels, 500))
@@ -209,13 +208,13 @@ SRFF_FITTED = ("gamma_", "weights_", "offsets_", "alpha_", "length_scale_", "obj
 SRFF_CLOSING_RTOL = 1e-6
 
 
-@pytest.mark.parametrize("params", [
-    dict(alpha=1e-3, max_iter=2, max_inner_iter=4),
-    dict(alpha=[1e-2, 1e-4], refit=True, normalize_y=False, max_iter=2, max_inner_iter=2),
-    dict(max_iter=1, max_inner_iter=2, n_iter_no_change=1, length_scale=2.0),   # the default grid
-    dict(alpha=[1e-2, 1e-4], max_iter=2, max_inner_iter=2, refit_components=None),  # the paper's model
-], ids=["one-lambda", "path-refit", "default-grid", "no-closing-ridge"])
-def test_srff_equals_single_machine(client, params):
+@pytest.mark.parametrize("scheduler, params", [
+    ("sync", dict(alpha=1e-3, max_iter=2, max_inner_iter=4)),
+    ("cluster", dict(alpha=[1e-2, 1e-4], refit=True, normalize_y=False, max_iter=2, max_inner_iter=2)),
+    ("sync", dict(max_iter=1, max_inner_iter=2, n_iter_no_change=1, length_scale=2.0)),   # the default grid
+    ("sync", dict(alpha=[1e-2, 1e-4], max_iter=2, max_inner_iter=2, refit_components=None)),  # the paper's model
+], ids=["one-lambda", "path-refit", "default-grid", "no-closing-ridge"], indirect=["scheduler"])
+def test_srff_equals_single_machine(scheduler, params):
     params = {"n_components": 30, "random_state": 0, **params}
     single = SRFFRegressor(**params).fit(X_S, Y_S)
     dist = _fit(SRFFRegressor(**params), _dask(X_S, 400), _dask(Y_S, 400))

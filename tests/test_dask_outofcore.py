@@ -7,14 +7,13 @@ by at most a quarter of the file above its size before the fit (after a warm-up 
 epoch of the data-parallel RFFNet fit; and the fit equals the one from the same data in memory.
 The 10M-row case with a worker memory limit far below the file size is bench/bench_dask.py's.
 """
-import concurrent.futures
-
 import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
+from _time_limit import call_with_time_limit  # noqa: E402
 from rffkern import RFFNetRegressor, RFFRidge  # noqa: E402
 from rffkern._dask_rffnet import from_npy  # noqa: E402
 
@@ -23,11 +22,8 @@ N, D, CHUNK = 400_000, 25, 10_000
 
 
 def _in_thread(fn, *args):
-    pool = concurrent.futures.ThreadPoolExecutor(1)
-    try:
-        return pool.submit(fn, *args).result(timeout=TIMEOUT)
-    finally:
-        pool.shutdown(wait=False)
+    """``fn(*args)`` with a time limit, on this thread (tests/_time_limit.py)."""
+    return call_with_time_limit(TIMEOUT, fn, *args)
 
 
 def _peak_rss_mb():

@@ -1,15 +1,16 @@
 """``sample_weight`` on Dask arrays (issue 41): the distributed RFFRidge, EERF, SRFF and adaptive RFF
-fits with weights equal the in-memory fits with the same weights, on a loopback LocalCluster of 2
-worker processes. Every wait on the cluster has a time limit.
+fits with weights equal the in-memory fits with the same weights. One setting of each estimator fits
+on a loopback LocalCluster of 2 worker processes, the other settings on Dask's synchronous
+scheduler (conftest's ``scheduler``: a Dask fit is the same bits on any scheduler, and the
+cluster's round trips cost more than these fits). Every wait on the cluster has a time limit.
 """
-import concurrent.futures
-
 import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")  # the loopback cluster (conftest.py's client)
 
+from _time_limit import call_with_time_limit  # noqa: E402
 from rffkern import (AdaptiveRFFClassifier, AdaptiveRFFRegressor, EERFClassifier, EERFRegressor,  # noqa: E402
                      RFFRidge, RFFRidgeClassifier, SRFFRegressor)
 
@@ -20,11 +21,7 @@ RIDGE_FITTED = ("coef_", "intercept_", "alpha_", "length_scale_", "selection_err
 
 
 def _fit(estimator, *args):
-    pool = concurrent.futures.ThreadPoolExecutor(1)
-    try:
-        return pool.submit(estimator.fit, *args).result(timeout=TIMEOUT)
-    finally:
-        pool.shutdown(wait=False)
+    return call_with_time_limit(TIMEOUT, estimator.fit, *args)
 
 
 def _relative(a, b):
@@ -54,13 +51,13 @@ def _data(n, d, seed=0, noise=0.1):
     return X, y, w
 
 
-@pytest.mark.parametrize("params", [
-    dict(length_scale=3.0, alpha_selection="gcv", alpha=[1e-3, 1e-2, 1e-1]),  # (1e-5: coef_ to 4e-10 only)
-    dict(length_scale=[1.5, 3.0]),                          # two widths by weighted LOO
-    dict(standardize="global", length_scale=3.0),
-    dict(length_scale="auto", standardize=True),            # the one-standard-error rule, weighted
-], ids=["gcv", "loo-widths", "global", "auto-width"])
-def test_weighted_ridge_on_dask_equals_in_memory(client, params):
+@pytest.mark.parametrize("scheduler, params", [
+    ("cluster", dict(length_scale=3.0, alpha_selection="gcv", alpha=[1e-3, 1e-2, 1e-1])),  # (1e-5: coef_ to 4e-10 only)
+    ("sync", dict(length_scale=[1.5, 3.0])),                          # two widths by weighted LOO
+    ("sync", dict(standardize="global", length_scale=3.0)),
+    ("sync", dict(length_scale="auto", standardize=True)),            # the one-standard-error rule, weighted
+], ids=["gcv", "loo-widths", "global", "auto-width"], indirect=["scheduler"])
+def test_weighted_ridge_on_dask_equals_in_memory(scheduler, params):
     X, y, w = _data(1500, 5)
     params = {"n_components": 120, "random_state": 0, **params}
     single = RFFRidge(**params).fit(X, y, sample_weight=w)
@@ -115,7 +112,8 @@ def _assert_same_srff(dist, single):
     dict(alpha=1e-3, max_iter=2, max_inner_iter=3, length_scale="knn"),              # the weighted k-NN width
     dict(alpha=[1e-2, 1e-3, 1e-4], max_iter=3, max_inner_iter=3),                     # the path, held-out split
 ], ids=["one-lambda", "knn-width", "path"])
-def test_weighted_srff_on_dask_equals_in_memory(client, params):
+def test_weighted_srff_on_dask_equals_in_memory(synchronous, params):
+    # (SRFF's weighted fit on the cluster: the path with the closing ridge, below)
     _weighted_srff_equals_in_memory(params)
 
 
@@ -134,7 +132,7 @@ def _weighted_srff_equals_in_memory(params):
     _assert_same_srff(dist, single)
 
 
-def test_weighted_srff_closing_ridge_on_dask_equals_in_memory(client):
+def test_weighted_srff_closing_ridge_on_dask_equals_in_memory(client):  # (on the cluster)
     # y's noise keeps the closing ridge's leave-one-out penalty away from 1e-8, where its 1000
     # features amplify the round-off of the chunked sums (1e-8 relative in coef_ at 0.1 noise)
     X, y, w = _data(1200, 4, seed=2, noise=1.0)
@@ -158,14 +156,14 @@ def _assert_same_eerf(dist, single, names):
     assert dist.standardize_ == single.standardize_
 
 
-@pytest.mark.parametrize("n, params", [
-    (1500, dict()),                                               # k-NN widths searched by weighted LOO
-    (2600, dict(length_scale="knn", n_subsample=2300)),           # the weighted rule on 2000 of the scoring rows
-    (1500, dict(length_scale=2.0, alpha_selection="validation", alpha=[1e-3, 1e-2, 1e-1, 1.0])),
-    (1500, dict(kernel="arccos1", alpha=[1e-3, 1e-1], alpha_selection="gcv", normalize_y=False)),
-    (1500, dict(kernel="linear", n_components=3, standardize="global")),
-], ids=["auto", "knn-subsample", "validation", "arccos1", "linear"])
-def test_weighted_eerf_regressor_on_dask_equals_in_memory(client, n, params):
+@pytest.mark.parametrize("scheduler, n, params", [
+    ("cluster", 1500, dict()),                                    # k-NN widths searched by weighted LOO
+    ("sync", 2600, dict(length_scale="knn", n_subsample=2300)),   # the weighted rule on 2000 of the scoring rows
+    ("sync", 1500, dict(length_scale=2.0, alpha_selection="validation", alpha=[1e-3, 1e-2, 1e-1, 1.0])),
+    ("sync", 1500, dict(kernel="arccos1", alpha=[1e-3, 1e-1], alpha_selection="gcv", normalize_y=False)),
+    ("sync", 1500, dict(kernel="linear", n_components=3, standardize="global")),
+], ids=["auto", "knn-subsample", "validation", "arccos1", "linear"], indirect=["scheduler"])
+def test_weighted_eerf_regressor_on_dask_equals_in_memory(scheduler, n, params):
     X, y, w = _data(n, 5, seed=3)
     params = {"n_components": 25, "random_state": 0, **params}
     single = EERFRegressor(**params).fit(X, y, sample_weight=w)
@@ -179,8 +177,8 @@ def test_weighted_eerf_regressor_on_dask_equals_in_memory(client, n, params):
         assert _relative(EERFRegressor(**params).fit(X, y).scores_, single.scores_) > 1e-3
 
 
-@pytest.mark.parametrize("n_classes", [2, 3])
-def test_weighted_eerf_classifier_on_dask_equals_in_memory(client, n_classes):
+@pytest.mark.parametrize("scheduler, n_classes", [("sync", 2), ("cluster", 3)], ids=["2", "3"], indirect=["scheduler"])
+def test_weighted_eerf_classifier_on_dask_equals_in_memory(scheduler, n_classes):
     X, y, w = _data(1400, 4, seed=4)
     cuts = np.quantile(y, [1 / 2] if n_classes == 2 else [1 / 3, 2 / 3])
     labels = np.array(["a", "b", "c"])[np.digitize(y, cuts)]
@@ -222,14 +220,14 @@ def _assert_same_chain(dist, single):
 FINALS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 
 
-@pytest.mark.parametrize("params", [
-    dict(final_alpha=FINALS),                                    # probe, width search, held-out checks
-    dict(early_stopping=False, final_alpha=FINALS),              # exact LOO over final_alpha
-    dict(early_stopping=False, final_alpha=None, alpha=[1e-3, 1e-2, 1e-1], normalize_y=False,
-         init_scale="median"),                                   # GCV at the first and the last frequencies
-    dict(early_stopping=False, final_alpha=None, resample=True, resample_threshold=0.95, init_scale=1.0),
-], ids=["default", "loo", "gcv", "resample"])
-def test_weighted_adaptive_on_dask_equals_in_memory(client, params):
+@pytest.mark.parametrize("scheduler, params", [
+    ("cluster", dict(final_alpha=FINALS)),                       # probe, width search, held-out checks
+    ("sync", dict(early_stopping=False, final_alpha=FINALS)),    # exact LOO over final_alpha
+    ("sync", dict(early_stopping=False, final_alpha=None, alpha=[1e-3, 1e-2, 1e-1], normalize_y=False,
+                  init_scale="median")),                         # GCV at the first and the last frequencies
+    ("sync", dict(early_stopping=False, final_alpha=None, resample=True, resample_threshold=0.95, init_scale=1.0)),
+], ids=["default", "loo", "gcv", "resample"], indirect=["scheduler"])
+def test_weighted_adaptive_on_dask_equals_in_memory(scheduler, params):
     X, y, w = _data(1500, 4, seed=3)
     params = {"n_components": 12, "n_iter": 4, "random_state": 0, **params}
     single = AdaptiveRFFRegressor(**params).fit(X, y, sample_weight=w)
@@ -240,8 +238,8 @@ def test_weighted_adaptive_on_dask_equals_in_memory(client, params):
     assert not np.array_equal(single.coef_, AdaptiveRFFRegressor(**params).fit(X, y).coef_)  # the weights count
 
 
-@pytest.mark.parametrize("n_classes", [2, 3])
-def test_weighted_adaptive_classifier_on_dask_equals_in_memory(client, n_classes):
+@pytest.mark.parametrize("scheduler, n_classes", [("sync", 2), ("cluster", 3)], ids=["2", "3"], indirect=["scheduler"])
+def test_weighted_adaptive_classifier_on_dask_equals_in_memory(scheduler, n_classes):
     X, y, w = _data(1200, 4, seed=4)
     labels = np.digitize(y, np.quantile(y, np.arange(1, n_classes) / n_classes))
     params = dict(n_components=10, n_iter=3, random_state=1, final_alpha=FINALS)
