@@ -228,7 +228,7 @@ def test_width_rule_standard_errors_from_chunk_sums_equal_those_of_the_rows():
     widths = [0.8, 1.6, 3.2]
     stats = [GramStats(est._map(unit / w).n_out, 1, Xs.dtype).add(est._map(unit / w), Xs, Ys) for w in widths]
     passes = [LooPass(s, DEFAULT_ALPHAS, True) for s in stats]
-    parts = [chunk_loo((est, unit, widths, passes, True), Block(X[i:i + 200], y[i:i + 200], None, None, i // 200))
+    parts = [chunk_loo((est, [unit / w for w in widths], passes, True), Block(X[i:i + 200], y[i:i + 200], None, None, i // 200))
              for i in range(0, 700, 200)]
     sums = {k: sum(p[k] for p in parts) for k in parts[0]}
     alpha_index = [int(np.argmin(r)) for r in sums["sse"].reshape(len(widths), -1)]
