@@ -44,6 +44,7 @@ from rffkern._data import (TargetScaler, check_first_chunk, labels_from_decision
 from rffkern._inputs import (fit_input_scaling, guarded_inputs, heavy_tailed_columns, set_input_scaling,
                              widen_input_range)
 from rffkern._linalg import single_threaded_blas
+from rffkern._posterior import RidgePosterior
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
@@ -821,18 +822,36 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         Y = y.reshape(X.shape[0], -1)
         return self._partial_fit_targets(X, Y, y.ndim == 1, first, sample_weight)
 
-    def predict(self, X: ArrayLike) -> NDArray[Any]:
-        """Predict ``z(X) @ coef_ + intercept_``, computed without storing the features.
+    def predict(self, X: ArrayLike, return_std: bool = False, return_cov: bool = False) -> Any:
+        """Predict ``z(X) @ coef_ + intercept_``, and optionally its predictive uncertainty.
+
+        The features are not stored. With ``return_std`` or ``return_cov`` the predictive
+        uncertainty of the ridge's Bayesian linear model comes too (scikit-learn's
+        ``GaussianProcessRegressor`` convention). The ridge is the posterior mean of ``f(x) = b + (z(x) - mean z) . c`` with the prior
+        ``c ~ N(0, s2 / alpha_ I)``, a flat prior on ``b`` and Gaussian noise of variance ``s2``,
+        estimated from the training residuals as ``RSS / (n - dof - 1)`` (``dof`` the ridge's
+        effective degrees of freedom; with ``sample_weight``, per unit of relative weight). The
+        predictive variance of a new ``y`` is ``s2 (1 + 1/n + (z - mean z)' (G_c + alpha_ I)^-1
+        (z - mean z))``, ``G_c`` the centred Gram: the noise plus the posterior variance of ``f``
+        (rffkern._posterior).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             The samples (a Dask array is processed lazily, block by block).
+        return_std : bool, default=False
+            Also return the predictive standard deviation of each row (of each output).
+        return_cov : bool, default=False
+            Also return the predictive covariance of the rows (in-memory X; n_samples^2 memory).
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, n_targets)
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
             The predictions, in y's units.
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            With ``return_std``: the predictive standard deviations, in y's units.
+        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets)
+            With ``return_cov``: the predictive covariance, in y's units squared.
 
         Examples
         --------
@@ -842,10 +861,48 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         >>> model = RFFRidge(n_components=100, random_state=0)
         >>> model.fit(X, y).predict(X[:3]).shape
         (3,)
+        >>> mean, std = model.predict(X[:3], return_std=True)
+        >>> std.shape, bool((std > 0).all())
+        ((3,), True)
         """
+        if return_std and return_cov:
+            raise ValueError("at most one of return_std and return_cov can be requested")
         if is_dask_array(X):
+            if return_cov:
+                raise ValueError("return_cov needs in-memory X (an n_samples x n_samples matrix); "
+                                 "use return_std on Dask arrays")
+            if return_std:
+                return map_rows(self.predict, X), map_rows(self._predictive_std, X)
             return map_rows(self.predict, X)
-        return self._decision(X)
+        mean = self._decision(X)
+        if return_std:
+            return mean, self._predictive_std(X)
+        if return_cov:
+            return mean, self._predictive_cov(X)
+        return mean
+
+    def _posterior_and_features(self, X):
+        """The fitted ridge's :class:`rffkern._posterior.RidgePosterior` (computed once per fit)
+        and the features of X, with the per-output factor from the posterior's units to y's."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        posterior = self.__dict__.get("_posterior")
+        if posterior is None or posterior[0] is not self._stats:
+            self._posterior = (self._stats, RidgePosterior(self._stats, self.alpha_, self.fit_intercept))
+        Z = self._map().features(self._standardized(X))
+        unit = np.asarray(self._target_scaler.scale_, np.float64) ** 2  # scaled targets -> y's units
+        return self._posterior[1], Z, self._posterior[1].noise * unit
+
+    def _predictive_std(self, X):
+        posterior, Z, noise = self._posterior_and_features(X)
+        std = np.sqrt(noise[None, :] * (1.0 + posterior.latent_var(Z))[:, None])
+        return std[:, 0] if self.coef_.ndim == 1 else std
+
+    def _predictive_cov(self, X):
+        posterior, Z, noise = self._posterior_and_features(X)
+        cov = posterior.latent_cov(Z) + np.eye(Z.shape[0])
+        out = cov[:, :, None] * noise[None, None, :]
+        return out[:, :, 0] if self.coef_.ndim == 1 else out
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
