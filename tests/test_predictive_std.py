@@ -104,3 +104,41 @@ def test_refusals():
     clf = RFFRidgeClassifier(20, random_state=0).fit(X, y > 0)
     with pytest.raises(TypeError, match="return_std"):
         clf.predict(X, return_std=True)
+
+
+@pytest.mark.parametrize("outputs", [1, 2])
+def test_sample_y_converges_to_the_posterior_of_f(outputs):
+    """Over 4000 drawn functions, the mean of sample_y is predict (to 4 standard errors) and its
+    covariance the posterior covariance of f: predict's covariance less the noise on the diagonal."""
+    X, y = _data(200, outputs=outputs)
+    model = RFFRidge(40, random_state=0).fit(X, y)
+    X_new = np.random.default_rng(4).uniform(-2, 2, (6, 2))
+    draws = model.sample_y(X_new, 4000, random_state=1)
+    mean, cov = model.predict(X_new, return_cov=True)
+    noise = np.atleast_1d(model.noise_variance_)
+    shape = (6, 4000) if outputs == 1 else (6, outputs, 4000)
+    assert draws.shape == shape
+    D = draws.reshape(6, -1, 4000)
+    M, C = mean.reshape(6, -1), cov.reshape(6, 6, -1)
+    for k in range(D.shape[1]):
+        latent = C[:, :, k] - noise[k] * np.eye(6)
+        se = np.sqrt(np.diag(latent) / 4000)
+        assert np.all(np.abs(D[:, k].mean(axis=1) - M[:, k]) < 4 * se)
+        np.testing.assert_allclose(np.cov(D[:, k]), latent, rtol=0.1, atol=0.05 * np.diag(latent).max())
+
+
+def test_a_drawn_function_is_the_same_at_every_input_and_call():
+    X, y = _data(150)
+    model = RFFRidge(30, random_state=0).fit(X, y)
+    f = model.sample_functions(3, random_state=7)
+    X_new = np.random.default_rng(5).uniform(-2, 2, (10, 2))
+    together = f(X_new)
+    one_by_one = np.vstack([f(X_new[i:i + 1]) for i in range(10)])
+    np.testing.assert_allclose(together, one_by_one, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(model.sample_y(X_new, 3, random_state=7), together)
+    assert f.coef_.shape == (3, 30) and f.intercept_.shape == (3,)
+    # each draw is a linear model on the same features as the fit
+    Z = model._map().features(model._standardized(X_new)).astype(np.float64)
+    np.testing.assert_allclose(together, Z @ f.coef_.T + f.intercept_, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="n_samples"):
+        model.sample_functions(0)

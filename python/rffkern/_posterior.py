@@ -42,3 +42,41 @@ class RidgePosterior:
         """The posterior covariance of ``f`` at the rows of ``Z`` over the noise variance."""
         U = (np.asarray(Z, np.float64) - self.mu) @ self.root
         return U @ U.T + self.intercept_var
+
+
+class PosteriorFunctions:
+    """Draws from a ridge's posterior over functions (``RFFRidge.sample_functions``): each draw is
+    a coefficient vector and an intercept, so one draw is a whole function, the same at every
+    input and on every call.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_draws, n_features_out) or (n_draws, n_features_out, n_targets)
+    intercept_ : ndarray of shape (n_draws,) or (n_draws, n_targets)
+    """
+
+    def __init__(self, features, coef, intercept):
+        self._features = features
+        self.coef_ = coef
+        self.intercept_ = intercept
+
+    def __call__(self, X):
+        """The drawn functions at the rows of X: shape (n_rows, n_draws), or (n_rows, n_targets,
+        n_draws) for several targets (scikit-learn's ``sample_y`` layout)."""
+        Z = self._features(X)
+        if self.coef_.ndim == 2:
+            return Z @ self.coef_.T + self.intercept_[None, :]
+        return np.einsum("is,ksm->imk", Z, self.coef_) + self.intercept_.T[None, :, :]
+
+
+def draw_functions(posterior, coef, intercept, noise, n_draws, rng):
+    """``(coef draws, intercept draws)`` of the posterior around the fitted ``coef`` (s, m) and
+    ``intercept`` (m,) in y's units, ``noise`` (m,) the noise variance in y's units: the
+    coefficients ``coef + sqrt(noise) (G_c + alpha I)^(-1/2) e``, the centred intercept
+    ``intercept + mu . coef`` with variance ``noise / n``, independent of them."""
+    s, m = coef.shape
+    E = rng.standard_normal((n_draws, s, m))
+    C = coef[None, :, :] + np.einsum("st,ktm->ksm", posterior.root, E) * np.sqrt(noise)[None, None, :]
+    centred = intercept + posterior.mu @ coef
+    b = centred[None, :] + rng.standard_normal((n_draws, m)) * np.sqrt(noise * posterior.intercept_var)[None, :]
+    return C, b - np.einsum("s,ksm->km", posterior.mu, C)

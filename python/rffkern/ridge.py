@@ -44,7 +44,7 @@ from rffkern._data import (TargetScaler, check_first_chunk, labels_from_decision
 from rffkern._inputs import (fit_input_scaling, guarded_inputs, heavy_tailed_columns, set_input_scaling,
                              widen_input_range)
 from rffkern._linalg import single_threaded_blas
-from rffkern._posterior import RidgePosterior
+from rffkern._posterior import PosteriorFunctions, RidgePosterior, draw_functions
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gcv_errors, solve_ridge)
@@ -53,7 +53,8 @@ from rffkern._selection import (DEFAULT_ALPHAS, PROBE_COMPONENTS, PROBE_ROWS, ST
 from rffkern._sampling import (DEFAULT_NU, KERNELS, SAMPLINGS, check_nu, check_sampling, draw_map, frequency_count,
                                median_distance, radial_draw, radial_frequencies, weighted_median_distance)
 from rffkern._typing import RandomStateLike
-from rffkern._validation import as_generator, check_class_labels, check_label_chunk, resolve_n_threads
+from rffkern._validation import (as_generator, check_class_labels, check_label_chunk, check_positive_int,
+                                 resolve_n_threads)
 
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
 
@@ -880,6 +881,100 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         if return_cov:
             return mean, self._predictive_cov(X)
         return mean
+
+    def sample_functions(self, n_samples: int = 1, random_state: RandomStateLike = None) -> PosteriorFunctions:
+        """Draw functions from the ridge's posterior (the Bayesian linear model of :meth:`predict`).
+
+        With random features a draw is a weight vector: each drawn function is the same at every
+        input and on every call (Thompson sampling, Bayesian optimisation). The draws are of the
+        noise-free function ``f``; a new observation adds noise of variance ``noise_variance_``.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            The number of functions to draw.
+        random_state : int, Generator, RandomState or None, default=None
+            Seed of the draws.
+
+        Returns
+        -------
+        PosteriorFunctions
+            A callable: ``draws(X)`` of shape (n_rows, n_samples), or (n_rows, n_targets,
+            n_samples); ``coef_`` and ``intercept_`` hold the drawn coefficients.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidge
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(200, random_state=0)
+        >>> draws = RFFRidge(n_components=100, random_state=0).fit(X, y).sample_functions(5, random_state=0)
+        >>> draws(X[:3]).shape
+        (3, 5)
+        """
+        n_samples = check_positive_int(n_samples, "n_samples")
+        posterior, _, noise = self._posterior_and_features(np.zeros((1, self.n_features_in_)))
+        coef = np.asarray(self.coef_, np.float64).reshape(self.coef_.shape[0], -1)
+        intercept = np.atleast_1d(np.asarray(self.intercept_, np.float64))
+        C, b = draw_functions(posterior, coef, intercept, noise, n_samples, as_generator(random_state))
+        if self.coef_.ndim == 1:
+            C, b = C[:, :, 0], b[:, 0]
+
+        def features(X):
+            check_is_fitted(self)
+            X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+            return self._map().features(self._standardized(X)).astype(np.float64)
+
+        return PosteriorFunctions(features, C, b)
+
+    def sample_y(self, X: ArrayLike, n_samples: int = 1, random_state: RandomStateLike = 0) -> NDArray[np.float64]:
+        """Draw functions from the posterior and evaluate them at X (scikit-learn's ``sample_y``).
+
+        The draws of :meth:`sample_functions` at the rows of X: noise-free function values, whose
+        mean over many draws is ``predict(X)`` and whose covariance is the posterior covariance of
+        ``f`` (``predict(X, return_cov=True)`` less ``noise_variance_`` on the diagonal).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_features)
+            The inputs.
+        n_samples : int, default=1
+            The number of functions drawn.
+        random_state : int, Generator, RandomState or None, default=0
+            Seed of the draws (scikit-learn's default, 0).
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_samples) or (n_rows, n_targets, n_samples)
+            The drawn functions' values.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidge
+        >>> from rffkern.datasets import make_jse3
+        >>> X, y, support = make_jse3(200, random_state=0)
+        >>> RFFRidge(n_components=100, random_state=0).fit(X, y).sample_y(X[:4], 3).shape
+        (4, 3)
+        """
+        return self.sample_functions(n_samples, random_state)(X)
+
+    @property
+    def noise_variance_(self) -> float | NDArray[np.float64]:
+        """The noise variance of the ridge's Bayesian linear model, in y's units squared.
+
+        The training residuals' ``RSS / (n - dof - 1)``, per output (an array for several).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rffkern import RFFRidge
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-2, 2, (400, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(400)
+        >>> round(RFFRidge(50, random_state=0).fit(X, y).noise_variance_, 3)
+        0.01
+        """
+        _, _, noise = self._posterior_and_features(np.zeros((1, self.n_features_in_)))
+        return float(noise[0]) if self.coef_.ndim == 1 else noise
 
     def _posterior_and_features(self, X):
         """The fitted ridge's :class:`rffkern._posterior.RidgePosterior` (computed once per fit)
