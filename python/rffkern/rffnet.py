@@ -1172,15 +1172,8 @@ class RFFNetClassifier(ClassifierMixin, _BaseRFFNet):
         Number of random features ``s``.
     alpha : float, default=1e-4
         Penalty ``lambda`` on ``||B||^2``, applied as a proximal step after each update.
-    kernel : {"gaussian", "laplace", "cauchy", "matern"}, default="gaussian"
-        Spectral density the frequencies ``W`` are drawn from (for unit relevances); see
-        :class:`rffkern.RandomFourierFeatures`. The relevances act on the inputs, so "matern" is
-        the Matérn kernel with one length scale per input (ARD), as "gaussian" is the Gaussian's.
-    nu : float, default=1.5
-        The Matérn kernel's smoothness (``kernel="matern"`` only; > 0).
-    sampling : {"random", "qmc", "orthogonal"}, default="random"
-        How ``W`` is drawn (:class:`rffkern.RandomFourierFeatures`); the closing fit's extra
-        frequencies (``refit_components``) are drawn at random.
+    kernel, nu, sampling : object
+        The kernel and how ``W`` is drawn, as in :class:`RFFNetRegressor`.
     init : {"median", "constant", "regressor", "restarter"} or array-like of shape (n_features,), default="median"
         Initial relevances, as in :class:`RFFNetRegressor` ("constant" is the paper's). For
         classes, "regressor" fits the Lasso on the 0/1 class indicators.

@@ -1019,22 +1019,12 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         Ridge penalty (on the +-1 targets); a sequence is searched with ``alpha_selection``, over
         the penalties the Gram resolves, as in :class:`RFFRidge`.
     kernel : {"gaussian", "laplace", "cauchy", "matern", "auto"}, default="gaussian"
-        The shift-invariant kernel whose spectral density the frequencies are drawn from (see
-        :class:`rffkern.RandomFourierFeatures`). "auto": the Gaussian and the Matérn kernels of
-        nu in ``AUTO_MATERN_NUS`` (1.5, 2.5) compared by the selection error that chooses the
-        width and penalty, from one shared draw (each Matérn map is the Gaussian one with other
-        radii): each Matérn kernel at the Gaussian's width of least error (in the kept
-        standardization), kept only where its error is lower than the Gaussian's by more than one
-        standard error of their per-row difference, and then fitted at the other widths too
-        (``kernel_``, ``nu_``, ``kernel_errors_``). Two fits more, four where a Matérn kernel
-        wins; ``partial_fit`` cannot compare and takes the Gaussian.
+        As in :class:`RFFRidge` ("auto" compares the kernels by the leave-one-out error of the
+        +-1 targets).
     nu : float, default=1.5
-        The Matérn kernel's smoothness (``kernel="matern"`` only; > 0): 0.5 the exponential
-        kernel, 1.5 and 2.5 once and twice differentiable functions, the Gaussian the limit.
+        The Matérn kernel's smoothness, as in :class:`RFFRidge`.
     sampling : {"random", "qmc", "orthogonal"}, default="random"
-        How the frequencies are drawn (see :class:`rffkern.RandomFourierFeatures`): independently,
-        from a scrambled Sobol' set (a lower kernel-approximation error for the same number of
-        features), or in orthogonal blocks (radial kernels: "gaussian", "matern", "auto").
+        As in :class:`RFFRidge`.
     length_scale : float, sequence of float, "median" or "auto", default="auto"
         Kernel width in the units of the (standardized) inputs. "median": the median pairwise
         distance of a subsample of at most 2000 rows; "auto": of 0.5, 1 and 2 times it, the one

@@ -252,12 +252,7 @@ class StructuredOrthogonalFeatures(_StructuredBase):
     n_components : int, default=100
         Number of output features.
     kernel : {"gaussian", "matern"}, default="gaussian"
-        gaussian ``exp(-|x-y|^2 / (2 sigma^2))``; matern ``2^(1-nu) / Gamma(nu) z^nu K_nu(z)``
-        with ``z = sqrt(2 nu) |x-y| / sigma`` (scikit-learn's
-        :class:`~sklearn.gaussian_process.kernels.Matern`), whose frequencies are the Gaussian
-        kernel's with each radius multiplied by ``sqrt(2 nu / g)``, g a chi-square(2 nu) draw (a
-        multivariate Student t law). The kernels whose spectral density is not radial (laplace,
-        cauchy) have no structured map: use :class:`rffkern.RandomFourierFeatures`.
+        As in :class:`Fastfood`.
     length_scale : float, default=1.0
         The kernel's length scale sigma.
     nu : float, default=1.5
@@ -379,12 +374,7 @@ class OrthogonalRandomFeatures(_StructuredBase):
     n_components : int, default=100
         Number of output features.
     kernel : {"gaussian", "matern"}, default="gaussian"
-        gaussian ``exp(-|x-y|^2 / (2 sigma^2))``; matern ``2^(1-nu) / Gamma(nu) z^nu K_nu(z)``
-        with ``z = sqrt(2 nu) |x-y| / sigma`` (scikit-learn's
-        :class:`~sklearn.gaussian_process.kernels.Matern`), whose frequencies are the Gaussian
-        kernel's with each radius multiplied by ``sqrt(2 nu / g)``, g a chi-square(2 nu) draw (a
-        multivariate Student t law). The kernels whose spectral density is not radial (laplace,
-        cauchy) have no structured map: use :class:`rffkern.RandomFourierFeatures`.
+        As in :class:`Fastfood`.
     length_scale : float, default=1.0
         The kernel's length scale sigma.
     nu : float, default=1.5
