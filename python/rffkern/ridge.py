@@ -912,19 +912,13 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         (3, 5)
         """
         n_samples = check_positive_int(n_samples, "n_samples")
-        posterior, _, noise = self._posterior_and_features(np.zeros((1, self.n_features_in_)))
+        posterior, noise = self._posterior()
         coef = np.asarray(self.coef_, np.float64).reshape(self.coef_.shape[0], -1)
         intercept = np.atleast_1d(np.asarray(self.intercept_, np.float64))
         C, b = draw_functions(posterior, coef, intercept, noise, n_samples, as_generator(random_state))
         if self.coef_.ndim == 1:
             C, b = C[:, :, 0], b[:, 0]
-
-        def features(X):
-            check_is_fitted(self)
-            X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-            return self._map().features(self._standardized(X)).astype(np.float64)
-
-        return PosteriorFunctions(features, C, b)
+        return PosteriorFunctions(lambda X: self._features(X).astype(np.float64), C, b)
 
     def sample_y(self, X: ArrayLike, n_samples: int = 1, random_state: RandomStateLike = 0) -> NDArray[np.float64]:
         """Draw functions from the posterior and evaluate them at X (scikit-learn's ``sample_y``).
@@ -973,28 +967,33 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         >>> round(RFFRidge(50, random_state=0).fit(X, y).noise_variance_, 3)
         0.01
         """
-        _, _, noise = self._posterior_and_features(np.zeros((1, self.n_features_in_)))
+        _, noise = self._posterior()
         return float(noise[0]) if self.coef_.ndim == 1 else noise
 
-    def _posterior_and_features(self, X):
-        """The fitted ridge's :class:`rffkern._posterior.RidgePosterior` (computed once per fit)
-        and the features of X, with the per-output factor from the posterior's units to y's."""
+    def _posterior(self):
+        """``(posterior, noise)``: the fitted ridge's :class:`rffkern._posterior.RidgePosterior`
+        (computed once per fit) and its noise variance per output in y's units."""
+        check_is_fitted(self)
+        cached = self.__dict__.get("_posterior_cache")
+        if cached is None or cached[0] is not self._stats:
+            self._posterior_cache = cached = (self._stats, RidgePosterior(self._stats, self.alpha_, self.fit_intercept))
+        unit = np.asarray(self._target_scaler.scale_, np.float64) ** 2  # scaled targets -> y's units
+        return cached[1], cached[1].noise * unit
+
+    def _features(self, X):
+        """The features of X as ``predict`` maps it."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        posterior = self.__dict__.get("_posterior")
-        if posterior is None or posterior[0] is not self._stats:
-            self._posterior = (self._stats, RidgePosterior(self._stats, self.alpha_, self.fit_intercept))
-        Z = self._map().features(self._standardized(X))
-        unit = np.asarray(self._target_scaler.scale_, np.float64) ** 2  # scaled targets -> y's units
-        return self._posterior[1], Z, self._posterior[1].noise * unit
+        return self._map().features(self._standardized(X))
 
     def _predictive_std(self, X):
-        posterior, Z, noise = self._posterior_and_features(X)
-        std = np.sqrt(noise[None, :] * (1.0 + posterior.latent_var(Z))[:, None])
+        posterior, noise = self._posterior()
+        std = np.sqrt(noise[None, :] * (1.0 + posterior.latent_var(self._features(X)))[:, None])
         return std[:, 0] if self.coef_.ndim == 1 else std
 
     def _predictive_cov(self, X):
-        posterior, Z, noise = self._posterior_and_features(X)
+        posterior, noise = self._posterior()
+        Z = self._features(X)
         cov = posterior.latent_cov(Z) + np.eye(Z.shape[0])
         out = cov[:, :, None] * noise[None, None, :]
         return out[:, :, 0] if self.coef_.ndim == 1 else out

@@ -256,9 +256,7 @@ class StructuredOrthogonalFeatures(_StructuredBase):
     length_scale : float, default=1.0
         The kernel's length scale sigma.
     nu : float, default=1.5
-        The Matérn smoothness, a finite float > 0 (used by ``kernel="matern"`` only, checked
-        whatever the kernel): 0.5 is the exponential kernel, 1.5 and 2.5 give once and twice
-        differentiable functions.
+        The Matérn smoothness, as in :class:`Fastfood`.
     pair : bool, default=False
         Use ``n_components // 2`` frequencies, each giving ``[cos, sin]``; ``n_components`` must
         then be even.
@@ -378,9 +376,7 @@ class OrthogonalRandomFeatures(_StructuredBase):
     length_scale : float, default=1.0
         The kernel's length scale sigma.
     nu : float, default=1.5
-        The Matérn smoothness, a finite float > 0 (used by ``kernel="matern"`` only, checked
-        whatever the kernel): 0.5 is the exponential kernel, 1.5 and 2.5 give once and twice
-        differentiable functions.
+        The Matérn smoothness, as in :class:`Fastfood`.
     pair : bool, default=False
         Use ``n_components // 2`` frequencies, each giving ``[cos, sin]``; ``n_components`` must
         then be even.
