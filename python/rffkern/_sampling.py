@@ -218,11 +218,7 @@ def widen_map(kernel, W, b, n_total, rng, nu=DEFAULT_NU):
     n_extra = n_total - W.shape[1]
     if n_extra <= 0:
         return W, b
-    try:
-        child = rng.spawn(1)[0]
-    except (TypeError, ValueError):  # a bit generator without a seed sequence
-        child = rng
-    W_extra, b_extra = draw_map(kernel, W.shape[0], n_extra, 1.0, child, nu=nu)
+    W_extra, b_extra = draw_map(kernel, W.shape[0], n_extra, 1.0, child_generator(rng), nu=nu)
     return np.concatenate([W, W_extra], axis=1), np.concatenate([b, b_extra])
 
 
