@@ -5,7 +5,7 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -884,7 +884,7 @@ def _close_ridge(run: _FitRun, ridge: Any) -> Any:
         # the importances over every row (at most 2000 drawn), not the held-out ones alone
         Xs_all = model._standardized(np.asarray(X, dtype=model.coef_.dtype))
         model._store_derivative_norms(Xs_all, w)
-        if run.classify:  # predict_proba's temperature, from every row's leave-one-out decisions
-            model._store_calibration(Xs_all, model._targets(y), w)
+        # predict_proba's temperature, or predict_interval's scores: from every row's leave-one-out outputs
+        model._store_calibration(Xs_all, model._targets(y) if run.classify else y.reshape(y.shape[0], -1), w)
     run.times["ridge_refit"] = time.perf_counter() - tic
     return model

@@ -66,7 +66,7 @@ def map_rows(fn, X):
     The output's shape and dtype are read off ``fn`` on one row of zeros, run here at once: that
     also raises ``NotFittedError`` or the wrong-feature-count ``ValueError`` now, as NumPy input
     would, instead of inside the workers at compute time. Returns a ``dask.array.Array`` with X's
-    row chunks: (n,) or (n, n_out).
+    row chunks: (n,), (n, n_out) or (n, n_out, k).
     """
     import dask
 
@@ -77,7 +77,11 @@ def map_rows(fn, X):
     if probe.ndim == 1:
         return X.map_blocks(_apply, fn_key, drop_axis=1, dtype=probe.dtype,
                             meta=np.empty((0,), probe.dtype))
-    return X.map_blocks(_apply, fn_key, chunks=(X.chunks[0], probe.shape[1:]), dtype=probe.dtype,
+    if probe.ndim == 2:
+        return X.map_blocks(_apply, fn_key, chunks=(X.chunks[0], probe.shape[1:]), dtype=probe.dtype,
+                            meta=np.empty((0,) * probe.ndim, probe.dtype))
+    return X.map_blocks(_apply, fn_key, new_axis=list(range(2, probe.ndim)),  # (n, n_out, 2): intervals
+                        chunks=(X.chunks[0],) + tuple((k,) for k in probe.shape[1:]), dtype=probe.dtype,
                         meta=np.empty((0,) * probe.ndim, probe.dtype))
 
 

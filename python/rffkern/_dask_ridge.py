@@ -17,7 +17,7 @@ import numpy as np
 from rffkern._dask import DaskRows, head_sample, prepare_input, probe_standardization
 from rffkern._data import holdout_split
 from rffkern._linalg import RidgeEigen
-from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gcv_errors, solve_ridge
+from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gram_errors, solve_ridge
 from rffkern._selection import one_se_kernel, one_se_width
 from rffkern._validation import as_generator
 
@@ -134,8 +134,10 @@ def fit_ridge(est, X, y, sample_weight=None, choose=None):
     est._units = {}
     est._stats.weight_unit = rows.weight_unit
     est._store_derivative_norms(Xs_sample, w_sample, rng=rng)
-    if classifier:  # predict_proba's temperature, from the sample's leave-one-out decisions
-        est._store_calibration(Xs_sample, est._targets(np.asarray(y_sample).reshape(-1)), w_sample)
+    # predict_proba's temperature, or predict_interval's scores: from the sample's leave-one-out outputs
+    y_sample = np.asarray(y_sample)
+    est._store_calibration(Xs_sample, est._targets(y_sample.reshape(-1)) if classifier else
+                           y_sample.reshape(y_sample.shape[0], -1), w_sample)
     return est
 
 
@@ -188,7 +190,7 @@ def _map_passes(est, rows, weights, alphas, n_targets, one_se):
         per_map = sse["sse"].reshape(len(weights), len(alphas))
         return stats, [e / (s.n * n_targets) for e, s in zip(per_map, stats)], sse if one_se else None
     if score:
-        return stats, [gcv_errors(s, alphas, est.fit_intercept) for s in stats], None
+        return stats, [gram_errors(s, alphas, est.fit_intercept, est.alpha_selection) for s in stats], None
     return stats, [None], None
 
 
@@ -201,12 +203,12 @@ def _compare_kernels(est, rows, widths, alphas, n_targets, gaussian):
     unit_of = est._units
     if est.kernel != "auto":
         return unit_of[(est.kernel_, est.nu_)], gaussian
-    _, _, errors = _alpha_fits(alphas, *gaussian[:2])
+    _, _, errors = _alpha_fits(alphas, *gaussian[:2], est.alpha_selection)
     at = int(np.argmin(errors))
     candidates = est._kernel_candidates()[1:]
     weights = [unit_of[("gaussian", None)] / widths[at]] + [unit_of[c] / widths[at] for c in candidates]
     stats, errors_per_map, sums = _map_passes(est, rows, weights, alphas, n_targets, True)
-    _, alpha_index, probe_errors = _alpha_fits(alphas, stats, errors_per_map)
+    _, alpha_index, probe_errors = _alpha_fits(alphas, stats, errors_per_map, est.alpha_selection)
     ses = paired_standard_errors(sums, stats, alpha_index, n_targets, base=0)[1:] if sums is not None else \
         [np.nan] * len(candidates)
     est.kernel_errors_ = {("gaussian", None): errors[at], **dict(zip(candidates, probe_errors[1:]))}
@@ -217,13 +219,13 @@ def _compare_kernels(est, rows, widths, alphas, n_targets, gaussian):
     return unit_of[candidates[kept]], _width_passes(est, rows, unit_of[candidates[kept]], widths, alphas, n_targets)
 
 
-def _alpha_fits(alphas, stats, errors_per_width):
+def _alpha_fits(alphas, stats, errors_per_width, selection="loo"):
     """Per width, ``(alpha, errors, stats)`` at its chosen alpha; the alphas' indices; the least errors."""
     fits, alpha_index, least = [], [], []
     for s, errors in zip(stats, errors_per_width):
         alpha = alphas[0]
         if errors is not None:
-            alpha, errors = choose_alpha(alphas, errors, s)
+            alpha, errors = choose_alpha(alphas, errors, s, selection)
         alpha_index.append(list(alphas).index(alpha))
         least.append(np.inf if errors is None else float(np.min(errors)))
         fits.append((alpha, errors, s))
@@ -233,7 +235,7 @@ def _alpha_fits(alphas, stats, errors_per_width):
 def _choose_width(est, widths, alphas, stats, errors_per_width, sse, n_targets, ravel):
     """alpha per width, then the width (least error, or the one-standard-error rule from ``sse``'s
     sums); stores the solution."""
-    fits, alpha_index, est.width_errors_ = _alpha_fits(alphas, stats, errors_per_width)
+    fits, alpha_index, est.width_errors_ = _alpha_fits(alphas, stats, errors_per_width, est.alpha_selection)
     if sse is not None and isinstance(est.length_scale, str) and est.length_scale == "auto":
         pick = one_se_width(est.width_errors_, paired_standard_errors(sse, stats, alpha_index, n_targets))
     else:
@@ -351,8 +353,8 @@ def fit_ridge_map(rows, fmap, inputs, alphas, selection, validation_fraction, rn
         (sse,) = rows.compute(rows.reduce(_chunk_map_loo, lctx, mask=mask))
         errors = sse / (stats.n * (stats.ZtY.shape[1] - 1))
     else:
-        errors = gcv_errors(stats, alphas, fit_intercept)
-    best, errors = choose_alpha(alphas, errors, stats)
+        errors = gram_errors(stats, alphas, fit_intercept, selection)
+    best, errors = choose_alpha(alphas, errors, stats, selection)
     return (*solve_ridge(stats, best, fit_intercept), best, errors, stats)
 
 

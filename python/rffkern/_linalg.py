@@ -120,6 +120,17 @@ class RidgeEigen:
         """Effective degrees of freedom ``trace(Z (G + alpha I)^{-1} Z.T)``."""
         return float((self.evals / (self.evals + alpha)).sum())
 
+    def log_evidence(self, alpha, yty, n_eff):
+        """Log marginal likelihood per output of ``y = Z c + e``, ``c ~ N(0, s2 / alpha I)``,
+        ``e ~ N(0, s2 I)``, at the noise variance ``s2`` that maximizes it: ``-(n_eff log(2 pi s2) +
+        sum_j log(1 + e_j / alpha) + n_eff) / 2`` with ``s2 = Q / n_eff`` and ``Q = y'y - c' (G +
+        alpha I)^-1 c`` (Woodbury: ``y' (I + Z Z' / alpha)^-1 y``), ``n_eff`` the rows less one for a
+        flat-prior intercept (integrated out by centring)."""
+        q = np.maximum(yty - ((self.VtZtY**2) / (self.evals + alpha)[:, None]).sum(0), 1e-300)
+        logdet = float(np.log1p(self.evals / alpha).sum())
+        s2 = q / n_eff
+        return -0.5 * (n_eff * np.log(2.0 * np.pi * s2) + logdet + n_eff)
+
     def gcv(self, alpha, yty, n, extra_dof=0.0, rows=None):
         """Generalised cross-validation error per output: ``(RSS / n) / (1 - dof / rows)^2``, ``n``
         the (weighted) row count of the sums and ``rows`` the number of rows (default ``n``)."""

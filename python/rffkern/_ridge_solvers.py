@@ -225,12 +225,15 @@ def resolved_alphas(alphas, stats):
     return resolved if resolved.any() else alphas == alphas.max()
 
 
-def choose_alpha(alphas, errors, stats):
+def choose_alpha(alphas, errors, stats, selection="loo"):
     """The alpha of least selection error among those the Gram resolves (:func:`resolved_alphas`),
     and the errors converted to y's units (inf where the mean squared error itself overflows, and
-    for the penalties the Gram does not resolve)."""
+    for the penalties the Gram does not resolve). With ``selection="evidence"`` the errors are
+    negative log densities per row (:func:`evidence_errors`), shifted by ``log target_scale``."""
     errors = np.where(resolved_alphas(alphas, stats), errors, np.inf)
     best = alphas[int(np.argmin(errors))]
+    if selection == "evidence":
+        return best, errors + np.log(stats.target_scale)
     return best, errors * stats.target_scale * stats.target_scale
 
 
@@ -432,6 +435,24 @@ def gcv_errors(stats, alphas, fit_intercept):
     return np.array([eig.gcv(a, yty, n, extra, rows=rows).mean() for a in alphas])
 
 
+def evidence_errors(stats, alphas, fit_intercept):
+    """Negative log marginal likelihood per row and output of every alpha (the Bayesian linear
+    model of :mod:`rffkern._posterior` at its best noise variance, :meth:`RidgeEigen.log_evidence`),
+    from the Gram alone, for the targets in units of ``stats.target_scale``: lower is better, as for
+    the other selection errors."""
+    G, ZtY, _, _, yty = stats.centred(fit_intercept)
+    eig = RidgeEigen(G, ZtY)
+    n_eff = max(float(stats.n) - (1.0 if fit_intercept else 0.0), 1.0)
+    return np.array([-eig.log_evidence(a, yty, n_eff).mean() / n_eff for a in alphas])
+
+
+def gram_errors(stats, alphas, fit_intercept, selection):
+    """The selection errors that need no pass over the rows: ``"evidence"``'s, else GCV's."""
+    if selection == "evidence":
+        return evidence_errors(stats, alphas, fit_intercept)
+    return gcv_errors(stats, alphas, fit_intercept)
+
+
 def _rows(A, idx):
     return A if A is None or idx is None else A[idx]
 
@@ -452,7 +473,8 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
     Y : ndarray of shape (n, m)
     alphas : sequence of float
     fit_intercept : bool, default=True
-    selection : {"loo", "gcv", "validation"}, default="loo"
+    selection : {"loo", "gcv", "validation", "evidence"}, default="loo"
+        ``"evidence"``: the largest log marginal likelihood (:func:`evidence_errors`).
     validation_fraction : float, default=0.1
         Held-out share for ``selection="validation"``.
     rng : numpy.random.Generator or None, default=None
@@ -531,8 +553,8 @@ def fit_ridge_map(fmap, X, Y, alphas, *, fit_intercept=True, selection="loo", va
             if row_out is not None:
                 rows = (row_out / m, _rows(w, idx))
         else:
-            errors = gcv_errors(stats, alphas, fit_intercept)
-    best, errors = choose_alpha(alphas, errors, stats)
+            errors = gram_errors(stats, alphas, fit_intercept, selection)
+    best, errors = choose_alpha(alphas, errors, stats, selection)
     i_best = alphas.index(best)  # (not argmin(errors): in y's units they may overflow)
     coef, intercept = solve_ridge(stats, best, fit_intercept)
     if not return_row_losses:

@@ -44,17 +44,16 @@ from rffkern._data import (TargetScaler, check_first_chunk, labels_from_decision
 from rffkern._inputs import (fit_input_scaling, guarded_inputs, heavy_tailed_columns, set_input_scaling,
                              widen_input_range)
 from rffkern._linalg import single_threaded_blas
-from rffkern._posterior import PosteriorFunctions, RidgePosterior, draw_functions
+from rffkern._posterior import PosteriorRegressorMixin
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
-                                   gcv_errors, solve_ridge)
+                                   gram_errors, solve_ridge)
 from rffkern._selection import (DEFAULT_ALPHAS, PROBE_COMPONENTS, PROBE_ROWS, STANDARDIZE_CHOICES,
                                 WIDTH_FACTORS, one_se_geometry, one_se_kernel, paired_standard_error, pick_width)
 from rffkern._sampling import (DEFAULT_NU, KERNELS, SAMPLINGS, check_nu, check_sampling, draw_map, frequency_count,
                                median_distance, radial_draw, radial_frequencies, weighted_median_distance)
 from rffkern._typing import RandomStateLike
-from rffkern._validation import (as_generator, check_class_labels, check_label_chunk, check_positive_int,
-                                 resolve_n_threads)
+from rffkern._validation import (as_generator, check_class_labels, check_label_chunk, resolve_n_threads)
 
 __all__ = ["RFFRidge", "RFFRidgeClassifier"]
 
@@ -143,7 +142,7 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         "fit_intercept": ["boolean"],
         "standardize": ["boolean", StrOptions({"auto", "global", "quantile"})],
         "robust_inputs": ["boolean"],
-        "alpha_selection": [StrOptions({"loo", "gcv", "validation"})],
+        "alpha_selection": [StrOptions({"loo", "gcv", "validation", "evidence"})],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "loo_rows": [IntInterval(1, None, closed="left"), None],
         "random_state": ["random_state", np.random.Generator],
@@ -285,7 +284,12 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         self.intercept_ = float(intercept[0]) if ravel else intercept
         self.alpha_ = float(alpha)
         with np.errstate(over="ignore"):  # in the targets' units: inf for targets near 1e300
-            self.selection_errors_ = None if errors is None else errors * float(np.mean(scaler.scale_**2))
+            if errors is None:
+                self.selection_errors_ = None
+            elif self.alpha_selection == "evidence":  # a log density per row: y's units shift it
+                self.selection_errors_ = errors + float(np.mean(np.log(scaler.scale_)))
+            else:
+                self.selection_errors_ = errors * float(np.mean(scaler.scale_**2))
         self._stats = stats
         self.n_samples_seen_ = getattr(stats, "rows", stats.n)
 
@@ -316,7 +320,8 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         mid = len(WIDTH_FACTORS) // 2 if auto else 0  # the median heuristic's place in the widths
         # candidate fits (more if "global" wins)
         planned = len(widths_of[geometries[0]]) + len(self._kernel_candidates()) + len(geometries) - 2
-        how = {"loo": "LOO", "gcv": "GCV", "validation": "validation"}[self.alpha_selection]
+        how = {"loo": "LOO", "gcv": "GCV", "validation": "validation", "evidence": "-log evidence/row"}[
+            self.alpha_selection]
         count = {"done": 0, "planned": planned}  # (more if "global" or a Matérn kernel wins)
 
         def evaluate(geometry, width, unit=unit, kernel=""):  # (fit_ridge_map's 5-tuple, row losses or None, error)
@@ -466,7 +471,10 @@ class _RFFRidgeBase(DeferredSummaries, BaseEstimator):
         if len(alphas) == 1:
             best, errors = alphas[0], None
         else:
-            best, errors = choose_alpha(alphas, gcv_errors(stats, alphas, self.fit_intercept), stats)
+            # (no rows to leave out: GCV, or the evidence, from the Gram alone)
+            selection = "evidence" if self.alpha_selection == "evidence" else "gcv"
+            best, errors = choose_alpha(alphas, gram_errors(stats, alphas, self.fit_intercept, selection), stats,
+                                        selection)
         coef, intercept = solve_ridge(stats, best, self.fit_intercept)
         self._store(coef, intercept, best, errors, stats, ravel)
         self._defer_summaries(self._standardized(X), Y, w)  # computed when read
@@ -550,7 +558,7 @@ def _scaled(r):
     return r / top if top > 0 else r
 
 
-class RFFRidge(RegressorMixin, _RFFRidgeBase):
+class RFFRidge(PosteriorRegressorMixin, RegressorMixin, _RFFRidgeBase):
     """Ridge regression on random Fourier features, solved in closed form from the streamed Gram.
 
     Minimises ``||y - Z coef - intercept||^2 + alpha ||coef||^2`` (scikit-learn's ``Ridge``
@@ -634,9 +642,11 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         standardization.
     normalize_y : bool, default=True
         Centre and scale each target (regressor only); False fits y as given.
-    alpha_selection : {"loo", "gcv", "validation"}, default="loo"
-        How a list of alphas is searched (exact leave-one-out, generalised CV, or a held-out split).
-        ``partial_fit`` always uses GCV for lists.
+    alpha_selection : {"loo", "gcv", "validation", "evidence"}, default="loo"
+        How a list of alphas (and the width) is searched: exact leave-one-out, generalised CV, a
+        held-out split, or the largest log marginal likelihood of the ridge's Bayesian linear model
+        (:meth:`RFFRidge.log_marginal_likelihood`, from the Gram alone: no pass over the rows).
+        ``partial_fit`` uses GCV for lists ("evidence" where chosen).
     validation_fraction : float, default=0.1
         Held-out share for ``alpha_selection="validation"``.
     loo_rows : int or None, default=None
@@ -699,7 +709,8 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
     alpha_ : float
         The alpha used (the selected one for a list).
     selection_errors_ : ndarray of shape (n_alphas,) or None
-        Mean squared LOO / GCV / validation error of each alpha.
+        Mean squared LOO / GCV / validation error of each alpha; with ``alpha_selection="evidence"``
+        the negative log marginal likelihood per row (y's units).
     n_samples_seen_ : int
         Samples in the Gram matrix (grows with ``partial_fit``).
     n_features_in_ : int
@@ -866,137 +877,27 @@ class RFFRidge(RegressorMixin, _RFFRidgeBase):
         >>> std.shape, bool((std > 0).all())
         ((3,), True)
         """
-        if return_std and return_cov:
-            raise ValueError("at most one of return_std and return_cov can be requested")
-        if is_dask_array(X):
-            if return_cov:
-                raise ValueError("return_cov needs in-memory X (an n_samples x n_samples matrix); "
-                                 "use return_std on Dask arrays")
-            if return_std:
-                return map_rows(self.predict, X), map_rows(self._predictive_std, X)
-            return map_rows(self.predict, X)
-        mean = self._decision(X)
-        if return_std:
-            return mean, self._predictive_std(X)
-        if return_cov:
-            return mean, self._predictive_cov(X)
-        return mean
+        return self._predict_with_uncertainty(X, return_std, return_cov)
 
-    def sample_functions(self, n_samples: int = 1, random_state: RandomStateLike = None) -> PosteriorFunctions:
-        """Draw functions from the ridge's posterior (the Bayesian linear model of :meth:`predict`).
+    def _ridge_state(self):
+        return self._stats, self.alpha_, self.fit_intercept, self._target_scaler.scale_
 
-        With random features a draw is a weight vector: each drawn function is the same at every
-        input and on every call (Thompson sampling, Bayesian optimisation). The draws are of the
-        noise-free function ``f``; a new observation adds noise of variance ``noise_variance_``.
-
-        Parameters
-        ----------
-        n_samples : int, default=1
-            The number of functions to draw.
-        random_state : int, Generator, RandomState or None, default=None
-            Seed of the draws.
-
-        Returns
-        -------
-        PosteriorFunctions
-            A callable: ``draws(X)`` of shape (n_rows, n_samples), or (n_rows, n_targets,
-            n_samples); ``coef_`` and ``intercept_`` hold the drawn coefficients.
-
-        Examples
-        --------
-        >>> from rffkern import RFFRidge
-        >>> from rffkern.datasets import make_jse3
-        >>> X, y, support = make_jse3(200, random_state=0)
-        >>> draws = RFFRidge(n_components=100, random_state=0).fit(X, y).sample_functions(5, random_state=0)
-        >>> draws(X[:3]).shape
-        (3, 5)
-        """
-        n_samples = check_positive_int(n_samples, "n_samples")
-        posterior, noise = self._posterior()
+    def _ridge_solution(self):
         coef = np.asarray(self.coef_, np.float64).reshape(self.coef_.shape[0], -1)
-        intercept = np.atleast_1d(np.asarray(self.intercept_, np.float64))
-        C, b = draw_functions(posterior, coef, intercept, noise, n_samples, as_generator(random_state))
-        if self.coef_.ndim == 1:
-            C, b = C[:, :, 0], b[:, 0]
-        return PosteriorFunctions(lambda X: self._features(X).astype(np.float64), C, b)
-
-    def sample_y(self, X: ArrayLike, n_samples: int = 1, random_state: RandomStateLike = 0) -> NDArray[np.float64]:
-        """Draw functions from the posterior and evaluate them at X (scikit-learn's ``sample_y``).
-
-        The draws of :meth:`sample_functions` at the rows of X: noise-free function values, whose
-        mean over many draws is ``predict(X)`` and whose covariance is the posterior covariance of
-        ``f`` (``predict(X, return_cov=True)`` less ``noise_variance_`` on the diagonal).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_rows, n_features)
-            The inputs.
-        n_samples : int, default=1
-            The number of functions drawn.
-        random_state : int, Generator, RandomState or None, default=0
-            Seed of the draws (scikit-learn's default, 0).
-
-        Returns
-        -------
-        ndarray of shape (n_rows, n_samples) or (n_rows, n_targets, n_samples)
-            The drawn functions' values.
-
-        Examples
-        --------
-        >>> from rffkern import RFFRidge
-        >>> from rffkern.datasets import make_jse3
-        >>> X, y, support = make_jse3(200, random_state=0)
-        >>> RFFRidge(n_components=100, random_state=0).fit(X, y).sample_y(X[:4], 3).shape
-        (4, 3)
-        """
-        return self.sample_functions(n_samples, random_state)(X)
-
-    @property
-    def noise_variance_(self) -> float | NDArray[np.float64]:
-        """The noise variance of the ridge's Bayesian linear model, in y's units squared.
-
-        The training residuals' ``RSS / (n - dof - 1)``, per output (an array for several).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from rffkern import RFFRidge
-        >>> rng = np.random.default_rng(0)
-        >>> X = rng.uniform(-2, 2, (400, 1))
-        >>> y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(400)
-        >>> round(RFFRidge(50, random_state=0).fit(X, y).noise_variance_, 3)
-        0.01
-        """
-        _, noise = self._posterior()
-        return float(noise[0]) if self.coef_.ndim == 1 else noise
-
-    def _posterior(self):
-        """``(posterior, noise)``: the fitted ridge's :class:`rffkern._posterior.RidgePosterior`
-        (computed once per fit) and its noise variance per output in y's units."""
-        check_is_fitted(self)
-        cached = self.__dict__.get("_posterior_cache")
-        if cached is None or cached[0] is not self._stats:
-            self._posterior_cache = cached = (self._stats, RidgePosterior(self._stats, self.alpha_, self.fit_intercept))
-        unit = np.asarray(self._target_scaler.scale_, np.float64) ** 2  # scaled targets -> y's units
-        return cached[1], cached[1].noise * unit
+        return coef, np.atleast_1d(np.asarray(self.intercept_, np.float64))
 
     def _features(self, X):
-        """The features of X as ``predict`` maps it."""
+        """The features of X as ``predict`` maps them."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         return self._map().features(self._standardized(X))
 
-    def _predictive_std(self, X):
-        posterior, noise = self._posterior()
-        std = np.sqrt(noise[None, :] * (1.0 + posterior.latent_var(self._features(X)))[:, None])
-        return std[:, 0] if self.coef_.ndim == 1 else std
-
-    def _predictive_cov(self, X):
-        posterior, noise = self._posterior()
-        Z = self._features(X)
-        cov = posterior.latent_cov(Z) + np.eye(Z.shape[0])
-        out = cov[:, :, None] * noise[None, None, :]
-        return out[:, :, 0] if self.coef_.ndim == 1 else out
+    def _store_calibration(self, Xs, Y, sample_weight=None):
+        """The conformity scores of :meth:`predict_interval`: the leave-one-out residuals of these
+        rows of the fit (at most ``CALIBRATION_ROWS`` drawn)."""
+        rows = calibration_rows(Xs.shape[0], sample_weight)
+        self._store_conformity(self._map().features(Xs[rows]), np.asarray(Y)[rows],
+                               None if sample_weight is None else np.asarray(sample_weight)[rows])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -1050,9 +951,11 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
         heavy-tailed. A finite random-feature model does not fall back to its mean far from the
         data as the exact kernel does, and answered such rows absurdly. False: the plain
         standardization.
-    alpha_selection : {"loo", "gcv", "validation"}, default="loo"
-        How a list of alphas is searched (exact leave-one-out, generalised CV, or a held-out split).
-        ``partial_fit`` always uses GCV for lists.
+    alpha_selection : {"loo", "gcv", "validation", "evidence"}, default="loo"
+        How a list of alphas (and the width) is searched: exact leave-one-out, generalised CV, a
+        held-out split, or the largest log marginal likelihood of the ridge's Bayesian linear model
+        (:meth:`RFFRidge.log_marginal_likelihood`, from the Gram alone: no pass over the rows).
+        ``partial_fit`` uses GCV for lists ("evidence" where chosen).
     validation_fraction : float, default=0.1
         Held-out share for ``alpha_selection="validation"``.
     loo_rows : int or None, default=None
