@@ -762,9 +762,11 @@ def _closing_ridge(est, X, y):
     (X_rows,), (y_rows,) = dask.compute(X[rows]), dask.compute(y[rows])
     est._check_closing_width(*_ClosingInputs(est)(np.asarray(X_rows), np.asarray(y_rows)), None)
     fmap = FourierFeatureMap(W, b, float(est.scale_), n_threads=resolve_n_threads(est.n_jobs))
-    coef, intercept, alpha, _, _ = fit_ridge_map(DaskRows(X, y), fmap, _ClosingInputs(est), REFIT_ALPHAS,
-                                                  "loo", 0.1, est._rng)
+    inputs = _ClosingInputs(est)  # (the trained intercept: before the closing solution replaces it)
+    coef, intercept, alpha, _, stats = fit_ridge_map(DaskRows(X, y), fmap, inputs, REFIT_ALPHAS, "loo", 0.1, est._rng)
     est.weights_ = np.ascontiguousarray(W, dtype=est.coef_.dtype)
     est.offsets_ = np.ascontiguousarray(b, dtype=est.coef_.dtype)
     est._set_closing_solution(coef, intercept)
     est.refit_alpha_ = float(alpha)
+    # the uncertainty's statistics, and predict_interval's scores from the check's rows (in the fit)
+    est._keep_posterior(stats, fmap, *inputs(np.asarray(X_rows), np.asarray(y_rows)), None)

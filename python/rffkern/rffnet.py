@@ -40,6 +40,8 @@ from rffkern._inputs import fit_input_scaling, guarded_inputs, set_input_scaling
 from rffkern._losses import class_probabilities
 from rffkern._linalg import single_threaded_blas
 from rffkern._output_refit import OUTPUT_ALPHAS, choose_output_penalty, fit_output_layer
+from rffkern._calibration import calibration_rows
+from rffkern._posterior import PosteriorRegressorMixin
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map, solve_ridge
 from rffkern._rffnet_training import (  # the n_init and closing-ridge settings too: rffkern.rffnet.START_EPOCHS etc.
@@ -630,7 +632,7 @@ class _BaseRFFNet(DeferredSummaries, BaseEstimator):
         return tags
 
 
-class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
+class RFFNetRegressor(PosteriorRegressorMixin, RegressorMixin, _BaseRFFNet):
     """RFFNet regression: ARD random-Fourier-feature network with squared loss.
 
     Fits ``f(x) = c * cos(((x - mean) / sd * theta) @ W + b) @ B + intercept`` by proximal
@@ -955,10 +957,48 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         self.offsets_ = np.ascontiguousarray(b, dtype=dtype)
         self._set_closing_solution(coef, intercept)
         self.refit_alpha_ = float(alpha)
+        self._keep_posterior(stats, fmap, Xr, Yr, w)
+
+    def _keep_posterior(self, stats, fmap, Xr, Yr, w):
+        """Keep the closing ridge's statistics (the Bayesian linear model of ``predict(X,
+        return_std=True)``) and ``predict_interval``'s scores from rows of the closing fit (its
+        units: standardized inputs times the relevances, targets ``(y - trained intercept) /
+        y_scale_``; at most ``CALIBRATION_ROWS`` of them drawn)."""
+        self._posterior_stats = stats
+        self.__dict__.pop("_posterior_cache", None)
+        rows = calibration_rows(Xr.shape[0], w)
+        Y = self._trained_intercept() + np.asarray(Yr, np.float64)[rows] * self.y_scale_
+        self._store_conformity(fmap.features(np.asarray(Xr[rows], np.float64)), Y, None if w is None else w[rows])
+
+    def _ridge_state(self):
+        stats = self.__dict__.get("_posterior_stats")
+        if stats is None:
+            raise ValueError(f"{type(self).__name__}'s uncertainty comes from its closing ridge: fit it with "
+                             "refit_coef=True (the default); partial_fit and a warm start's training drop it")
+        return stats, self.refit_alpha_, self.fit_intercept, self.y_scale_
+
+    def _ridge_solution(self):
+        coef = np.asarray(self.coef_, np.float64) * np.asarray(self.y_scale_, np.float64)
+        return coef, np.atleast_1d(np.asarray(self.intercept_, np.float64))
+
+    def _features(self, X):
+        """The closing ridge's features of X (as ``predict`` maps them), float64."""
+        check_is_fitted(self, "relevances_")
+        X = validate_data(self, X, dtype=_INPUT_DTYPES, ensure_all_finite=True, reset=False, order="C")
+        return self._trained_features(self._standardized(X))
+
+    def _decision(self, X):
+        F = self._decision_outputs(X)
+        return F[:, 0] if self._y_1d else F
+
+    def _single_output(self):
+        return self._y_1d
 
     def _restore_trained_map(self):
         if getattr(self, "_trained_map", None) is not None:  # training goes on from theta as trained
             self.closing_width_factor_ = None
+            for name in ("_posterior_stats", "_posterior_cache", "_conformity"):  # (B moves on)
+                self.__dict__.pop(name, None)
         super()._restore_trained_map()
 
     def _closing_check_rows(self, n, sample_weight=None):
@@ -1015,8 +1055,10 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Yr = (Y - self._trained_intercept()) / self.y_scale_
         fmap = FourierFeatureMap(self.weights_.astype(np.float64), self.offsets_.astype(np.float64),
                                  float(self.scale_), n_threads=resolve_n_threads(self.n_jobs))
-        stats.add(fmap, Xr, Yr, relative_sample_weight(sample_weight, X.shape[0], self._weight_unit)[0])
+        w = relative_sample_weight(sample_weight, X.shape[0], self._weight_unit)[0]
+        stats.add(fmap, Xr, Yr, w)
         self._set_closing_solution(*solve_ridge(stats, self.refit_alpha_, self.fit_intercept))
+        self._keep_posterior(stats, fmap, Xr, Yr, w)  # (these rows' scores: they are in the fit too)
         return self
 
     def _encode_targets(self, y, first_call, classes=None):
@@ -1122,18 +1164,30 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         """
         return self._fit(X, y, incremental=True, sample_weight=sample_weight)
 
-    def predict(self, X: ArrayLike) -> NDArray[Any]:
-        """Predict the targets.
+    def predict(self, X: ArrayLike, return_std: bool = False, return_cov: bool = False) -> Any:
+        """Predict the targets, and optionally their predictive uncertainty.
+
+        With ``return_std`` or ``return_cov``: the uncertainty of the closing ridge
+        (``refit_coef``) on the learned features, the Bayesian linear model of
+        :meth:`rffkern.RFFRidge.predict` (the learned map held fixed).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             The samples (a Dask array is processed lazily, block by block).
+        return_std : bool, default=False
+            Also return the predictive standard deviation of each row (of each output).
+        return_cov : bool, default=False
+            Also return the predictive covariance of the rows (in-memory X; n_samples^2 memory).
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_outputs)
             The predictions (float64), in y's units.
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            With ``return_std``: the predictive standard deviations, in y's units.
+        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_outputs)
+            With ``return_cov``: the predictive covariance, in y's units squared.
 
         Examples
         --------
@@ -1144,10 +1198,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         >>> model.fit(X, y).predict(X[:3]).shape
         (3,)
         """
-        if is_dask_array(X):
-            return map_rows(self.predict, X)
-        F = self._decision_outputs(X)
-        return F[:, 0] if self._y_1d else F
+        return self._predict_with_uncertainty(X, return_std, return_cov)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
