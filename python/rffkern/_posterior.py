@@ -170,10 +170,11 @@ class PosteriorRegressorMixin:
         per fit) and its noise variance per output in y's units."""
         check_is_fitted(self)
         stats, alpha, fit_intercept, unit = self._ridge_state()
+        key = (id(stats), stats.rows, float(stats.n), alpha)  # (partial_fit adds rows in place)
         cached = self.__dict__.get("_posterior_cache")
-        if cached is None or cached[0] is not stats or cached[1] != alpha:
-            self._posterior_cache = cached = (stats, alpha, RidgePosterior(stats, alpha, fit_intercept))
-        return cached[2], cached[2].noise * np.asarray(unit, np.float64) ** 2
+        if cached is None or cached[0] != key:
+            self._posterior_cache = cached = (key, RidgePosterior(stats, alpha, fit_intercept))
+        return cached[1], cached[1].noise * np.asarray(unit, np.float64) ** 2
 
     def _single_output(self):
         """Whether the predictions are 1-D (a model fitted on 1-D y)."""
@@ -360,6 +361,8 @@ class PosteriorRegressorMixin:
         if method not in INTERVAL_METHODS:
             raise ValueError(f"method must be one of {INTERVAL_METHODS}, got {method!r}")
         check_is_fitted(self)
+        if hasattr(self, "_resolve_summaries"):  # (partial_fit defers them: RFFRidge's scores among them)
+            self._resolve_summaries()
         scores = self.__dict__.get("_conformity")
         if scores is None:
             raise ValueError(f"{type(self).__name__} holds no leave-one-out residuals for intervals: "

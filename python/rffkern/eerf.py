@@ -42,6 +42,7 @@ from rffkern._constraints import COMPONENTS, NU, IntInterval, N_JOBS, RealSequen
 from rffkern._data import TargetScaler, labels_from_decision, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._calibration import calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
+from rffkern._posterior import PosteriorRegressorMixin
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
 from rffkern._eerf_core import (FOURIER_KERNELS, ArcCosineMap, ColumnMap, draw_candidates, eerf_scores, fit_widths, knn_length_scale,
@@ -322,7 +323,7 @@ _DOC_ATTRS = """
 """
 
 
-class EERFRegressor(RegressorMixin, _EERFBase):
+class EERFRegressor(PosteriorRegressorMixin, RegressorMixin, _EERFBase):
     __doc__ = ("""Ridge regression on EERF-selected random features (Shahrampour et al. 2018).
 
     The scoring target is ``(y - mean(y)) / max|y - mean(y)|``, which lies in [-1, 1] as the paper
@@ -411,22 +412,57 @@ class EERFRegressor(RegressorMixin, _EERFBase):
             self._select_and_fit(Xs, T, Y, rng, ravel=y.ndim == 1, sample_weight=w)
         finally:
             del self._target_scale
-        self.__dict__.pop("_ridge_stats", None)
+        self._keep_posterior(Xs, y.reshape(X.shape[0], -1), w)
         self._progress.close()
         return self
 
-    def predict(self, X: ArrayLike) -> NDArray[Any]:
-        """Predict from the selected features.
+    def _keep_posterior(self, Xs, Y, w):
+        """Keep the ridge's statistics (the Bayesian linear model of ``predict(X,
+        return_std=True)``) and ``predict_interval``'s scores from rows of the fit (standardized
+        ``Xs``, targets ``Y`` in y's units; at most ``CALIBRATION_ROWS`` drawn)."""
+        self._posterior_stats = self.__dict__.pop("_ridge_stats")
+        rows = calibration_rows(Xs.shape[0], w)
+        self._store_conformity(self._map().features(Xs[rows]), np.asarray(Y)[rows], None if w is None else w[rows])
+
+    def _ridge_state(self):
+        stats = self.__dict__.get("_posterior_stats")
+        if stats is None:
+            raise ValueError("EERFRegressor's uncertainty needs the statistics of an in-memory fit")
+        return stats, self.alpha_, True, self.y_scale_
+
+    def _ridge_solution(self):
+        coef = np.asarray(self.coef_, np.float64).reshape(self.coef_.shape[0], -1)
+        return coef, np.atleast_1d(np.asarray(self.intercept_, np.float64))
+
+    def _features(self, X):
+        """The features of X as ``predict`` maps them."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        return self._map().features(self._transform_input(X))
+
+    def predict(self, X: ArrayLike, return_std: bool = False, return_cov: bool = False) -> Any:
+        """Predict from the selected features, and optionally the predictive uncertainty.
+
+        With ``return_std`` or ``return_cov``: the uncertainty of the ridge on the selected
+        features, the Bayesian linear model of :meth:`rffkern.RFFRidge.predict`.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             The samples (a Dask array is processed lazily, block by block).
+        return_std : bool, default=False
+            Also return the predictive standard deviation of each row (of each output).
+        return_cov : bool, default=False
+            Also return the predictive covariance of the rows (in-memory X; n_samples^2 memory).
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_outputs)
             The predictions, in y's units.
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            With ``return_std``: the predictive standard deviations, in y's units.
+        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_outputs)
+            With ``return_cov``: the predictive covariance, in y's units squared.
 
         Examples
         --------
@@ -436,9 +472,7 @@ class EERFRegressor(RegressorMixin, _EERFBase):
         >>> EERFRegressor(n_components=20, random_state=0).fit(X, y).predict(X[:3]).shape
         (3,)
         """
-        if is_dask_array(X):
-            return map_rows(self.predict, X)
-        return self._decision(X)
+        return self._predict_with_uncertainty(X, return_std, return_cov)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

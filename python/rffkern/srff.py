@@ -40,11 +40,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rffkern import kernels
 from rffkern._constraints import COMPONENTS, IntInterval, N_JOBS, RealSequence
-from rffkern._dask import is_dask_array, map_rows
+from rffkern._dask import is_dask_array
 from rffkern._dask_srff import fit_srff
 from rffkern._data import TargetScaler, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
+from rffkern._calibration import calibration_rows
 from rffkern._linalg import simplex_projection
+from rffkern._posterior import PosteriorRegressorMixin
 from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import CLOSING_COMPONENTS_PER_ROW, REFIT_ALPHAS
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
@@ -82,7 +84,7 @@ class _ArrayData:
         return ArrayTerms(X, y, est.weights_, est.offsets_, self.n_threads, w)
 
 
-class SRFFRegressor(RegressorMixin, BaseEstimator):
+class SRFFRegressor(PosteriorRegressorMixin, RegressorMixin, BaseEstimator):
     """Sparse random Fourier features regression (Gregorová et al. 2018).
 
     Learns a kernel ridge model on ``n_components`` random features together with a relevance
@@ -416,22 +418,66 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         fmap = FourierFeatureMap(W, b, scale, n_threads=n_threads)
         Xr = np.ascontiguousarray(Xs * gamma)
         Yr = ((y - self.y_mean_) / self.y_scale_).reshape(-1, 1)
-        coef, intercept, alpha, _, _ = fit_ridge_map(fmap, Xr, Yr, REFIT_ALPHAS, fit_intercept=True,
-                                                     selection="loo", sample_weight=w)
+        coef, intercept, alpha, _, stats = fit_ridge_map(fmap, Xr, Yr, REFIT_ALPHAS, fit_intercept=True,
+                                                         selection="loo", sample_weight=w)
         self._set_closing(W, b, scale, coef, intercept, alpha)
+        # the uncertainty's statistics, and predict_interval's scores from rows of the fit
+        self._posterior_stats, self._closing_scale = stats, scale
+        rows = calibration_rows(Xr.shape[0], w)
+        self._store_conformity(fmap.features(Xr[rows]), np.asarray(y, np.float64)[rows, None],
+                               None if w is None else w[rows])
 
-    def predict(self, X: ArrayLike) -> NDArray[Any]:
+    def _ridge_state(self):
+        stats = self.__dict__.get("_posterior_stats")
+        if stats is None:
+            raise ValueError("SRFFRegressor's uncertainty comes from its closing ridge: fit it in memory with "
+                             "refit_components set (the default, 1000)")
+        return stats, self.refit_alpha_, True, self.y_scale_
+
+    def _ridge_solution(self):
+        coef = np.asarray(self.coef_, np.float64)[:, None] / self._closing_scale * float(self.y_scale_)
+        return coef, np.array([float(self.intercept_)])
+
+    def _features(self, X):
+        """The closing ridge's features of X (as ``predict`` maps them)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        Xs = np.ascontiguousarray(self._standardise(X))
+        return kernels.features(Xs, self.weights_, self.offsets_, theta=self.gamma_, scale=self._closing_scale,
+                                n_threads=resolve_n_threads(self.n_jobs))
+
+    def _decision(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        Xs = np.ascontiguousarray(self._standardise(X))
+        F = kernels.predict(Xs, self.weights_, self.offsets_, self.coef_, theta=self.gamma_, scale=1.0,
+                            n_threads=resolve_n_threads(self.n_jobs))
+        return F * self.y_scale_ + self.intercept_
+
+    def predict(self, X: ArrayLike, return_std: bool = False, return_cov: bool = False) -> Any:
         """Predict, computing the features on the fly without storing them.
+
+        With ``return_std`` or ``return_cov`` (``refit_components``): the uncertainty of the closing
+        ridge, the Bayesian linear model of :meth:`rffkern.RFFRidge.predict` on the learned kernel's
+        features.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             The samples (a Dask array is processed lazily, block by block).
+        return_std : bool, default=False
+            Also return the predictive standard deviation of each row.
+        return_cov : bool, default=False
+            Also return the predictive covariance of the rows (in-memory X; n_samples^2 memory).
 
         Returns
         -------
-        ndarray of shape (n_samples,)
+        y_mean : ndarray of shape (n_samples,)
             The predictions, in y's units.
+        y_std : ndarray of shape (n_samples,)
+            With ``return_std``: the predictive standard deviations, in y's units.
+        y_cov : ndarray of shape (n_samples, n_samples)
+            With ``return_cov``: the predictive covariance, in y's units squared.
 
         Examples
         --------
@@ -442,11 +488,4 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         >>> model.fit(X, y).predict(X[:3]).shape
         (3,)
         """
-        if is_dask_array(X):
-            return map_rows(self.predict, X)
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        Xs = np.ascontiguousarray(self._standardise(X))
-        F = kernels.predict(Xs, self.weights_, self.offsets_, self.coef_, theta=self.gamma_, scale=1.0,
-                            n_threads=resolve_n_threads(self.n_jobs))
-        return F * self.y_scale_ + self.intercept_
+        return self._predict_with_uncertainty(X, return_std, return_cov)
