@@ -361,6 +361,7 @@ class PosteriorRegressorMixin:
         if method not in INTERVAL_METHODS:
             raise ValueError(f"method must be one of {INTERVAL_METHODS}, got {method!r}")
         check_is_fitted(self)
+        posterior, _ = self._posterior()  # (a model without its ridge's statistics says so here)
         if hasattr(self, "_resolve_summaries"):  # (partial_fit defers them: RFFRidge's scores among them)
             self._resolve_summaries()
         scores = self.__dict__.get("_conformity")
@@ -372,7 +373,6 @@ class PosteriorRegressorMixin:
             return map_rows(lambda rows: self.predict_interval(rows, coverage, method), X)
         mean = np.asarray(self._decision(X), np.float64).reshape(-1, q.size)
         if method == "normalized":
-            posterior, _ = self._posterior()
             half = np.sqrt(1.0 + posterior.latent_var(self._features(X)))[:, None] * q[None, :]
         else:
             half = np.broadcast_to(q[None, :], mean.shape)
