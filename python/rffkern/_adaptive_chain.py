@@ -487,7 +487,8 @@ def fit_chain(est, start, chain_rows, all_rows, rng, log=None):
 
 
 def class_temperature(est, stats, Xs, Yc, sample_weight=None):
-    """A fitted classifier's ``temperature_``: from the exact leave-one-out outputs of the rows
+    """A fitted classifier's ``temperature_`` and ``predict_set``'s scores
+    (:func:`rffkern._calibration.temperature_of`): from the exact leave-one-out outputs of the rows
     ``(Xs, Yc)`` (standardized inputs, centred one-hot targets; relative weights
     ``sample_weight``) of its final least-squares fit, whose :class:`PairStats` over every row are
     ``stats`` (penalty ``alpha_ N``, no intercept); each row is left out with all its weight."""

@@ -16,11 +16,13 @@ from scipy.linalg import cholesky, solve_triangular
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 
+from rffkern._dask import is_dask_array, map_rows
 from rffkern._importances import capped_rows
 from rffkern._linalg import single_threaded_blas
+from rffkern._posterior import check_coverage, conformal_quantile
 
-__all__ = ["CALIBRATION_ROWS", "TEMPERATURE_MAX", "calibration_rows", "class_codes", "class_scores", "loo_decisions",
-           "loo_outputs", "fit_temperature", "tempered_log_proba", "temperature_of"]
+__all__ = ["CALIBRATION_ROWS", "TEMPERATURE_MAX", "ConformalSetMixin", "calibration_rows", "class_codes",
+           "class_scores", "loo_decisions", "loo_outputs", "fit_temperature", "tempered_log_proba", "temperature_of"]
 
 #: Training rows (drawn at random above it) whose leave-one-out decisions fit the temperature.
 CALIBRATION_ROWS = 2000
@@ -87,14 +89,20 @@ def loo_outputs(G, ZtY, mu, ybar, n, Z, Y, alpha, fit_intercept, sample_weight=N
 
 
 def temperature_of(codes, loo_scores, rows, sample_weight=None):
-    """:func:`fit_temperature` of the class scores ``loo_scores(rows, w)`` of the leave-one-out
-    outputs of ``rows`` (:func:`calibration_rows`) against their classes ``codes[rows]``; None
-    where those rows hold a single class (nothing to calibrate)."""
+    """``(temperature, set scores)``: :func:`fit_temperature` of the class scores ``loo_scores(rows,
+    w)`` of the leave-one-out outputs of ``rows`` (:func:`calibration_rows`) against their classes
+    ``codes[rows]``, and the sorted conformity scores of ``predict_set`` (one minus the
+    leave-one-out probability of the row's class, rows of positive weight); ``(None, None)`` where
+    those rows hold a single class (nothing to calibrate)."""
     codes = np.asarray(codes)[rows]
     if np.unique(codes).size < 2:
-        return None
+        return None, None
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)[rows]
-    return fit_temperature(loo_scores(rows, w), codes, w)
+    scores = loo_scores(rows, w)
+    temperature = fit_temperature(scores, codes, w)
+    p_true = np.exp(log_softmax(temperature * scores, axis=1)[np.arange(codes.size), codes])
+    keep = slice(None) if w is None else w > 0
+    return temperature, np.sort(1.0 - p_true[keep])
 
 
 def calibration_rows(n, sample_weight=None):
@@ -142,3 +150,51 @@ def fit_temperature(D, codes, sample_weight=None):
     return float(minimize_scalar(log_loss, bounds=(0.0, TEMPERATURE_MAX), method="bounded",
                                  options={"xatol": 1e-6}).x)
 
+
+
+class ConformalSetMixin:
+    """``predict_set`` of a classifier whose probabilities are calibrated on exact leave-one-out
+    outputs (:func:`temperature_of` keeps the scores as ``_set_scores``)."""
+
+    def predict_set(self, X, coverage=0.9):
+        """Conformal prediction sets: the classes that hold the true one with the given coverage.
+
+        The conformity score of a training row is one minus the probability its left-out model
+        gives its class (``predict_proba``'s calibrated probabilities of the exact leave-one-out
+        outputs, at most 2000 rows); a class is in a new row's set where its probability is at
+        least one minus their ``ceil((k + 1) coverage)``-th smallest (split conformal on the
+        leave-one-out rows, Sadinle et al. 2019's least-ambiguous sets). A set may be empty
+        (no class is likely enough) or hold several (the model cannot tell them apart).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+        coverage : float, default=0.9
+            The share of new rows whose class the set should hold, in (0, 1).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), dtype bool
+            Whether each class of ``classes_`` is in each row's set.
+
+        Examples
+        --------
+        >>> from rffkern import RFFRidgeClassifier
+        >>> from rffkern.datasets import make_jse3
+        >>> X, _, _ = make_jse3(300, random_state=0)
+        >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+        >>> clf = RFFRidgeClassifier(n_components=100, random_state=0).fit(X, y)
+        >>> clf.predict_set(X[:3], coverage=0.9).shape
+        (3, 2)
+        """
+        coverage = check_coverage(coverage)
+        if is_dask_array(X):
+            return map_rows(lambda rows: self.predict_set(rows, coverage), X)
+        proba = self.predict_proba(X)  # (first: NotFittedError, and the deferred calibration)
+        scores = self.__dict__.get("_set_scores")
+        if scores is None:
+            raise ValueError(f"{type(self).__name__} holds no leave-one-out probabilities for prediction sets: "
+                             "fit it on rows of at least two classes")
+        threshold = 1.0 - conformal_quantile(np.asarray(scores)[:, None], coverage)[0]
+        return proba >= threshold

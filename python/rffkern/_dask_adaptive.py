@@ -147,7 +147,7 @@ def fit_adaptive(est, X, y, choose, sample_weight=None):
     chain_rows, all_rows = _pair_rows(data, inputs, n_threads, start)
     stats = fit_chain(est, start, chain_rows, all_rows, rng, log)
     if classifier:
-        est._temperature = _temperature(est, data, inputs, all_rows, stats, positive)
+        est._temperature, est._set_scores = _temperature(est, data, inputs, all_rows, stats, positive)
     est._n_dask_passes = data.passes
     return est
 

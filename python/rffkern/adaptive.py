@@ -41,7 +41,7 @@ from rffkern._adaptive_chain import (FINAL_ALPHAS, GCV_ALPHAS, PROPOSAL_EIGEN_FL
                                      RowsInMemory, RunningCovariance, amplitudes, chain_start, class_temperature,
                                      fit_chain, gcv_lambda, least_squares, median_scale_of, metropolis_accept,
                                      metropolis_step)
-from rffkern._calibration import calibration_rows, tempered_log_proba
+from rffkern._calibration import ConformalSetMixin, calibration_rows, tempered_log_proba
 from rffkern._constraints import COMPONENTS, N_JOBS, IntInterval, RealSequence
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._dask_adaptive import fit_adaptive
@@ -442,7 +442,7 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
         return tags
 
 
-class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
+class AdaptiveRFFClassifier(ConformalSetMixin, ClassifierMixin, _AdaptiveRFFBase):
     __doc__ = """Classification with adaptive random Fourier features (Kammonen et al. 2020).
 
     One least-squares problem per class on centred one-hot targets (the paper's MNIST setting); the
@@ -517,7 +517,8 @@ class AdaptiveRFFClassifier(ClassifierMixin, _AdaptiveRFFBase):
         if stats is None:
             stats = RowsInMemory(Xs, Yc, resolve_n_threads(self.n_jobs), sample_weight=w).stats(self.frequencies_)
         rows = calibration_rows(Xs.shape[0], w)
-        self._temperature = class_temperature(self, stats, Xs[rows], Yc[rows], None if w is None else w[rows])
+        self._temperature, self._set_scores = class_temperature(self, stats, Xs[rows], Yc[rows],
+                                                                None if w is None else w[rows])
         return self
 
     @property

@@ -41,7 +41,7 @@ from rffkern._dask_eerf import fit_eerf
 from rffkern._constraints import COMPONENTS, NU, IntInterval, N_JOBS, RealSequence
 from rffkern._data import TargetScaler, labels_from_decision, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
-from rffkern._calibration import calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
+from rffkern._calibration import ConformalSetMixin, calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
 from rffkern._posterior import PosteriorRegressorMixin
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
@@ -480,7 +480,7 @@ class EERFRegressor(PosteriorRegressorMixin, RegressorMixin, _EERFBase):
         return tags
 
 
-class EERFClassifier(ClassifierMixin, _EERFBase):
+class EERFClassifier(ConformalSetMixin, ClassifierMixin, _EERFBase):
     __doc__ = ("""Classifier on EERF-selected random features (Shahrampour et al. 2018).
 
     Binary labels are scored as centred ``+-1``; several classes by the sum over classes of the
@@ -631,8 +631,8 @@ class EERFClassifier(ClassifierMixin, _EERFBase):
             loo = loo_decisions(self._ridge_stats, fmap, Xs[rows], Y[rows], self.alpha_, True, w)
             return class_scores(loo)
 
-        self._temperature = temperature_of(class_codes(Y), loo_scores, calibration_rows(Xs.shape[0], sample_weight),
-                                           sample_weight)
+        self._temperature, self._set_scores = temperature_of(
+            class_codes(Y), loo_scores, calibration_rows(Xs.shape[0], sample_weight), sample_weight)
 
     def decision_function(self, X: ArrayLike) -> NDArray[np.floating]:
         """Decision values of the final linear model on the selected features.

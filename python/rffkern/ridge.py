@@ -35,7 +35,7 @@ from rffkern import kernels
 from rffkern._constraints import COMPONENTS, NU, IntInterval, N_JOBS, RealSequence
 from rffkern._dask import is_dask_array, map_rows
 from rffkern._dask_ridge import fit_ridge
-from rffkern._calibration import (calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
+from rffkern._calibration import (ConformalSetMixin, calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba,
                                   temperature_of)
 from rffkern._fit_options import fit_options
 from rffkern._importances import DeferredSummaries, importance_rows, rms_partial_derivatives
@@ -905,7 +905,7 @@ class RFFRidge(PosteriorRegressorMixin, RegressorMixin, _RFFRidgeBase):
         return tags
 
 
-class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
+class RFFRidgeClassifier(ConformalSetMixin, ClassifierMixin, _RFFRidgeBase):
     """Ridge classifier on random Fourier features: ridge regression on ``{-1, +1}`` one-vs-rest targets.
 
     The parameters are :class:`RFFRidge`'s (without ``normalize_y``); ``predict`` returns the
@@ -1027,9 +1027,12 @@ class RFFRidgeClassifier(ClassifierMixin, _RFFRidgeBase):
                                 self.fit_intercept, w)
             return class_scores(scaler.inverse_transform(loo))
 
-        temperature = temperature_of(class_codes(Y), loo_scores, calibration_rows(Xs.shape[0], sample_weight),
-                                     sample_weight)
-        self._temperature = self.__dict__.get("_temperature") if temperature is None else temperature
+        temperature, set_scores = temperature_of(class_codes(Y), loo_scores,
+                                                 calibration_rows(Xs.shape[0], sample_weight), sample_weight)
+        if temperature is not None:  # (a chunk of one class keeps the earlier calibration)
+            self._temperature, self._set_scores = temperature, set_scores
+        else:
+            self._temperature = self.__dict__.get("_temperature")
 
     def _defer_summaries(self, Xs, Y, sample_weight=None):
         if "_summary_rows" in self.__dict__ and np.unique(class_codes(Y)).size < 2:
