@@ -19,18 +19,19 @@ def _data(n=300, seed=0, noise=0.3, d=3, scale=1.0, shift=0.0):
     return X, scale * (f + noise * rng.standard_normal(n)) + shift
 
 
-def _bayes(Z, y, alpha, Z_new):
+def _bayes(Z, y, alpha, Z_new, intercept=True):
     """Mean and predictive std of ``y = b + (z - mean z) c + e`` in NumPy: flat prior on b,
-    ``c ~ N(0, s2 / alpha I)``, ``s2 = RSS / (n - dof - 1)``."""
+    ``c ~ N(0, s2 / alpha I)``, ``s2 = RSS / (n - dof - 1)``; without ``intercept``, of
+    ``y - mean y = z c + e`` with ``s2 = RSS / (n - dof)`` (the adaptive sampler's amplitudes)."""
     n = len(Z)
-    mu, ybar = Z.mean(0), y.mean()
+    mu, ybar = (Z.mean(0), y.mean()) if intercept else (np.zeros(Z.shape[1]), y.mean())
     Zc = Z - mu
     A = Zc.T @ Zc + alpha * np.eye(Z.shape[1])
     c = np.linalg.solve(A, Zc.T @ (y - ybar))
     dof = np.trace(np.linalg.solve(A, Zc.T @ Zc))
-    s2 = np.sum((y - ybar - Zc @ c) ** 2) / (n - dof - 1)
+    s2 = np.sum((y - ybar - Zc @ c) ** 2) / (n - dof - intercept)
     D = Z_new - mu
-    latent = np.einsum("ij,ij->i", D, np.linalg.solve(A, D.T).T) + 1.0 / n
+    latent = np.einsum("ij,ij->i", D, np.linalg.solve(A, D.T).T) + intercept / n
     return ybar + D @ c, np.sqrt(s2 * (1 + latent))
 
 
@@ -39,6 +40,7 @@ QUICK = {
     "srff": lambda: SRFFRegressor(n_components=20, alpha=0.03, max_iter=5, refit_components=60, random_state=0),
     "rffnet": lambda: RFFNetRegressor(n_components=30, max_iter=5, refit_components=60, random_state=0),
     "ridge": lambda: RFFRidge(60, random_state=0),
+    "adaptive": lambda: rffkern.AdaptiveRFFRegressor(n_components=16, n_iter=20, random_state=0),
 }
 
 
@@ -48,9 +50,9 @@ def test_std_equals_numpy_bayesian_linear_model(name):
     model = QUICK[name]().fit(X, y)
     X_new = _data(n=7, seed=1)[0]
     mean, std = model.predict(X_new, return_std=True)
-    alpha = model.alpha_ if name in ("eerf", "ridge") else model.refit_alpha_
+    alpha = model.refit_alpha_ if name in ("srff", "rffnet") else model.alpha_ * (len(y) if name == "adaptive" else 1)
     ref_mean, ref_std = _bayes(model._features(X).astype(np.float64), y, alpha,
-                               model._features(X_new).astype(np.float64))
+                               model._features(X_new).astype(np.float64), intercept=name != "adaptive")
     np.testing.assert_allclose(mean, model.predict(X_new), rtol=0, atol=1e-9 * 1e4)
     np.testing.assert_allclose(mean, ref_mean, rtol=1e-6)
     np.testing.assert_allclose(std, ref_std, rtol=1e-6)

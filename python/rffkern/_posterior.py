@@ -174,7 +174,8 @@ class PosteriorRegressorMixin:
         cached = self.__dict__.get("_posterior_cache")
         if cached is None or cached[0] != key:
             self._posterior_cache = cached = (key, RidgePosterior(stats, alpha, fit_intercept))
-        return cached[1], cached[1].noise * np.asarray(unit, np.float64) ** 2
+        with np.errstate(over="ignore"):  # (targets near 1e300: a variance beyond the floats is inf)
+            return cached[1], cached[1].noise * np.asarray(unit, np.float64) ** 2
 
     def _single_output(self):
         """Whether the predictions are 1-D (a model fitted on 1-D y)."""

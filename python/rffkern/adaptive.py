@@ -48,7 +48,9 @@ from rffkern._dask_adaptive import fit_adaptive
 from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._linalg import single_threaded_blas
+from rffkern._posterior import PosteriorRegressorMixin
 from rffkern._progress import ProgressLog
+from rffkern._ridge_solvers import GramStats
 from rffkern._typing import RandomStateLike
 from rffkern._validation import as_generator, check_class_labels, resolve_n_threads
 from rffkern.ridge import choose_standardization, resolve_standardization
@@ -313,7 +315,7 @@ _DOC = """
 """
 
 
-class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
+class AdaptiveRFFRegressor(PosteriorRegressorMixin, RegressorMixin, _AdaptiveRFFBase):
     __doc__ = """Regression with adaptive random Fourier features (Kammonen et al. 2020).
 
     Frequencies are sampled by a random-walk Metropolis chain whose acceptance favours large
@@ -406,21 +408,77 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
             scaler.mean_ = mean_and_scale(np.asarray(Y, np.float64), w)[0]
         self.y_mean_, self.y_scale_ = scaler.mean_, scaler.scale_
         self._ravel = y.ndim == 1
-        self._run(X, scaler.transform(Y), w)
+        Ys = scaler.transform(Y)
+        stats = self._run(X, Ys, w)
+        self._keep_posterior(stats, self._standardise(X), Ys, Y, w)
         return self
 
-    def predict(self, X: ArrayLike) -> NDArray[Any]:
-        """Predict from the sampled frequencies and amplitudes.
+    def _keep_posterior(self, stats, Xs, Ys, Y, w):
+        """The final amplitudes' sums (one more pass where the final fit did not keep them) as the
+        Gram statistics of a ridge without intercept (the targets are centred), for ``predict(X,
+        return_std=True)``, and ``predict_interval``'s scores from rows of the fit (at most
+        ``CALIBRATION_ROWS``; ``Ys`` the scaled targets, ``Y`` in y's units)."""
+        if stats is None:
+            stats = RowsInMemory(Xs, Ys, resolve_n_threads(self.n_jobs), sample_weight=w).stats(self.frequencies_)
+        gram = GramStats(stats.G.shape[0], stats.SY.shape[1], np.float64)
+        gram.target_scale, gram.G, gram.n, gram.rows = 1.0, stats.G, stats.total, stats.rows
+        gram.ZtY = np.column_stack([np.zeros(stats.G.shape[0]), stats.SY])
+        gram.y_sq = np.asarray(stats.yty, np.float64)
+        self._posterior_stats = gram
+        rows = calibration_rows(Xs.shape[0], w)
+        self._store_conformity(self._pair_features(Xs[rows]), np.asarray(Y, np.float64)[rows],
+                               None if w is None else w[rows])
+
+    def _ridge_state(self):
+        stats = self.__dict__.get("_posterior_stats")
+        if stats is None:
+            raise ValueError("AdaptiveRFFRegressor's uncertainty needs the statistics of an in-memory fit")
+        return stats, self.alpha_ * stats.n, False, self.y_scale_  # (the penalty lambda N of the amplitudes)
+
+    def _ridge_solution(self):
+        return np.asarray(self.coef_, np.float64) * self.y_scale_, np.asarray(self.y_mean_, np.float64).reshape(-1)
+
+    def _pair_features(self, Xs):
+        return kernels.features(np.ascontiguousarray(Xs), self.frequencies_.astype(Xs.dtype), None, scale=1.0,
+                                pair=True, n_threads=resolve_n_threads(self.n_jobs))
+
+    def _features(self, X):
+        """The pair features of X as ``predict`` maps them."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        return self._pair_features(self._standardise(X))
+
+    def _decision(self, X):
+        F = self._raw_predict(X) * self.y_scale_ + self.y_mean_
+        return F[:, 0] if self._ravel else F
+
+    def _single_output(self):
+        return self._ravel
+
+    def predict(self, X: ArrayLike, return_std: bool = False, return_cov: bool = False) -> Any:
+        """Predict from the sampled frequencies and amplitudes, and optionally the uncertainty.
+
+        With ``return_std`` or ``return_cov``: the Bayesian linear model of the final amplitudes
+        (the ridge ``(S.T S + lambda N I) beta = S.T y`` on the sampled frequencies' features, the
+        targets centred, no intercept), as :meth:`rffkern.RFFRidge.predict`.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             The samples (a Dask array is processed lazily, block by block).
+        return_std : bool, default=False
+            Also return the predictive standard deviation of each row (of each output).
+        return_cov : bool, default=False
+            Also return the predictive covariance of the rows (in-memory X; n_samples^2 memory).
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_outputs)
             The predictions, in y's units.
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            With ``return_std``: the predictive standard deviations, in y's units.
+        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_outputs)
+            With ``return_cov``: the predictive covariance, in y's units squared.
 
         Examples
         --------
@@ -431,10 +489,7 @@ class AdaptiveRFFRegressor(RegressorMixin, _AdaptiveRFFBase):
         >>> model.fit(X, y).predict(X[:3]).shape
         (3,)
         """
-        if is_dask_array(X):
-            return map_rows(self.predict, X)
-        F = self._raw_predict(X) * self.y_scale_ + self.y_mean_
-        return F[:, 0] if self._ravel else F
+        return self._predict_with_uncertainty(X, return_std, return_cov)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
