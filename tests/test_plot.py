@@ -121,3 +121,23 @@ def test_helpers_draw_into_a_given_axes():
     assert plot.relevances([1.0, 2.0], ax=axes[0]) is axes[0]
     assert plot.kernel_approximation([1, 2], {"a": [1.0, 0.7]}, ax=axes[1]) is axes[1]
     assert len(fig.axes) == 2
+
+
+def test_interval_band_draws_the_band_the_mean_and_the_draws():
+    from rffkern import RFFRidge
+
+    X = np.linspace(-3, 3, 150)[:, None]
+    y = np.sin(X[:, 0]) + 0.2 * np.random.default_rng(0).standard_normal(150)
+    model = RFFRidge(40, random_state=0).fit(X, y)
+    ax = plot.interval_band(model, X[::-1], y[::-1], n_draws=2, coverage=0.8)
+    lo, hi = model.predict_interval(X, coverage=0.8).T
+    band = ax.collections[0].get_paths()[0].vertices
+    assert np.isclose(band[:, 1].min(), lo.min()) and np.isclose(band[:, 1].max(), hi.max())
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), model.predict(X))  # sorted by the input
+    assert len(ax.lines) == 3
+    ax = plot.interval_band(model, X, band="std")
+    assert len(ax.collections) == 1
+    with pytest.raises(ValueError, match="band must be"):
+        plot.interval_band(model, X, band="quantile")
+    with pytest.raises(ValueError, match="feature must index"):
+        plot.interval_band(model, X, feature=3)

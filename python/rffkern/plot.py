@@ -14,7 +14,7 @@ import numpy as np
 from scipy.integrate import trapezoid
 
 __all__ = ["relevances", "topk_path", "kernel_approximation", "regularization_path",
-           "frequency_histogram"]
+           "frequency_histogram", "interval_band"]
 
 _SUPPORT_COLOR = "tab:orange"
 _OTHER_COLOR = "tab:blue"
@@ -380,6 +380,96 @@ def frequency_histogram(model, *, spectrum: Optional[Callable[[np.ndarray], np.n
     ax.set_xlabel("frequency omega" if one_d else "frequency norm ||omega||")
     ax.set_ylabel("density")
     ax.legend(fontsize="small")
+    if title:
+        ax.set_title(title)
+    ax.figure.tight_layout()
+    return ax
+
+
+def interval_band(model, X, y=None, *, feature: int = 0, coverage: float = 0.9, band: str = "interval",
+                  n_draws: int = 0, random_state=0, ax=None, title: Optional[str] = None):
+    """A fitted regressor's predictions and their uncertainty band against one input.
+
+    The rows of X are sorted by the input ``feature``; the band is ``model.predict_interval(X,
+    coverage)`` (conformal) or, with ``band="std"``, the Gaussian band ``predict(X,
+    return_std=True)`` at the same coverage. Observed targets ``y`` are drawn as points, and
+    ``n_draws`` functions of ``model.sample_functions`` as thin lines. With several inputs the
+    band is that of the given rows, not a function of the one input.
+
+    Parameters
+    ----------
+    model : fitted regressor
+        One with ``predict_interval`` and ``predict(X, return_std=True)`` (e.g. ``RFFRidge``, the
+        model of ``rffkern.fit``), one output.
+    X : array-like of shape (n_samples, n_features)
+        The rows to draw.
+    y : array-like of shape (n_samples,), optional
+        Their observed targets.
+    feature : int, default=0
+        The input on the horizontal axis.
+    coverage : float, default=0.9
+        The band's coverage, in (0, 1).
+    band : {"interval", "std"}, default="interval"
+        The conformal interval or the Gaussian predictive band.
+    n_draws : int, default=0
+        Posterior functions to draw.
+    random_state : int, Generator, RandomState or None, default=0
+        Seed of the function draws.
+    ax : matplotlib Axes, optional
+        Draw into it; a new figure otherwise.
+    title : str, optional
+        Title of the Axes.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from rffkern import RFFRidge
+    >>> from rffkern.plot import interval_band
+    >>> X = np.linspace(-3, 3, 200)[:, None]
+    >>> y = np.sin(X[:, 0]) + 0.2 * np.random.default_rng(0).standard_normal(200)
+    >>> ax = interval_band(RFFRidge(50, random_state=0).fit(X, y), X, y, n_draws=3)
+    >>> len(ax.lines), len(ax.collections)
+    (4, 2)
+    """
+    from scipy.stats import norm
+
+    if band not in ("interval", "std"):
+        raise ValueError(f"band must be 'interval' or 'std', got {band!r}")
+    X = np.asarray(X)
+    if X.ndim != 2 or not 0 <= int(feature) < X.shape[1]:
+        raise ValueError(f"feature must index a column of the 2-D X (shape {X.shape}), got {feature!r}")
+    order = np.argsort(X[:, feature], kind="stable")
+    X, x = X[order], X[order, feature]
+    if band == "interval":
+        bounds = np.asarray(model.predict_interval(X, coverage=coverage))
+        mean = np.asarray(model.predict(X))
+    else:
+        if not 0.0 < coverage < 1.0:
+            raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
+        mean, std = model.predict(X, return_std=True)
+        z = norm.ppf(0.5 + coverage / 2.0)
+        bounds = np.column_stack([mean - z * std, mean + z * std])
+    if mean.ndim != 1:
+        raise ValueError("interval_band draws a model of one output")
+    ax = _new_axes(ax, (6, 4))
+    label = f"{coverage:.0%} {'conformal interval' if band == 'interval' else 'predictive band'}"
+    ax.fill_between(x, bounds[:, 0], bounds[:, 1], color=_OTHER_COLOR, alpha=0.25, label=label)
+    ax.plot(x, mean, color=_OTHER_COLOR, lw=2, label="prediction")
+    if n_draws:
+        draws = model.sample_functions(int(n_draws), random_state=random_state)(X)
+        for k in range(draws.shape[1]):
+            ax.plot(x, draws[:, k], color="0.4", lw=0.7, alpha=0.8)
+    if y is not None:
+        ax.scatter(x, np.asarray(y, np.float64)[order], s=6, color=_SUPPORT_COLOR, label="observed")
+    ax.set_xlabel(f"x{int(feature) + 1}")
+    ax.set_ylabel("y")
+    ax.legend(loc="best", fontsize="small")
     if title:
         ax.set_title(title)
     ax.figure.tight_layout()
