@@ -123,11 +123,19 @@ def test_interval_shapes_dask_and_multi_output():
     lazy = model.predict_interval(da.from_array(X, chunks=100), coverage=0.8)
     assert isinstance(lazy, da.Array)
     np.testing.assert_allclose(lazy.compute(), model.predict_interval(X, coverage=0.8))
-    # a model fitted on Dask rows has its scores too, and its std is lazy
-    fitted = RFFRidge(40, random_state=0).fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
-    assert fitted.predict_interval(X[:3]).shape == (3, 2)
-    mean, std = fitted.predict(da.from_array(X, chunks=100), return_std=True)
-    assert isinstance(std, da.Array) and np.all(std.compute() > 0)
+    # a model fitted on Dask rows: the in-memory fit's std and intervals (its scores from the same
+    # rows), the std lazy; weighted too
+    w = np.random.default_rng(1).uniform(0, 2, len(y))
+    w[::7] = 0
+    for weights in (None, w):
+        dask_w = None if weights is None else da.from_array(weights, chunks=100)
+        fitted = RFFRidge(40, random_state=0).fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100),
+                                                  sample_weight=dask_w)
+        memory = RFFRidge(40, random_state=0).fit(X, y, sample_weight=weights)
+        np.testing.assert_allclose(fitted.predict_interval(X[:5]), memory.predict_interval(X[:5]), rtol=1e-8)
+        mean, std = fitted.predict(da.from_array(X, chunks=100), return_std=True)
+        assert isinstance(std, da.Array)
+        np.testing.assert_allclose(std.compute(), memory.predict(X, return_std=True)[1], rtol=1e-8)
 
 
 def test_rffkern_fit_model_has_intervals():

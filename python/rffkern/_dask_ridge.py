@@ -15,6 +15,7 @@ import copy
 import numpy as np
 
 from rffkern._dask import DaskRows, head_sample, prepare_input, probe_standardization
+from rffkern._calibration import calibration_rows
 from rffkern._data import holdout_split
 from rffkern._linalg import RidgeEigen
 from rffkern._ridge_solvers import GramStats, LooPass, as_alpha_list, choose_alpha, gram_errors, solve_ridge
@@ -134,11 +135,26 @@ def fit_ridge(est, X, y, sample_weight=None, choose=None):
     est._units = {}
     est._stats.weight_unit = rows.weight_unit
     est._store_derivative_norms(Xs_sample, w_sample, rng=rng)
-    # predict_proba's temperature, or predict_interval's scores: from the sample's leave-one-out outputs
-    y_sample = np.asarray(y_sample)
-    est._store_calibration(Xs_sample, est._targets(y_sample.reshape(-1)) if classifier else
-                           y_sample.reshape(y_sample.shape[0], -1), w_sample)
+    if classifier:  # predict_proba's temperature, from the sample's leave-one-out decisions
+        est._store_calibration(Xs_sample, est._targets(np.asarray(y_sample).reshape(-1)), w_sample)
+    else:  # predict_interval's scores, from the rows the in-memory fit takes: the same intervals
+        X_rows, y_rows, w_rows = calibration_sample(X, y, rows)
+        est._store_calibration(est._standardized(X_rows), y_rows.reshape(y_rows.shape[0], -1), w_rows)
     return est
+
+
+def calibration_sample(X, y, rows):
+    """The rows of :func:`rffkern._calibration.calibration_rows` of the Dask rows (X, y) gathered
+    on the client, with their relative weights (None without): those the in-memory fit takes."""
+    import dask
+
+    w = None
+    if rows.weighted:
+        (w,) = dask.compute(rows.w)
+        w = np.asarray(w, np.float64) / rows.weight_unit
+    idx = calibration_rows(rows.n, w)
+    X_rows, y_rows = dask.compute(X[idx], y[idx])
+    return np.asarray(X_rows), np.asarray(y_rows), None if w is None else w[idx]
 
 
 def _relative_sample(sample, rows):
