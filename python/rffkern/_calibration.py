@@ -11,6 +11,8 @@ predicted one, and the argmax / the sign of ``D`` are unchanged.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 from scipy.optimize import minimize_scalar
@@ -155,6 +157,9 @@ def fit_temperature(D, codes, sample_weight=None):
 class ConformalSetMixin:
     """``predict_set`` of a classifier whose probabilities are calibrated on exact leave-one-out
     outputs (:func:`temperature_of` keeps the scores as ``_set_scores``)."""
+
+    if TYPE_CHECKING:  # the classifier's
+        predict_proba: Callable[[Any], np.ndarray]
 
     def predict_set(self, X, coverage=0.9):
         """Conformal prediction sets: the classes that hold the true one with the given coverage.

@@ -219,7 +219,7 @@ def _compare_kernels(est, rows, widths, alphas, n_targets, gaussian):
     unit_of = est._units
     if est.kernel != "auto":
         return unit_of[(est.kernel_, est.nu_)], gaussian
-    _, _, errors = _alpha_fits(alphas, *gaussian[:2], est.alpha_selection)
+    _, _, errors = _alpha_fits(alphas, gaussian[0], gaussian[1], est.alpha_selection)
     at = int(np.argmin(errors))
     candidates = est._kernel_candidates()[1:]
     weights = [unit_of[("gaussian", None)] / widths[at]] + [unit_of[c] / widths[at] for c in candidates]

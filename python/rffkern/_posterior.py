@@ -16,6 +16,7 @@ of RFFNet, SRFF and EERF) gets the same methods from :class:`PosteriorRegressorM
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -148,6 +149,13 @@ class PosteriorRegressorMixin:
     :meth:`_store_conformity` with rows of the fit. The posterior is computed once per fit.
     """
 
+    if TYPE_CHECKING:  # the hooks and attributes of the estimator classes (see above)
+        predict: Callable[..., Any]
+        _ridge_state: Callable[[], tuple]
+        _ridge_solution: Callable[[], tuple]
+        _features: Callable[[Any], np.ndarray]
+        _decision: Callable[[Any], np.ndarray]
+
     def _predict_with_uncertainty(self, X, return_std, return_cov):
         if return_std and return_cov:
             raise ValueError("at most one of return_std and return_cov can be requested")
@@ -179,7 +187,7 @@ class PosteriorRegressorMixin:
 
     def _single_output(self):
         """Whether the predictions are 1-D (a model fitted on 1-D y)."""
-        return np.ndim(self.coef_) == 1
+        return np.ndim(self.coef_) == 1  # type: ignore[attr-defined]  # (the estimator's)
 
     def _output(self, A):
         """Per-output columns (axis 1) as the predictions are shaped: one output raveled."""
