@@ -100,6 +100,32 @@ def draw_functions(posterior, coef, intercept, noise, n_draws, rng):
     return C, b - np.einsum("s,ksm->km", posterior.mu, C)
 
 
+_PREDICT_PARAMETERS = """Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples (a Dask array is processed lazily, block by block).
+        return_std : bool, default=False
+            Also return the predictive standard deviation of each row (of each output).
+        return_cov : bool, default=False
+            Also return the predictive covariance of the rows (in-memory X; n_samples^2 memory).
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            The predictions, in y's units.
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            With ``return_std``: the predictive standard deviations, in y's units.
+        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_outputs)
+            With ``return_cov``: the predictive covariance, in y's units squared."""
+
+
+def uncertainty_docstring(predict):
+    """Put the parameters and returns every regressor's ``predict(X, return_std, return_cov)``
+    shares into its docstring (at ``{parameters}``)."""
+    predict.__doc__ = predict.__doc__.replace("{parameters}", _PREDICT_PARAMETERS)
+    return predict
+
+
 def conformity_scores(posterior, Z, R, sample_weight=None):
     """Sorted conformity scores (k, m) of :data:`INTERVAL_METHODS` from training rows of the fit:
     their features ``Z`` and residuals ``R`` (k, m). Row ``i`` left out with its weight ``w_i`` has

@@ -48,7 +48,7 @@ from rffkern._dask_adaptive import fit_adaptive
 from rffkern._data import TargetScaler, labels_from_decision, mean_and_scale, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._linalg import single_threaded_blas
-from rffkern._posterior import PosteriorRegressorMixin
+from rffkern._posterior import PosteriorRegressorMixin, uncertainty_docstring
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import GramStats
 from rffkern._typing import RandomStateLike
@@ -455,6 +455,7 @@ class AdaptiveRFFRegressor(PosteriorRegressorMixin, RegressorMixin, _AdaptiveRFF
     def _single_output(self):
         return self._ravel
 
+    @uncertainty_docstring
     def predict(self, X: ArrayLike, return_std: bool = False, return_cov: bool = False) -> Any:
         """Predict from the sampled frequencies and amplitudes, and optionally the uncertainty.
 
@@ -462,23 +463,7 @@ class AdaptiveRFFRegressor(PosteriorRegressorMixin, RegressorMixin, _AdaptiveRFF
         (the ridge ``(S.T S + lambda N I) beta = S.T y`` on the sampled frequencies' features, the
         targets centred, no intercept), as :meth:`rffkern.RFFRidge.predict`.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The samples (a Dask array is processed lazily, block by block).
-        return_std : bool, default=False
-            Also return the predictive standard deviation of each row (of each output).
-        return_cov : bool, default=False
-            Also return the predictive covariance of the rows (in-memory X; n_samples^2 memory).
-
-        Returns
-        -------
-        y_mean : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            The predictions, in y's units.
-        y_std : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            With ``return_std``: the predictive standard deviations, in y's units.
-        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_outputs)
-            With ``return_cov``: the predictive covariance, in y's units squared.
+        {parameters}
 
         Examples
         --------

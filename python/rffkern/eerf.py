@@ -42,7 +42,7 @@ from rffkern._constraints import COMPONENTS, NU, IntInterval, N_JOBS, RealSequen
 from rffkern._data import TargetScaler, labels_from_decision, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._calibration import ConformalSetMixin, calibration_rows, class_codes, class_scores, loo_decisions, tempered_log_proba, temperature_of
-from rffkern._posterior import PosteriorRegressorMixin
+from rffkern._posterior import PosteriorRegressorMixin, uncertainty_docstring
 from rffkern._ridge_solvers import FourierFeatureMap, as_alpha_list, fit_ridge_map
 from rffkern._progress import ProgressLog
 from rffkern._eerf_core import (FOURIER_KERNELS, ArcCosineMap, ColumnMap, draw_candidates, eerf_scores, fit_widths, knn_length_scale,
@@ -440,29 +440,14 @@ class EERFRegressor(PosteriorRegressorMixin, RegressorMixin, _EERFBase):
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         return self._map().features(self._transform_input(X))
 
+    @uncertainty_docstring
     def predict(self, X: ArrayLike, return_std: bool = False, return_cov: bool = False) -> Any:
         """Predict from the selected features, and optionally the predictive uncertainty.
 
         With ``return_std`` or ``return_cov``: the uncertainty of the ridge on the selected
         features, the Bayesian linear model of :meth:`rffkern.RFFRidge.predict`.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The samples (a Dask array is processed lazily, block by block).
-        return_std : bool, default=False
-            Also return the predictive standard deviation of each row (of each output).
-        return_cov : bool, default=False
-            Also return the predictive covariance of the rows (in-memory X; n_samples^2 memory).
-
-        Returns
-        -------
-        y_mean : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            The predictions, in y's units.
-        y_std : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            With ``return_std``: the predictive standard deviations, in y's units.
-        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_outputs)
-            With ``return_cov``: the predictive covariance, in y's units squared.
+        {parameters}
 
         Examples
         --------

@@ -41,7 +41,7 @@ from rffkern._losses import class_probabilities
 from rffkern._linalg import single_threaded_blas
 from rffkern._output_refit import OUTPUT_ALPHAS, choose_output_penalty, fit_output_layer
 from rffkern._calibration import calibration_rows
-from rffkern._posterior import PosteriorRegressorMixin
+from rffkern._posterior import PosteriorRegressorMixin, uncertainty_docstring
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map, solve_ridge
 from rffkern._rffnet_training import (  # the n_init and closing-ridge settings too: rffkern.rffnet.START_EPOCHS etc.
@@ -1164,6 +1164,7 @@ class RFFNetRegressor(PosteriorRegressorMixin, RegressorMixin, _BaseRFFNet):
         """
         return self._fit(X, y, incremental=True, sample_weight=sample_weight)
 
+    @uncertainty_docstring
     def predict(self, X: ArrayLike, return_std: bool = False, return_cov: bool = False) -> Any:
         """Predict the targets, and optionally their predictive uncertainty.
 
@@ -1171,23 +1172,7 @@ class RFFNetRegressor(PosteriorRegressorMixin, RegressorMixin, _BaseRFFNet):
         (``refit_coef``) on the learned features, the Bayesian linear model of
         :meth:`rffkern.RFFRidge.predict` (the learned map held fixed).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The samples (a Dask array is processed lazily, block by block).
-        return_std : bool, default=False
-            Also return the predictive standard deviation of each row (of each output).
-        return_cov : bool, default=False
-            Also return the predictive covariance of the rows (in-memory X; n_samples^2 memory).
-
-        Returns
-        -------
-        y_mean : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            The predictions (float64), in y's units.
-        y_std : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            With ``return_std``: the predictive standard deviations, in y's units.
-        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_outputs)
-            With ``return_cov``: the predictive covariance, in y's units squared.
+        {parameters}
 
         Examples
         --------

@@ -44,7 +44,7 @@ from rffkern._data import (TargetScaler, check_first_chunk, labels_from_decision
 from rffkern._inputs import (fit_input_scaling, guarded_inputs, heavy_tailed_columns, set_input_scaling,
                              widen_input_range)
 from rffkern._linalg import single_threaded_blas
-from rffkern._posterior import PosteriorRegressorMixin
+from rffkern._posterior import PosteriorRegressorMixin, uncertainty_docstring
 from rffkern._progress import ProgressLog
 from rffkern._ridge_solvers import (FourierFeatureMap, GramStats, as_alpha_list, choose_alpha, fit_ridge_map,
                                    gram_errors, solve_ridge)
@@ -834,6 +834,7 @@ class RFFRidge(PosteriorRegressorMixin, RegressorMixin, _RFFRidgeBase):
         Y = y.reshape(X.shape[0], -1)
         return self._partial_fit_targets(X, Y, y.ndim == 1, first, sample_weight)
 
+    @uncertainty_docstring
     def predict(self, X: ArrayLike, return_std: bool = False, return_cov: bool = False) -> Any:
         """Predict ``z(X) @ coef_ + intercept_``, and optionally its predictive uncertainty.
 
@@ -847,23 +848,7 @@ class RFFRidge(PosteriorRegressorMixin, RegressorMixin, _RFFRidgeBase):
         (z - mean z))``, ``G_c`` the centred Gram: the noise plus the posterior variance of ``f``
         (rffkern._posterior).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The samples (a Dask array is processed lazily, block by block).
-        return_std : bool, default=False
-            Also return the predictive standard deviation of each row (of each output).
-        return_cov : bool, default=False
-            Also return the predictive covariance of the rows (in-memory X; n_samples^2 memory).
-
-        Returns
-        -------
-        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            The predictions, in y's units.
-        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            With ``return_std``: the predictive standard deviations, in y's units.
-        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets)
-            With ``return_cov``: the predictive covariance, in y's units squared.
+        {parameters}
 
         Examples
         --------

@@ -46,7 +46,7 @@ from rffkern._data import TargetScaler, relative_sample_weight
 from rffkern._inputs import fit_input_scaling, scaled_inputs, set_input_scaling
 from rffkern._calibration import calibration_rows
 from rffkern._linalg import simplex_projection
-from rffkern._posterior import PosteriorRegressorMixin
+from rffkern._posterior import PosteriorRegressorMixin, uncertainty_docstring
 from rffkern._progress import ProgressLog
 from rffkern._rffnet_training import CLOSING_COMPONENTS_PER_ROW, REFIT_ALPHAS
 from rffkern._ridge_solvers import FourierFeatureMap, fit_ridge_map
@@ -454,6 +454,7 @@ class SRFFRegressor(PosteriorRegressorMixin, RegressorMixin, BaseEstimator):
                             n_threads=resolve_n_threads(self.n_jobs))
         return F * self.y_scale_ + self.intercept_
 
+    @uncertainty_docstring
     def predict(self, X: ArrayLike, return_std: bool = False, return_cov: bool = False) -> Any:
         """Predict, computing the features on the fly without storing them.
 
@@ -461,23 +462,7 @@ class SRFFRegressor(PosteriorRegressorMixin, RegressorMixin, BaseEstimator):
         ridge, the Bayesian linear model of :meth:`rffkern.RFFRidge.predict` on the learned kernel's
         features.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The samples (a Dask array is processed lazily, block by block).
-        return_std : bool, default=False
-            Also return the predictive standard deviation of each row.
-        return_cov : bool, default=False
-            Also return the predictive covariance of the rows (in-memory X; n_samples^2 memory).
-
-        Returns
-        -------
-        y_mean : ndarray of shape (n_samples,)
-            The predictions, in y's units.
-        y_std : ndarray of shape (n_samples,)
-            With ``return_std``: the predictive standard deviations, in y's units.
-        y_cov : ndarray of shape (n_samples, n_samples)
-            With ``return_cov``: the predictive covariance, in y's units squared.
+        {parameters}
 
         Examples
         --------
