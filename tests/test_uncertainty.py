@@ -241,3 +241,15 @@ def test_prediction_set_dask_and_refusals():
         model.predict_set(X[:2], coverage=1.2)
     with pytest.raises(ValueError, match="needs at least"):
         RFFRidgeClassifier(20, random_state=0).fit(X[:30], y[:30]).predict_set(X[:2], coverage=0.99)
+
+
+def test_pickle_keeps_the_uncertainty_not_the_cache():
+    import pickle
+
+    X, y = _data(n=200)
+    model = RFFRidge(40, random_state=0).fit(X, y)
+    bounds, std = model.predict_interval(X[:4]), model.predict(X[:4], return_std=True)[1]
+    restored = pickle.loads(pickle.dumps(model))
+    assert "_posterior_cache" not in restored.__dict__  # (an s x s factor, recomputed on use)
+    np.testing.assert_array_equal(restored.predict_interval(X[:4]), bounds)
+    np.testing.assert_array_equal(restored.predict(X[:4], return_std=True)[1], std)

@@ -16,7 +16,7 @@ of RFFNet, SRFF and EERF) gets the same methods from :class:`PosteriorRegressorM
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -181,6 +181,11 @@ class PosteriorRegressorMixin:
         _ridge_solution: Callable[[], tuple]
         _features: Callable[[Any], np.ndarray]
         _decision: Callable[[Any], np.ndarray]
+
+    def __getstate__(self):
+        state = cast(dict, super().__getstate__())
+        state.pop("_posterior_cache", None)  # (an s x s factor: recomputed on first use, not pickled)
+        return state
 
     def _predict_with_uncertainty(self, X, return_std, return_cov):
         if return_std and return_cov:
