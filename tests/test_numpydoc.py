@@ -1,7 +1,7 @@
 """numpydoc validation of the public API: every public class, function and method.
 
 The public API is everything named in ``rffkern.__all__``, ``rffkern.kernels.__all__``,
-``rffkern.datasets.__all__`` and ``rffkern.plot.__all__``, plus the public methods and
+``rffkern.datasets.__all__``, ``rffkern.plot.__all__`` and ``rffkern.onnx.__all__``, plus the public methods and
 properties of those classes. Excluded, by rule:
 
 * members a class inherits from outside rffkern (scikit-learn's ``get_params``,
@@ -26,6 +26,7 @@ numpydoc_validate = pytest.importorskip("numpydoc.validate")
 import rffkern  # noqa: E402
 import rffkern.datasets  # noqa: E402
 import rffkern.kernels  # noqa: E402
+import rffkern.onnx  # noqa: E402
 import rffkern.plot  # noqa: E402
 
 CHECKS = {
@@ -41,7 +42,7 @@ CHECKS = {
     "EX01",
 }
 
-PUBLIC_MODULES = [rffkern, rffkern.kernels, rffkern.datasets, rffkern.plot]
+PUBLIC_MODULES = [rffkern, rffkern.kernels, rffkern.datasets, rffkern.plot, rffkern.onnx]
 
 
 def _is_public_member(cls: type, name: str) -> bool:

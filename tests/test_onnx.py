@@ -197,7 +197,7 @@ def test_unfitted_model_is_refused(model):
 def test_bad_arguments(data):
     X, y, _, _, _ = data
     with pytest.raises(TypeError, match="exports"):
-        rko.describe(StandardScaler().fit(X))
+        rko._describe(StandardScaler().fit(X))
     model = rk.RFFRidge(10, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="float32 or float64"):
         rko.to_onnx(model, X, dtype=np.int64)

@@ -13,8 +13,8 @@ Every fitted random-feature model predicts by the same few steps, and the export
    into ``coef``; for a classifier, class scores, ``softmax(temperature * scores)`` and the label
    of the largest score, exactly as ``predict_proba`` and ``predict`` compute them.
 
-:func:`describe` reads these numbers off a fitted estimator (one function per estimator family)
-into a :class:`RandomFeatureGraph`; one converter turns any such description into ONNX nodes.
+:func:`_describe` reads these numbers off a fitted estimator (one function per estimator family)
+into a :class:`_RandomFeatureGraph`; one converter turns any such description into ONNX nodes.
 skl2onnx and onnx are imported only inside the functions that need them (the ``onnx`` extra:
 ``pip install "rffkern[onnx]"``), so ``import rffkern.onnx`` costs nothing without them.
 
@@ -41,15 +41,15 @@ from rffkern.ridge import RFFRidge, RFFRidgeClassifier
 from rffkern.srff import SRFFRegressor
 from rffkern.structured import Fastfood, OrthogonalRandomFeatures, StructuredOrthogonalFeatures
 
-__all__ = ["RandomFeatureGraph", "SUPPORTED", "describe", "register", "to_onnx"]
+__all__ = ["SUPPORTED", "register", "to_onnx"]
 
-#: Activations of :class:`RandomFeatureGraph`: the cosine, the pair form ``[cos, sin]``, the
+#: Activations of :class:`_RandomFeatureGraph`: the cosine, the pair form ``[cos, sin]``, the
 #: identity and the arc-cosine kernels' ``step(U)``, ``max(U, 0)``, ``max(U, 0)^2``.
 ACTIVATIONS = ("cos", "cos_sin", "identity", "step", "relu", "relu2")
 
 
 @dataclass
-class RandomFeatureGraph:
+class _RandomFeatureGraph:
     """A fitted random-feature model as ``clip -> affine -> activation -> affine (-> classes)``.
 
     ``Z = amplitude * activation(((clip(x, lower, upper) - mean) * multiplier) @ weights +
@@ -150,8 +150,8 @@ def _describe_ridge(est):
                 activation="cos_sin" if est.pair else "cos", **_input_treatment(est))
     coef = _columns(est.coef_) * est.scale_
     if isinstance(est, RFFRidgeClassifier):
-        return RandomFeatureGraph(**fmap, **_classifier_head(est, coef, est.intercept_, est.temperature_))
-    return RandomFeatureGraph(kind="regressor", coef=coef, intercept=np.atleast_1d(_f64(est.intercept_)), **fmap)
+        return _RandomFeatureGraph(**fmap, **_classifier_head(est, coef, est.intercept_, est.temperature_))
+    return _RandomFeatureGraph(kind="regressor", coef=coef, intercept=np.atleast_1d(_f64(est.intercept_)), **fmap)
 
 
 def _describe_rffnet(est):
@@ -159,8 +159,8 @@ def _describe_rffnet(est):
                 **_input_treatment(est, est.relevances_))
     coef = _columns(est.coef_) * est.scale_ * _f64(est.y_scale_)
     if isinstance(est, RFFNetClassifier):  # class_probabilities: sigmoid / softmax of the logits
-        return RandomFeatureGraph(**fmap, **_classifier_head(est, coef, est.intercept_, 1.0))
-    return RandomFeatureGraph(kind="regressor", coef=coef, intercept=np.atleast_1d(_f64(est.intercept_)), **fmap)
+        return _RandomFeatureGraph(**fmap, **_classifier_head(est, coef, est.intercept_, 1.0))
+    return _RandomFeatureGraph(kind="regressor", coef=coef, intercept=np.atleast_1d(_f64(est.intercept_)), **fmap)
 
 
 def _eerf_map(est):
@@ -180,26 +180,26 @@ def _describe_eerf(est):
     fmap.update(_input_treatment(est))
     coef = _columns(est.coef_) * amplitude
     if isinstance(est, EERFClassifier):
-        return RandomFeatureGraph(**fmap, **_classifier_head(est, coef, est.intercept_, est.temperature_))
-    return RandomFeatureGraph(kind="regressor", coef=coef, intercept=np.atleast_1d(_f64(est.intercept_)), **fmap)
+        return _RandomFeatureGraph(**fmap, **_classifier_head(est, coef, est.intercept_, est.temperature_))
+    return _RandomFeatureGraph(kind="regressor", coef=coef, intercept=np.atleast_1d(_f64(est.intercept_)), **fmap)
 
 
 def _describe_adaptive(est):
     fmap = dict(weights=_f64(est.frequencies_), activation="cos_sin", **_input_treatment(est))
     if isinstance(est, AdaptiveRFFClassifier):  # the per-class outputs are the scores
-        return RandomFeatureGraph(**fmap, **_classifier_head(est, est.coef_, est.y_mean_, est.temperature_))
+        return _RandomFeatureGraph(**fmap, **_classifier_head(est, est.coef_, est.y_mean_, est.temperature_))
     coef = _columns(est.coef_) * _f64(est.y_scale_)
-    return RandomFeatureGraph(kind="regressor", coef=coef, intercept=np.atleast_1d(_f64(est.y_mean_)), **fmap)
+    return _RandomFeatureGraph(kind="regressor", coef=coef, intercept=np.atleast_1d(_f64(est.y_mean_)), **fmap)
 
 
 def _describe_srff(est):
-    return RandomFeatureGraph(kind="regressor", weights=_f64(est.weights_), offsets=_f64(est.offsets_),
+    return _RandomFeatureGraph(kind="regressor", weights=_f64(est.weights_), offsets=_f64(est.offsets_),
                               activation="cos", coef=_columns(est.coef_) * est.y_scale_,
                               intercept=np.atleast_1d(_f64(est.intercept_)), **_input_treatment(est, est.gamma_))
 
 
 def _describe_dense_map(est):
-    return RandomFeatureGraph(kind="transformer", weights=_f64(est.weights_),
+    return _RandomFeatureGraph(kind="transformer", weights=_f64(est.weights_),
                               offsets=None if est.pair else _f64(est.offsets_),
                               activation="cos_sin" if est.pair else "cos", amplitude=float(est.scale_))
 
@@ -229,7 +229,7 @@ def _describe_structured(est):
     blocks = _fastfood_blocks(est) if isinstance(est, Fastfood) else _sorf_blocks(est)
     n_freq = est.offsets_.shape[0]
     W = np.hstack(list(blocks))[:est.n_features_in_, :n_freq]  # row i: the frequencies' i-th coordinates
-    graph = RandomFeatureGraph(kind="transformer", weights=W, offsets=None if est.pair else _f64(est.offsets_),
+    graph = _RandomFeatureGraph(kind="transformer", weights=W, offsets=None if est.pair else _f64(est.offsets_),
                                activation="cos_sin" if est.pair else "cos", amplitude=float(est.scale_))
     probe = np.random.default_rng(0).standard_normal((4, est.n_features_in_))
     U = probe @ W + (0.0 if graph.offsets is None else graph.offsets)
@@ -259,8 +259,8 @@ _DESCRIBERS = {
 SUPPORTED = tuple(_DESCRIBERS)
 
 
-def describe(estimator: Any) -> RandomFeatureGraph:
-    """Read a fitted rffkern estimator as a :class:`RandomFeatureGraph`.
+def _describe(estimator: Any) -> _RandomFeatureGraph:
+    """Read a fitted rffkern estimator as a :class:`_RandomFeatureGraph`.
 
     Parameters
     ----------
@@ -269,7 +269,7 @@ def describe(estimator: Any) -> RandomFeatureGraph:
 
     Returns
     -------
-    RandomFeatureGraph
+    _RandomFeatureGraph
         The numbers its ``transform`` / ``predict`` / ``predict_proba`` compute with.
 
     Raises
@@ -283,9 +283,9 @@ def describe(estimator: Any) -> RandomFeatureGraph:
     --------
     >>> import numpy as np
     >>> from rffkern import RFFRidge
-    >>> from rffkern.onnx import describe
+    >>> from rffkern.onnx import _describe
     >>> X = np.random.default_rng(0).standard_normal((50, 3))
-    >>> graph = describe(RFFRidge(n_components=20, random_state=0).fit(X, X[:, 0]))
+    >>> graph = _describe(RFFRidge(n_components=20, random_state=0).fit(X, X[:, 0]))
     >>> graph.kind, graph.activation, graph.weights.shape, graph.coef.shape
     ('regressor', 'cos', (3, 20), (20, 1))
     """
@@ -341,7 +341,8 @@ def _write_inputs(w, graph, x):
         x = w.node("Max", [x, w.constant("x_min", graph.lower)], "clipped_low")
         x = w.node("Min", [x, w.constant("x_max", graph.upper)], "clipped")
     if graph.quantiles is not None:
-        x = _write_normal_scores(w, x, *graph.quantiles, n_features=graph.weights.shape[0])
+        columns, transformer = graph.quantiles
+        x = _write_normal_scores(w, x, columns, transformer, graph.weights.shape[0])
     if graph.mean is not None and np.any(graph.mean != 0):
         x = w.node("Sub", [x, w.constant("x_mean", graph.mean)], "centred")
     if graph.multiplier is not None and np.any(graph.multiplier != 1):
@@ -515,7 +516,7 @@ def _label_values(scope, graph, estimator):
 def _convert(scope, operator, container):
     """skl2onnx converter of every estimator of ``SUPPORTED``."""
     estimator = operator.raw_operator
-    graph = describe(estimator)
+    graph = _describe(estimator)
     w = _NodeWriter(scope, container, _graph_dtype(operator))
     z = _write_features(w, graph, _write_inputs(w, graph, operator.inputs[0].full_name))
     labels = _label_values(scope, graph, estimator) if graph.kind == "classifier" else None
@@ -529,7 +530,7 @@ def _shapes(operator):
     from skl2onnx.common.shape_calculator import calculate_linear_classifier_output_shapes
 
     dtype = _graph_dtype(operator)
-    graph = describe(operator.raw_operator)
+    graph = _describe(operator.raw_operator)
     if graph.kind == "classifier":
         calculate_linear_classifier_output_shapes(operator)
         return
@@ -602,7 +603,7 @@ def to_onnx(model: Any, X: ArrayLike, *, dtype: Any = np.float32, options: dict 
         The graph's input and output float type. float32 is what onnxruntime runs fastest and
         agrees with ``predict`` to float32 rounding; float64 agrees to about 1e-12.
     options : dict or None, default=None
-        skl2onnx's conversion options, e.g. ``{"zipmap": False}`` for a classifier whose
+        The conversion options of skl2onnx, e.g. ``{"zipmap": False}`` for a classifier whose
         probabilities should be one tensor rather than a list of dictionaries.
     target_opset : int, dict or None, default=None
         The ONNX opset (None: skl2onnx's default).
