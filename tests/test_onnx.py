@@ -214,3 +214,16 @@ def test_register_is_idempotent():
     from skl2onnx._supported_operators import sklearn_operator_name_map
 
     assert all(sklearn_operator_name_map[cls] == f"Rffkern{cls.__name__}" for cls in rko.SUPPORTED)
+
+
+def test_refused_opset(data):
+    X, _, y2, _, _ = data
+    with pytest.raises(ValueError, match="target_opset"):
+        rko.to_onnx(rk.RFFRidgeClassifier(10, random_state=0).fit(X, y2), X, target_opset=12)
+
+
+def test_nocl_gives_class_indices(data):
+    X, _, _, y3, X_test = data
+    model = rk.RFFRidgeClassifier(60, random_state=0).fit(X, y3)
+    label, _ = run(rko.to_onnx(model, X, options={"zipmap": False, "nocl": True}), X_test.astype(np.float32))
+    np.testing.assert_array_equal(model.classes_[label], model.predict(X_test))

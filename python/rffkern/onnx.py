@@ -54,8 +54,8 @@ class _RandomFeatureGraph:
 
     ``Z = amplitude * activation(((clip(x, lower, upper) - mean) * multiplier) @ weights +
     offsets)``; a transformer outputs Z, a regressor ``Z @ coef + intercept``, a classifier the
-    scores ``S = Z @ coef + intercept`` (one column per class), ``softmax(temperature * S)`` and
-    ``classes[argmax S]``. Arrays are float64; None leaves a step out.
+    scores ``S = Z @ coef + intercept`` (one column per class of ``classes_``),
+    ``softmax(temperature * S)`` and ``classes_[argmax S]``. Arrays are float64; None leaves a step out.
 
     Attributes
     ----------
@@ -73,8 +73,6 @@ class _RandomFeatureGraph:
     coef : ndarray of shape (n_activations, n_outputs) or None
         The output layer, amplitude and target scale included.
     intercept : ndarray of shape (n_outputs,) or None
-    classes : ndarray or None
-        The labels of the score columns.
     temperature : float or None
         ``predict_proba``'s factor of the scores.
     quantiles : tuple or None
@@ -92,7 +90,6 @@ class _RandomFeatureGraph:
     offsets: np.ndarray | None = None
     coef: np.ndarray | None = None
     intercept: np.ndarray | None = None
-    classes: np.ndarray | None = None
     temperature: float | None = None
     quantiles: tuple | None = None
 
@@ -141,8 +138,7 @@ def _classifier_head(est, coef, intercept, temperature):
     if coef.shape[1] == 1:
         coef = np.hstack([np.zeros_like(coef), coef])
         intercept = np.concatenate([[0.0], intercept])
-    return dict(kind="classifier", coef=coef, intercept=intercept, classes=np.asarray(est.classes_),
-                temperature=float(temperature))
+    return dict(kind="classifier", coef=coef, intercept=intercept, temperature=float(temperature))
 
 
 def _describe_ridge(est):
@@ -205,19 +201,20 @@ def _describe_dense_map(est):
 
 
 def _fastfood_blocks(est):
-    """Each Fastfood block's ``V_t`` applied to the unit vectors: ``1/(sigma sqrt(p)) S H G Pi H B``."""
-    p = est.block_size_
+    """Each Fastfood block's ``V_t = 1/(sigma sqrt(p)) S H G Pi H B`` applied to the first d unit
+    vectors (the zero-padded inputs' only nonzero coordinates): row i holds ``V_t e_i``."""
+    p, d = est.block_size_, est.n_features_in_
     for t in range(est.signs_.shape[0]):
-        Y = np.eye(p) * est.signs_[t]
+        Y = np.eye(d, p) * est.signs_[t]
         Y = kernels.fwht(Y)[:, est.permutation_[t]] * est.gaussian_[t]
         yield kernels.fwht(Y) * (est.scaling_[t] / (est.length_scale * np.sqrt(p)))
 
 
 def _sorf_blocks(est):
-    """Each SORF block's ``sqrt(p)/sigma R Hn D1 Hn D2 Hn D3`` applied to the unit vectors."""
-    p = est.block_size_
+    """Each SORF block's ``sqrt(p)/sigma R Hn D1 Hn D2 Hn D3`` applied to the first d unit vectors."""
+    p, d = est.block_size_, est.n_features_in_
     for t in range(est.diagonals_.shape[0]):
-        Y = np.eye(p)
+        Y = np.eye(d, p)
         for diagonal in est.diagonals_[t, ::-1]:  # D3 first
             Y = kernels.fwht(Y * diagonal, normalized=True)
         Y = Y * (np.sqrt(p) / est.length_scale)
@@ -228,7 +225,7 @@ def _describe_structured(est):
     """A Fastfood or SORF map with its dense frequency matrix, checked against ``transform``."""
     blocks = _fastfood_blocks(est) if isinstance(est, Fastfood) else _sorf_blocks(est)
     n_freq = est.offsets_.shape[0]
-    W = np.hstack(list(blocks))[:est.n_features_in_, :n_freq]  # row i: the frequencies' i-th coordinates
+    W = np.hstack(list(blocks))[:, :n_freq]  # row i: the frequencies' i-th coordinates
     graph = _RandomFeatureGraph(kind="transformer", weights=W, offsets=None if est.pair else _f64(est.offsets_),
                                activation="cos_sin" if est.pair else "cos", amplitude=float(est.scale_))
     probe = np.random.default_rng(0).standard_normal((4, est.n_features_in_))
@@ -294,16 +291,7 @@ def _describe(estimator: Any) -> _RandomFeatureGraph:
         raise TypeError(f"rffkern.onnx exports {', '.join(c.__name__ for c in SUPPORTED)}; "
                         f"got {type(estimator).__name__}")
     check_is_fitted(estimator)
-    graph = describer(estimator)
-    if graph.classes is not None:
-        _check_labels(graph.classes)
-    return graph
-
-
-def _check_labels(classes):
-    """skl2onnx's labels are int64 or strings: other labels (non-integral floats) are refused."""
-    if classes.dtype.kind == "f" and not np.all(np.equal(np.mod(classes, 1), 0)):
-        raise ValueError(f"class labels must be integers or strings to be exported to ONNX; got {classes!r}")
+    return describer(estimator)
 
 
 # ---- writing ONNX nodes ---------------------------------------------------------------------------
@@ -395,7 +383,8 @@ def _write_normal_quantile(w, p):
 
 def _write_interp(w, x, knots, values, name):
     """``np.interp`` of every column of ``x`` (n, c) on its column of ``knots`` (k, c), ascending,
-    for values within the knots' range."""
+    for values within the knots' range. The knot below each value is found by counting the knots
+    at or below it (an (n, k, c) comparison: k is at most 500, c the few heavy-tailed inputs)."""
     k, c = knots.shape
     below = w.node("LessOrEqual", [w.constant(name + "_knots", knots),
                                    w.node("Unsqueeze", [x, w.constant("axis1", np.array([1], np.int64))], "x3")],
@@ -513,9 +502,15 @@ def _label_values(scope, graph, estimator):
     return labels.astype(np.int64) if labels.dtype.kind in "biuf" else labels.astype(str)
 
 
+#: Unsqueeze and ReduceSum with their axes as an input (the normal scores) need opset 13.
+_MIN_OPSET = 13
+
+
 def _convert(scope, operator, container):
     """skl2onnx converter of every estimator of ``SUPPORTED``."""
     estimator = operator.raw_operator
+    if container.target_opset < _MIN_OPSET:
+        raise ValueError(f"rffkern's converters need target_opset >= {_MIN_OPSET}; got {container.target_opset}")
     graph = _describe(estimator)
     w = _NodeWriter(scope, container, _graph_dtype(operator))
     z = _write_features(w, graph, _write_inputs(w, graph, operator.inputs[0].full_name))
