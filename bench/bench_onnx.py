@@ -11,10 +11,13 @@ every repetition, so load changes on a shared machine hit them alike. Each time 
 the repetitions (--reps for batches up to 1000 rows, 3 for 100000 rows unless --big-reps).
 
 onnxruntime materialises the n x 1000 phase and feature matrices (400 MB each in float32 at
-100000 rows); rffkern's fused kernels never form them.
+100000 rows); rffkern's fused kernels never form them. ``--memory`` measures it: the peak
+resident memory gained during one call on 100000 rows (RFFRidge.predict, d = 50), each method in
+a fresh process (Linux: the peak is reset through /proc/self/clear_refs before the call).
 
     python bench/bench_onnx.py                      # d = 50
     python bench/bench_onnx.py --d 10 100 --reps 50
+    python bench/bench_onnx.py --memory              # the memory part only
 
 Writes bench/results/bench_onnx.json.
 """
@@ -113,27 +116,73 @@ def bench(d, reps, big_reps, rng):
     return rows
 
 
+def _status_kb(field):
+    for line in pathlib.Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _peak_growth_mb(method, queue):
+    """(In a child process.) The peak RSS gained by one call of ``method`` on 100000 rows."""
+    rng = np.random.default_rng(0)
+    model, _ = models(50, rng)["RFFRidge.predict"]
+    X = rng.standard_normal((100_000, 50)).astype(np.float32)
+    if method.startswith("ort"):
+        one = session(to_onnx(model, X), 1 if method == "ort_1" else None)
+        call = lambda: one.run(None, {"X": X})  # noqa: E731
+    else:
+        model.set_params(n_jobs=1 if method == "rffkern_1" else None)
+        call = lambda: model.predict(X)  # noqa: E731
+    pathlib.Path("/proc/self/clear_refs").write_text("5")  # reset the peak (VmHWM) to the current RSS
+    before = _status_kb("VmRSS")
+    call()
+    queue.put((_status_kb("VmHWM") - before) / 1024)
+
+
+def memory():
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    growth = {}
+    for method in ("rffkern_1", "rffkern_default", "ort_1", "ort_default"):
+        queue = context.Queue()
+        child = context.Process(target=_peak_growth_mb, args=(method, queue))
+        child.start()
+        growth[method] = queue.get()
+        child.join()
+        print(f"{method:16s} peak RSS growth {growth[method]:8.1f} MB (100000 x 50 float32 rows: "
+              f"{100_000 * 50 * 4 / 2**20:.0f} MB; output {100_000 * 4 / 2**20:.1f} MB)", flush=True)
+    return growth
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--d", type=int, nargs="+", default=[50], help="input dimensions")
     ap.add_argument("--reps", type=int, default=30, help="repetitions for batches of up to 1000 rows")
     ap.add_argument("--big-reps", type=int, default=3, help="repetitions for the 100000-row batch")
-    ap.add_argument("--out", default="bench_onnx.json", help="file name in bench/results/")
+    ap.add_argument("--out", default=None, help="file name in bench/results/ (default: bench_onnx.json, "
+                    "bench_onnx_memory.json with --memory)")
+    ap.add_argument("--memory", action="store_true", help="only the peak-memory part")
     args = ap.parse_args()
     if args.reps < 5 or args.big_reps < 3:
         ap.error("--reps must be >= 5 and --big-reps >= 3")
     print(f"rffkern {rk.__version__} isa={_core.active_isa()} onnxruntime {ort.__version__} "
           f"cores={os.cpu_count()} load={os.getloadavg()[0]:.1f}")
-    print("ms per call (median); ratio = onnxruntime / rffkern at the same threads (> 1: rffkern faster); "
-          "error = max |ort - rffkern| / max |rffkern|")
-    print(f"{'model':34s} {'d':>4s} {'batch':>7s} {'rffkern 1t':>11s} {'ort 1t':>11s} {'ratio':>8s} "
-          f"{'rffkern all':>11s} {'ort all':>11s} {'ratio':>8s} {'error':>9s}")
-    rng = np.random.default_rng(0)
-    rows = [row for d in args.d for row in bench(d, args.reps, args.big_reps, rng)]
     out = dict(machine=platform.processor() or platform.machine(), isa=_core.active_isa(),
-               onnxruntime=ort.__version__, rffkern=rk.__version__, cpu_count=os.cpu_count(),
-               load_avg=os.getloadavg(), args=vars(args), rows=rows)
-    path = pathlib.Path(__file__).resolve().parent / "results" / args.out
+               onnxruntime=ort.__version__, rffkern=rk.__version__, cpu_count=os.cpu_count(), args=vars(args))
+    if args.memory:
+        out["peak_growth_mb"] = memory()
+    else:
+        print("ms per call (median); ratio = onnxruntime / rffkern at the same threads (> 1: rffkern faster); "
+              "error = max |ort - rffkern| / max |rffkern|")
+        print(f"{'model':34s} {'d':>4s} {'batch':>7s} {'rffkern 1t':>11s} {'ort 1t':>11s} {'ratio':>8s} "
+              f"{'rffkern all':>11s} {'ort all':>11s} {'ratio':>8s} {'error':>9s}")
+        rng = np.random.default_rng(0)
+        out["rows"] = [row for d in args.d for row in bench(d, args.reps, args.big_reps, rng)]
+    out["load_avg"] = os.getloadavg()
+    name = args.out or ("bench_onnx_memory.json" if args.memory else "bench_onnx.json")
+    path = pathlib.Path(__file__).resolve().parent / "results" / name
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(out, indent=1))
     print(f"\nwrote {path}")
