@@ -180,7 +180,8 @@ def test_pipelines(data):
     rko.register()
     (F,) = run(skl2onnx.to_onnx(regression, X[:1].astype(np.float32)), X_test.astype(np.float32))
     assert_close(F, regression.predict(X_test), RTOL32)
-    features = make_pipeline(StandardScaler(), rk.Fastfood(64, random_state=0), rk.RFFRidgeClassifier(40, random_state=0))
+    features = make_pipeline(StandardScaler(), rk.Fastfood(64, random_state=0),
+                             rk.RFFRidgeClassifier(40, random_state=0))
     assert_classifier(features.fit(X, y3), X_test)
 
 

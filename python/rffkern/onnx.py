@@ -2,9 +2,11 @@
 
 Every fitted random-feature model predicts by the same few steps, and the export writes them once:
 
-1. the input treatment: clip each input to its training range (``x_min_``, ``x_max_``), then
-   ``(x - x_mean_) * multiplier``, the multiplier being ``1 / x_scale_`` times the relevances
-   (RFFNet's ``relevances_``, SRFF's ``gamma_``) where the model has them;
+1. the input treatment: clip each input to its training range (``x_min_``, ``x_max_``), map the
+   heavy-tailed ones to normal scores where ``standardize_="quantile"`` (scikit-learn's
+   ``QuantileTransformer``, written in ONNX operators), then ``(x - x_mean_) * multiplier``, the
+   multiplier being ``1 / x_scale_`` times the relevances (RFFNet's ``relevances_``, SRFF's
+   ``gamma_``) where the model has them;
 2. the map: ``U = X @ W (+ b)``, W dense (the structured maps, Fastfood and SORF, are expanded to
    their dense frequency matrix once, at export, and checked against ``transform``);
 3. the activation: ``cos(U)``, ``[cos(U), sin(U)]`` (the pair form), the identity (EERF's linear
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from sklearn.utils.validation import check_is_fitted
 
 from rffkern import kernels
