@@ -8,6 +8,9 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#if defined(_WIN32)
+#include <malloc.h>
+#endif
 #if defined(RFFKERN_HAVE_OPENMP)
 #include <omp.h>
 #endif
@@ -52,6 +55,23 @@ inline int max_threads() {
 constexpr std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 constexpr std::size_t round_up(std::size_t a, std::size_t b) { return ceil_div(a, b) * b; }
 
+// Windows' C runtime has no aligned_alloc (its free cannot release aligned blocks): it pairs
+// _aligned_malloc with _aligned_free instead.
+inline void* aligned_bytes(std::size_t alignment, std::size_t bytes) {
+#if defined(_WIN32)
+    return _aligned_malloc(bytes, alignment);
+#else
+    return std::aligned_alloc(alignment, bytes);
+#endif
+}
+inline void free_aligned_bytes(void* ptr) {
+#if defined(_WIN32)
+    _aligned_free(ptr);
+#else
+    std::free(ptr);
+#endif
+}
+
 // 64-byte aligned, zero-initialised scratch memory. Allocated before any parallel region, so
 // std::bad_alloc is thrown on the calling thread and never inside an OpenMP region.
 template <class T>
@@ -61,13 +81,13 @@ public:
     explicit AlignedBuffer(std::size_t count) { reset(count); }
     AlignedBuffer(const AlignedBuffer&) = delete;
     AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-    ~AlignedBuffer() { std::free(ptr_); }
+    ~AlignedBuffer() { free_aligned_bytes(ptr_); }
     void reset(std::size_t count) {
-        std::free(ptr_);
+        free_aligned_bytes(ptr_);
         ptr_ = nullptr;
         size_ = count;
         const std::size_t bytes = round_up(count * sizeof(T) + 1, 64);
-        ptr_ = static_cast<T*>(std::aligned_alloc(64, bytes));
+        ptr_ = static_cast<T*>(aligned_bytes(64, bytes));
         if (!ptr_) throw std::bad_alloc();
         std::memset(static_cast<void*>(ptr_), 0, bytes);
     }

@@ -98,9 +98,11 @@ inline double rows(const T* z, std::size_t s, const T* coef, const double* y, co
 // and their losses likewise (returned): the same bits for any thread count.
 template <class T>
 double sum_chunks(const AlignedBuffer<T>& partial, const AlignedBuffer<double>& chunk_loss, std::size_t n_chunks,
-                  std::size_t width, double* grad, int n_threads) {
+                  std::size_t width, double* grad, [[maybe_unused]] int n_threads) {
     const std::ptrdiff_t total_width = std::ptrdiff_t(width);
+#if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && width >= 4096)
+#endif
     for (std::ptrdiff_t j = 0; j < total_width; ++j) {
         double total = 0;
         for (std::size_t c = 0; c < n_chunks; ++c) total += double(partial.data()[c * width + std::size_t(j)]);
@@ -122,7 +124,9 @@ double logistic_loss_grad(const T* Z, std::size_t n, std::size_t s, const T* coe
     const std::size_t n_chunks = ceil_div(n, kLinearLossChunkRows);
     AlignedBuffer<T> partial(n_chunks * s);  // zeroed
     AlignedBuffer<double> chunk_loss(n_chunks);
+#if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && n_chunks > 1)
+#endif
     for (std::size_t c = 0; c < n_chunks; ++c) {
         T* g = partial.data() + c * s;
         double loss = 0;
@@ -314,12 +318,16 @@ double softmax_loss_grad(const T* Z, std::size_t n, std::size_t s, std::size_t m
     const std::size_t per_thread = 2 * std::size_t(kSoftmaxPassRows) * m;  // logits and residuals of a pass
     AlignedBuffer<T> scratch(std::size_t(n_threads) * per_thread);
     AlignedBuffer<double> exps(std::size_t(n_threads) * m);
+#if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp parallel num_threads(n_threads) if (n_threads > 1 && n_chunks > 1)
+#endif
     {
         T* f = scratch.data() + std::size_t(thread_id()) * per_thread;
         T* res = f + std::size_t(kSoftmaxPassRows) * m;
         double* e = exps.data() + std::size_t(thread_id()) * m;
+#if defined(RFFKERN_HAVE_OPENMP)
 #pragma omp for schedule(static)
+#endif
         for (std::size_t c = 0; c < n_chunks; ++c) {
             T* g = partial.data() + c * ms;
             double loss = 0;

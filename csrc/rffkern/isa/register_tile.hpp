@@ -249,10 +249,12 @@ inline void sparse_row_range(const CenteredRows<T>& rows, const std::int64_t* id
 }
 
 // The panel's share of the offsets with the center folded in: out[c] = b[c] + sum_k center[k]
-// theta[k] Wpanel[k][c] (theta null: ones; center null: out = b), summed in k order.
+// theta[k] Wpanel[k][c] (theta null: ones; center null: out = b), summed in k order. b and out may
+// be one array (pack_map_panels updates the offsets in place), so neither is restrict: b is read
+// whole into registers before out is written.
 template <class T>
 inline void centered_offsets(const T* __restrict center, const T* __restrict theta, std::size_t d,
-                             const T* __restrict Wpanel, const T* __restrict b, T* __restrict out) {
+                             const T* __restrict Wpanel, const T* b, T* out) {
     using V = typename VecTraits<T>::V;
     constexpr int L = VecTraits<T>::L, NR = kNR<T>;
     V acc[kNV];
