@@ -50,12 +50,18 @@ inline int log2_exact(std::size_t len) {
 template <class T, int H, std::size_t... I>
 inline typename VecTraits<T>::V inlane_stage(typename VecTraits<T>::V x, std::index_sequence<I...>) {
     using V = typename VecTraits<T>::V;
+    const V sign = {T((I & H) ? -1 : 1)...};
+    // lane i with bit H clear: x_i + x_{i+H}; with it set: x_{i-H} - x_i (both exact-order ops)
+#if defined(__clang__)
+    // Clang (Apple's, clang-cl) has no __builtin_shuffle; its shufflevector takes the same
+    // permutation as constant lane indices
+    return x * sign + __builtin_shufflevector(x, x, int(I ^ H)...);
+#else
     using M = typename VecTraits<T>::IntV;
     using E = typename VecTraits<T>::IntLane;
     const M partner = {E(I ^ H)...};
-    const V sign = {T((I & H) ? -1 : 1)...};
-    // lane i with bit H clear: x_i + x_{i+H}; with it set: x_{i-H} - x_i (both exact-order ops)
     return x * sign + __builtin_shuffle(x, partner);
+#endif
 }
 
 template <class T, int H = 1>
