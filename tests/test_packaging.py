@@ -1,4 +1,5 @@
-"""Packaging: one version, a LICENSE that ships, complete metadata, every runtime import declared."""
+"""Packaging: one version, a LICENSE that ships, complete metadata, every runtime import declared,
+release wheels built for the versions the metadata claims."""
 import ast
 import importlib.metadata
 import re
@@ -57,6 +58,11 @@ def test_license_file_matches_the_metadata(pyproject):
     assert "License :: OSI Approved :: BSD License" in pyproject["project"]["classifiers"]
 
 
+def _claimed_python_versions(project):
+    return {tuple(int(v) for v in c.rsplit(" ", 1)[1].split("."))
+            for c in project["classifiers"] if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)}
+
+
 def test_project_metadata(pyproject):
     project = pyproject["project"]
     assert set(project["urls"]) >= {"Homepage", "Documentation", "Source", "Issues"}
@@ -67,10 +73,27 @@ def test_project_metadata(pyproject):
     assert any(c.startswith("Operating System ::") for c in classifiers)
     assert any(c.startswith("Topic :: Scientific/Engineering") for c in classifiers)
     minimum = tuple(int(v) for v in re.search(r">=\s*(\d+)\.(\d+)", project["requires-python"]).groups())
-    versions = [tuple(int(v) for v in c.rsplit(" ", 1)[1].split("."))
-                for c in classifiers if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    versions = _claimed_python_versions(project)
     assert versions and min(versions) == minimum
     assert sys.version_info[:2] in versions  # the Python running the tests is one we claim
+
+
+def test_release_wheels_match_the_claims(pyproject):
+    cibw = pyproject["tool"]["cibuildwheel"]
+    # one wheel per claimed CPython, no more (an unclaimed version would ship untested)
+    built = {(3, int(minor)) for minor in re.findall(r"\bcp3(\d+)-\*", cibw["build"])}
+    assert built == _claimed_python_versions(pyproject["project"])
+    # the smoke test every wheel runs exists, and runs once more on the baseline instruction set
+    scripts = re.findall(r"\{project\}/(\S+\.py)", cibw["test-command"])
+    assert scripts and all((ROOT / s).is_file() for s in scripts)
+    assert "--isa baseline" in cibw["test-command"]
+    # macOS and Windows ship the no-OpenMP build (pyproject.toml says why); Linux keeps OpenMP
+    for platform in ("macos", "windows"):
+        assert cibw[platform]["config-settings"]["cmake.define.RFFKERN_OPENMP"] == "OFF"
+    assert pyproject["tool"]["scikit-build"]["cmake"]["define"]["RFFKERN_OPENMP"] == "ON"
+    assert "config-settings" not in cibw["linux"]
+    # .ci/run builds, repairs and smoke-tests the wheel
+    assert "bash .ci/wheel.sh" in (ROOT / ".ci" / "run").read_text()
 
 
 #: import name -> distribution name, where they differ
