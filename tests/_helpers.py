@@ -40,6 +40,13 @@ TOL = {np.float64: 1e-10, np.float32: 2e-4}
 HNP_MAX = 400
 
 
+def core_has_openmp():
+    """Whether the core calls an OpenMP runtime (the RFFKERN_OPENMP=OFF build does not, and reports
+    max_threads() == 1 whatever the environment): its import table names omp_get_max_threads."""
+    with open(_core.__file__, "rb") as f:
+        return b"\x00omp_get_max_threads\x00" in f.read()  # the dynamic symbol, not a docstring
+
+
 def available_isas():
     """Every instruction set this CPU can run (as accepted by ``_core.set_isa``)."""
     isas = []

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from _helpers import core_has_openmp
 from rffkern import _core, kernels
 
 HUGE_THREAD_COUNTS = [50000, 100000]
@@ -87,15 +88,8 @@ def test_num_procs_and_max_threads_report_the_machine():
         assert _core.num_procs() == len(os.sched_getaffinity(0))
 
 
-def _core_has_openmp():
-    """Whether the core calls an OpenMP runtime (the RFFKERN_OPENMP=OFF build does not, and reports
-    max_threads() == 1 whatever the environment): its import table names omp_get_max_threads."""
-    with open(_core.__file__, "rb") as f:
-        return b"\x00omp_get_max_threads\x00" in f.read()  # the dynamic symbol, not a docstring
-
-
 def test_max_threads_follows_omp_num_threads():
-    if not _core_has_openmp():
+    if not core_has_openmp():
         assert _core.max_threads() == 1
         pytest.skip("core built without OpenMP")
     code = "from rffkern import _core; print(_core.max_threads(), _core.num_procs())"
@@ -109,7 +103,7 @@ def test_max_threads_follows_omp_num_threads():
 
 def test_max_threads_follows_threadpoolctl():
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    if not _core_has_openmp():
+    if not core_has_openmp():
         pytest.skip("core built without OpenMP")
     before = _core.max_threads()
     with threadpoolctl.threadpool_limits(1, user_api="openmp"):
