@@ -29,7 +29,7 @@ def force_isa(core, isa):
     if isa is not None:
         core.set_isa(isa)
         assert core.active_isa() == isa, f"asked for {isa}, the core runs {core.active_isa()}"
-    print(f"wheel_smoke: instruction set {core.active_isa()}, {core.max_threads()} OpenMP thread(s), "
+    print(f"wheel_smoke: instruction set {core.active_isa()}, {core.max_threads()} thread(s) by default, "
           f"libmvec {core.have_libmvec()}")
 
 
