@@ -710,9 +710,14 @@ def _check_targets(Y, n, loss, dtype, n_outputs=None):
     return Yc
 
 
-def _check_loss(loss):
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+#: loss_and_grad's losses: the training losses and "linear" (``y . f``, whose gradient in ``f`` is
+#: ``y``: the backward pass of ``f = Z @ coef`` for any upstream gradient ``y``; rffkern.torch).
+_GRADIENT_LOSSES = LOSSES + ("linear",)
+
+
+def _check_loss(loss, allowed=LOSSES):
+    if loss not in allowed:
+        raise ValueError(f"loss must be one of {allowed}, got {loss!r}")
     return loss
 
 
@@ -726,14 +731,18 @@ def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: Array
 
     Losses per sample (``f`` and ``y`` rows of n_outputs values):
     ``squared`` 1/2 sum (f - y)^2; ``logistic`` sum log(1 + e^f) - y f with y in {0, 1};
-    ``softmax`` -sum y log softmax(f) with one-hot y.
+    ``softmax`` -sum y log softmax(f) with one-hot y; ``linear`` sum y f with any finite y, whose
+    gradient in ``f`` is ``y``: with ``Y`` an upstream gradient ``dL/df``, ``n`` times the returned
+    gradients are ``dL/dcoef`` and ``dL/dtheta`` (the backward pass of :func:`predict`, as
+    :mod:`rffkern.torch` uses it).
 
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
         Input rows. float32 stays float32; other dtypes become float64.
     Y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-        Targets: real values (squared), 0/1 (logistic) or one-hot rows (softmax).
+        Targets: real values (squared), 0/1 (logistic), one-hot rows (softmax), or the upstream
+        gradient (linear).
     weights : array-like of shape (n_features, n_components)
         The frequencies ``W`` (one column per feature).
     offsets : array-like of shape (n_components,) or None
@@ -742,7 +751,7 @@ def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: Array
         Coefficients, one row per feature.
     theta : array-like of shape (n_features,), default=None
         ARD scales multiplying each input feature; None means all ones.
-    loss : {"squared", "logistic", "softmax"}, default="squared"
+    loss : {"squared", "logistic", "softmax", "linear"}, default="squared"
         The loss (see above).
     scale : float, default=None
         ``c``; None gives ``sqrt(2/s)`` (or ``sqrt(1/s)`` with ``pair=True``).
@@ -782,7 +791,7 @@ def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: Array
     >>> round(loss, 3), grad_coef.round(3), grad_theta
     (0.5, array([-0.658,  0.41 ,  0.513]), array([0., 0.]))
     """
-    _check_loss(loss)
+    _check_loss(loss, _GRADIENT_LOSSES)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     n_out = W.shape[1] * (2 if pair else 1)
     coef_arr = np.asarray(refuse_sparse(coef, "coef"))
@@ -1138,7 +1147,7 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
         Adam moments and step counter, updated in place (SGD only advances the counter).
     batch_size : int, default=32
         Rows per mini-batch.
-    loss : {"squared", "logistic", "softmax"}, default="squared"
+    loss : {"squared", "logistic", "softmax", "linear"}, default="squared"
         The loss, as in :func:`loss_and_grad`.
     solver : {"adam", "sgd"}, default="adam"
         The step rule.
