@@ -20,7 +20,7 @@ MODULES = sorted(
     for info in pkgutil.iter_modules(rffkern.__path__, prefix="rffkern.")
     if info.name not in {"rffkern.__main__", "rffkern._core", "rffkern._cuda"}
 )
-OPTIONAL_DEPENDENCY = {"rffkern.plot": "matplotlib", "rffkern._dask": "dask"}
+OPTIONAL_DEPENDENCY = {"rffkern.plot": "matplotlib", "rffkern._dask": "dask", "rffkern.torch": "torch"}
 
 
 def test_modules_are_found():

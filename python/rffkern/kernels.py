@@ -41,7 +41,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 from typing import Any
 
-from rffkern import _core
+from rffkern import _core, _dlpack
 from rffkern._sampling import default_scale
 from rffkern._losses import logistic_loss_grad_unchecked, softmax_loss_grad_unchecked
 from rffkern._validation import (
@@ -509,6 +509,8 @@ def features(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike
     >>> kernels.features(X, W, b, pair=True).shape
     (3, 6)
     """
+    if _dlpack.any_foreign(X, weights, offsets, theta, out):
+        return _dlpack.call(features, "X", **locals())  # the parameters as passed
     if _on_device(X, weights, offsets, theta, out):
         return _cuda_backend().features(X, weights, offsets, theta=theta, scale=scale, pair=pair, out=out)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
@@ -571,6 +573,8 @@ def predict(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike 
     >>> kernels.predict(X, W, b, np.ones(3)).round(3)
     array([ 0.361, -0.551, -0.605])
     """
+    if _dlpack.any_foreign(X, weights, offsets, coef, theta, out):
+        return _dlpack.call(predict, "X", **locals())  # the parameters as passed
     if _on_device(X, weights, offsets, coef, theta, out):
         return _cuda_backend().predict(X, weights, offsets, coef, theta=theta, scale=scale, pair=pair,
                                        out=out)
@@ -657,6 +661,8 @@ def gram(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike | N
     >>> bool(np.allclose(G, kernels.features(X, W, b).T @ kernels.features(X, W, b)))
     True
     """
+    if _dlpack.any_foreign(X, weights, offsets, Y, theta, out, out_zty):
+        return _dlpack.call(gram, "X", **locals())  # the parameters as passed
     if _on_device(X, weights, offsets, Y, theta, out, out_zty):
         return _cuda_backend().gram(X, weights, offsets, Y, theta=theta, scale=scale, pair=pair, out=out,
                                     out_zty=out_zty, accumulate=accumulate)
@@ -791,6 +797,8 @@ def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: Array
     >>> round(loss, 3), grad_coef.round(3), grad_theta
     (0.5, array([-0.658,  0.41 ,  0.513]), array([0., 0.]))
     """
+    if _dlpack.any_foreign(X, Y, weights, offsets, coef, theta, out_coef, out_theta):
+        return _dlpack.call(loss_and_grad, "X", **locals())  # the parameters as passed
     _check_loss(loss, _GRADIENT_LOSSES)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     n_out = W.shape[1] * (2 if pair else 1)
@@ -856,6 +864,8 @@ def logistic_loss_grad(Z: ArrayLike, y: ArrayLike, coef: ArrayLike, sample_weigh
     >>> round(loss, 4), grad
     (2.0794, array([-1. ,  0.5]))
     """
+    if _dlpack.any_foreign(Z, y, coef, sample_weight):
+        return _dlpack.call(logistic_loss_grad, "Z", **locals())  # the parameters as passed
     Zc = check_array_2d(Z, "Z")
     n, s = Zc.shape
     yc = check_vector(y, "y", n, np.float64)
@@ -911,6 +921,8 @@ def softmax_loss_grad(Z: ArrayLike, Y: ArrayLike, coef: ArrayLike, sample_weight
     (1.3863, array([[-0.5,  0.5],
            [ 1. , -1. ]]))
     """
+    if _dlpack.any_foreign(Z, Y, coef, sample_weight):
+        return _dlpack.call(softmax_loss_grad, "Z", **locals())  # the parameters as passed
     Zc = check_array_2d(Z, "Z")
     n, s = Zc.shape
     Yc = check_matrix(Y, "Y", (n, None), np.float64)
@@ -1003,6 +1015,8 @@ def adam_prox_step(param: NDArray[np.floating], grad: ArrayLike, m: NDArray[np.f
     >>> adam_prox_step(p, np.array([1.0, -1.0, 0.0]), m, v, 1, learning_rate=0.1).round(3)
     array([0.9, 1.1, 1. ])
     """
+    if _dlpack.any_foreign(param, grad, m, v):
+        return _dlpack.call(adam_prox_step, "param", **locals())  # the parameters as passed
     _check_inplace(param, "param")
     for name, a in (("m", m), ("v", v)):
         _check_inplace(a, name, param.dtype, param.shape)
@@ -1050,6 +1064,8 @@ def sgd_prox_step(param: NDArray[np.floating], grad: ArrayLike, *, learning_rate
     >>> sgd_prox_step(np.ones(3), np.array([1.0, -1.0, 0.0]), learning_rate=0.5, l1=0.2)
     array([0.4, 1.4, 0.9])
     """
+    if _dlpack.any_foreign(param, grad):
+        return _dlpack.call(sgd_prox_step, "param", **locals())  # the parameters as passed
     _check_inplace(param, "param")
     g = check_matrix(np.asarray(refuse_sparse(grad, "grad")).reshape(1, -1), "grad", (1, param.size), param.dtype)
     if np.shape(grad) != param.shape:
@@ -1210,6 +1226,8 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
     >>> state.step, bool(np.isfinite(loss))
     (4, True)
     """
+    if _dlpack.any_foreign(X, Y, order, weights, offsets, theta, coef):
+        return _dlpack.call(train_epoch, "X", **locals())  # the parameters as passed
     _check_loss(loss)
     if solver not in ("adam", "sgd"):
         raise ValueError(f"solver must be 'adam' or 'sgd', got {solver!r}")
@@ -1335,6 +1353,8 @@ def fwht(x: ArrayLike, normalized: bool = False, out: NDArray[np.floating] | Non
     >>> fwht([1.0, 1.0], normalized=True).round(4)
     array([1.4142, 0.    ])
     """
+    if _dlpack.any_foreign(x, out):
+        return _dlpack.call(fwht, "x", **locals())  # the parameters as passed
     arr = np.asarray(refuse_sparse(x, "x"))
     if arr.dtype.kind == "c":
         raise TypeError(f"x is complex ({arr.dtype}); fwht needs real-valued input")
@@ -1458,6 +1478,8 @@ def fastfood_features(X: ArrayLike, signs: ArrayLike, permutation: ArrayLike, ga
     >>> Z.shape
     (5, 8)
     """
+    if _dlpack.any_foreign(X, signs, permutation, gaussian, scaling, offsets, theta, out):
+        return _dlpack.call(fastfood_features, "X", **locals())  # the parameters as passed
     sg = np.asarray(refuse_sparse(signs, "signs"))
     if sg.ndim != 2 or not _is_power_of_two(sg.shape[1]):
         raise ValueError(f"signs must have shape (n_blocks, p) with p a power of two, got {sg.shape}")
@@ -1550,6 +1572,8 @@ def sorf_features(X: ArrayLike, diagonals: ArrayLike, offsets: ArrayLike | None 
     ...                     kernels.sorf_features(X, diagonals)))
     True
     """
+    if _dlpack.any_foreign(X, diagonals, offsets, theta, out, radial):
+        return _dlpack.call(sorf_features, "X", **locals())  # the parameters as passed
     D = np.asarray(refuse_sparse(diagonals, "diagonals"))
     if D.ndim != 3 or D.shape[1] != 3 or not _is_power_of_two(D.shape[2]):
         raise ValueError(
