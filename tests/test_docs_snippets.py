@@ -91,6 +91,8 @@ def test_python_blocks_run(source):
     blocks = SESSIONS[source]
     if any("import dask" in code for _, code in blocks) and importlib.util.find_spec("dask") is None:
         pytest.skip("dask is not installed")
+    if any("import torch" in code for _, code in blocks) and importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
     namespace = {"__name__": "__docs__"}
     start = time.perf_counter()
     for where, code in blocks:

@@ -25,8 +25,11 @@ def is_foreign(obj) -> bool:
 
 
 def any_foreign(*arrays) -> bool:
-    """Whether some argument needs :func:`call` (one cheap test per argument on the NumPy path)."""
-    return any(is_foreign(a) for a in arrays)
+    """Whether some argument needs :func:`call` (one type test per NumPy or absent argument)."""
+    for a in arrays:
+        if a is not None and type(a) is not np.ndarray and is_foreign(a):
+            return True
+    return False
 
 
 def _type_name(obj) -> str:

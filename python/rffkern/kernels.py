@@ -29,6 +29,10 @@ MNIST) can be passed as well as :class:`CenteredRows` (``rows=``): ``features``,
 ``gram``, ``loss_and_grad`` and ``train_epoch`` then compute ``U`` from the stored entries only, in
 O(nnz s + d s) per block of rows instead of O(n d s), with the same result up to rounding.
 
+Host arrays of other libraries exposing ``__dlpack__`` (PyTorch CPU tensors, JAX arrays) are taken
+without a copy, and the results come back as arrays of the first argument's kind (``_dlpack.py``);
+the kernels are not differentiable (``rffkern.torch`` is).
+
 Pure-NumPy equivalents of every function, written for clarity, are the test oracle (``tests/reference.py``); the package never imports them.
 """
 from __future__ import annotations

@@ -48,6 +48,13 @@ def _host_or_none(t: torch.Tensor | None) -> np.ndarray | None:
     return None if t is None else _host(t)
 
 
+def _useful_threads(n_threads: int, X: torch.Tensor, s: int) -> int:
+    """At most one thread per 2^18 multiply-adds of the forward pass, the rule loss_and_grad applies
+    inside: a mini-batch too small to share gives every thread a barrier and little work, and a
+    barrier on a busy machine can wait a whole scheduler time slice (milliseconds)."""
+    return max(1, min(n_threads, (X.shape[0] * X.shape[1] * s) >> 18))
+
+
 def _scale_of(dtype: torch.dtype, scale: float) -> float:
     # the scale rounded to the computation dtype first, as rffkern.kernels passes it
     return float(np.float32(scale)) if dtype == torch.float32 else float(scale)
@@ -85,11 +92,12 @@ class _FusedPredict(torch.autograd.Function):
         if X.is_cuda:
             return _cuda_kernels().predict(X.detach(), weights.detach(), _detach(offsets), coef.detach(),
                                            theta=_detach(theta), scale=scale)
-        out = torch.empty((X.shape[0], coef.shape[1]), dtype=X.dtype)
+        C = _host(coef)
+        out = np.empty((X.shape[0], C.shape[1]), C.dtype)
         if X.shape[0]:
             _core.predict(_host(X), _host(weights), _host_or_none(offsets), _host_or_none(theta), scale, False,
-                          _host(coef), out.numpy(), n_threads, None)
-        return out
+                          C, out, n_threads, None)
+        return torch.from_numpy(out)
 
     @staticmethod
     def backward(ctx, grad_out):
@@ -98,18 +106,20 @@ class _FusedPredict(torch.autograd.Function):
         if X.is_cuda or needs[0] or needs[3] or needs[4] or X.shape[0] == 0:
             return (*_backward_with_torch(X, theta, coef, weights, offsets, ctx.scale, grad_out, needs),
                     None, None)
-        want_theta = needs[1] and theta is not None
-        grad_coef = torch.empty_like(coef)
-        grad_theta = torch.empty_like(theta) if want_theta else None
+        C = _host(coef)
+        grad_coef = np.empty_like(C)
+        grad_theta = np.empty(X.shape[1], C.dtype) if needs[1] and theta is not None else None
         # the linear loss mean_i grad_out_i . F_i: its gradients are those of the upstream loss / n
         _core.loss_and_grad(_host(X), _host(grad_out), _host(weights), _host_or_none(offsets),
-                            _host_or_none(theta), ctx.scale, False, _host(coef), "linear", grad_coef.numpy(),
-                            None if grad_theta is None else grad_theta.numpy(), ctx.n_threads, None)
+                            _host_or_none(theta), ctx.scale, False, C, "linear", grad_coef, grad_theta,
+                            ctx.n_threads, None)
+        # scaled by n and wrapped in NumPy: a PyTorch op costs several microseconds at these sizes
         n = X.shape[0]
-        grad_coef.mul_(n)
+        grad_coef *= n
         if grad_theta is not None:
-            grad_theta.mul_(n)
-        return None, grad_theta, grad_coef if needs[2] else None, None, None, None, None
+            grad_theta *= n
+        return (None, None if grad_theta is None else torch.from_numpy(grad_theta),
+                torch.from_numpy(grad_coef) if needs[2] else None, None, None, None, None)
 
 
 class _FusedFeatures(torch.autograd.Function):
@@ -198,7 +208,7 @@ def _scale_and_threads(X, s, scale, n_threads):
     scale = default_scale(s) if scale is None else float(scale)
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a finite positive number, got {scale}")
-    return _scale_of(X.dtype, scale), resolve_n_threads(n_threads)
+    return _scale_of(X.dtype, scale), _useful_threads(resolve_n_threads(n_threads), X, s)
 
 
 def fourier_features(X: torch.Tensor, weights: Any, offsets: Any = None, theta: Any = None, *,
@@ -333,7 +343,8 @@ class RandomFourierLayer(torch.nn.Module):
     random_state : int, numpy Generator or None, default=None
         Seeds the draws of ``weights``, ``offsets`` and ``coef`` (NumPy).
     n_threads : int, default=None
-        Threads of the compiled kernels, as scikit-learn's ``n_jobs``.
+        Threads of the compiled kernels, as scikit-learn's ``n_jobs``; fewer on small batches (one
+        per 2^18 multiply-adds of the forward pass).
     dtype : torch.dtype, default=None
         The parameters' dtype, float32 or float64; None: ``torch.get_default_dtype()``.
 
@@ -412,7 +423,8 @@ class RandomFourierLayer(torch.nn.Module):
         X = X.to(dtype)
         if X.is_cuda:
             _cuda_kernels()
-        scale, n_threads = _scale_of(dtype, self.scale), resolve_n_threads(self.n_threads)
+        scale = _scale_of(dtype, self.scale)
+        n_threads = _useful_threads(resolve_n_threads(self.n_threads), X, self.n_components)
         if self.out_features is None:
             return _FusedFeatures.apply(X, self.relevances, self.weights, self.offsets, scale, n_threads)
         F = _FusedPredict.apply(X, self.relevances, self.coef, self.weights, self.offsets, scale, n_threads)
