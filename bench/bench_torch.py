@@ -10,6 +10,11 @@ faster); the first step's outputs and gradients of the two layers are compared (
 
     python bench/bench_torch.py                 # d = 100, s in {300, 1000}, batch in {32, 512}, 1 and 2 threads
     python bench/bench_torch.py --reps 5 --inner 20
+    python bench/bench_torch.py --floor   # also the rffkern layer with its two kernel calls made no-ops
+
+``--floor`` adds a column: the rffkern layer's step with ``predict`` and ``loss_and_grad`` replaced
+by functions that return at once (outputs left uninitialised): the cost of everything around the
+kernels (the module call, autograd, the loss, the bias), which no kernel speed-up removes.
 
 Writes bench/results/bench_torch.json. torch is an optional dependency (pip install "rffkern[torch]").
 """
@@ -95,8 +100,30 @@ def run_case(d, s, batch, threads, args):
         for name, fn in steps.items():
             times[name].append(median_time(block(fn), args.reps) / args.inner)
     t_torch, t_ours = float(np.median(times["pytorch"])), float(np.median(times["rffkern"]))
-    return {"d": d, "s": s, "batch": batch, "threads": threads, "pytorch_us": 1e6 * t_torch,
-            "rffkern_us": 1e6 * t_ours, "ratio": t_torch / t_ours, "max_rel_gap": gap}
+    row = {"d": d, "s": s, "batch": batch, "threads": threads, "pytorch_us": 1e6 * t_torch,
+           "rffkern_us": 1e6 * t_ours, "ratio": t_torch / t_ours, "max_rel_gap": gap}
+    if args.floor:
+        row["floor_us"] = 1e6 * floor_time(steps["rffkern"], args)
+    return row
+
+
+def floor_time(step, args):
+    """The rffkern step with its compiled calls made no-ops (see --floor)."""
+    import rffkern.torch as rt
+
+    class NoKernels:
+        def predict(self, *args):
+            pass
+
+        def loss_and_grad(self, *args):
+            pass
+
+    core, rt._core = rt._core, NoKernels()
+    try:
+        with np.errstate(all="ignore"):  # the gradients are uninitialised memory
+            return median_time(lambda: [step() for _ in range(args.inner)], args.reps) / args.inner
+    finally:
+        rt._core = core
 
 
 def main():
@@ -108,6 +135,7 @@ def main():
     parser.add_argument("--reps", type=int, default=7, help="blocks timed per round (median)")
     parser.add_argument("--inner", type=int, default=20, help="steps per timed block")
     parser.add_argument("--rounds", type=int, default=3, help="alternations of the two layers (median)")
+    parser.add_argument("--floor", action="store_true", help="also time the layer without its kernels")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "bench_torch.json"))
     args = parser.parse_args()
 
@@ -116,14 +144,16 @@ def main():
     import rffkern
 
     rows = []
-    print(f"{'batch':>6} {'s':>5} {'thr':>4} {'pytorch us':>11} {'rffkern us':>11} {'ratio':>7} {'max gap':>9}")
+    print(f"{'batch':>6} {'s':>5} {'thr':>4} {'pytorch us':>11} {'rffkern us':>11} {'ratio':>7} {'max gap':>9}"
+          + (f" {'floor us':>9}" if args.floor else ""))
     for batch in args.batch:
         for s in args.s:
             for threads in args.threads:
                 r = run_case(args.d, s, batch, threads, args)
                 rows.append(r)
                 print(f"{batch:>6} {s:>5} {threads:>4} {r['pytorch_us']:>11.1f} {r['rffkern_us']:>11.1f} "
-                      f"{r['ratio']:>7.2f} {r['max_rel_gap']:>9.1e}", flush=True)
+                      f"{r['ratio']:>7.2f} {r['max_rel_gap']:>9.1e}"
+                      + (f" {r['floor_us']:>9.1f}" if args.floor else ""), flush=True)
     meta = {"torch": torch.__version__, "rffkern": rffkern.__version__, "isa": rffkern._core.active_isa(),
             "machine": platform.processor() or platform.machine(), "args": vars(args)}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
