@@ -36,5 +36,6 @@ esac
 timeout 660 "$PYTHON" -m pytest -q -p no:cacheprovider \
     tests/test_kernels_reference.py tests/test_gradients.py tests/test_structured.py \
     tests/test_threads.py tests/test_input_validation.py tests/test_core_bindings.py tests/test_centered_rows.py \
+    tests/test_backward_kernel.py \
     -k "not test_two_python_threads_run_features_concurrently and not test_gil_is_released_during_features"
 echo "sanitize.sh: passed in $(( $(date +%s) - start )) s"

@@ -83,6 +83,16 @@ sphinx_gallery_conf = {
     "min_reported_time": 1,
 }
 
+# PyTorch is an optional extra. Without it the API pages of rffkern.torch are still built from
+# its docstrings (torch mocked while autodoc imports the module), and the one gallery example that
+# trains its layer, plot_torch_layer.py, is left out of the gallery (say so in the build log).
+import importlib.util  # noqa: E402
+
+if importlib.util.find_spec("torch") is None:
+    autodoc_mock_imports = ["torch"]
+    sphinx_gallery_conf["ignore_pattern"] = r"__init__\.py|plot_torch_layer\.py"
+    print("conf.py: PyTorch is not installed: examples/plot_torch_layer.py is left out of the gallery")
+
 
 def _skip_foreign_members(app, what, name, obj, skip, options):
     """Document only what rffkern defines: members inherited from scikit-learn's mixins (``score``,

@@ -93,6 +93,8 @@ def test_python_blocks_run(source):
         pytest.skip("dask is not installed")
     if any("rffkern.onnx" in code for _, code in blocks) and importlib.util.find_spec("skl2onnx") is None:
         pytest.skip("skl2onnx is not installed")
+    if any("import torch" in code for _, code in blocks) and importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
     namespace = {"__name__": "__docs__"}
     start = time.perf_counter()
     for where, code in blocks:

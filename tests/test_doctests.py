@@ -20,7 +20,8 @@ MODULES = sorted(
     for info in pkgutil.iter_modules(rffkern.__path__, prefix="rffkern.")
     if info.name not in {"rffkern.__main__", "rffkern._core", "rffkern._cuda"}
 )
-OPTIONAL_DEPENDENCY = {"rffkern.plot": "matplotlib", "rffkern._dask": "dask", "rffkern.onnx": "skl2onnx"}
+OPTIONAL_DEPENDENCY = {"rffkern.plot": "matplotlib", "rffkern._dask": "dask", "rffkern.onnx": "skl2onnx",
+                       "rffkern.torch": "torch"}
 
 
 def test_modules_are_found():

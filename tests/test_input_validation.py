@@ -341,7 +341,8 @@ def test_n_threads(kernel):
 def test_loss_names_and_targets():
     a = make_args()
     args = (a["X"], a["Y"], a["weights"], a["offsets"], a["coef"])
-    with pytest.raises(ValueError, match=r"loss must be one of \('squared', 'logistic', 'softmax'\), got 'hinge'"):
+    names = r"\('squared', 'logistic', 'softmax', 'linear'\)"  # loss_and_grad's losses: training + linear
+    with pytest.raises(ValueError, match=rf"loss must be one of {names}, got 'hinge'"):
         kernels.loss_and_grad(*args, loss="hinge")
     with pytest.raises(ValueError, match=r"logistic loss needs targets in \{0, 1\}"):
         kernels.loss_and_grad(*args, loss="logistic")

@@ -43,6 +43,12 @@ CHECKS = {
 }
 
 PUBLIC_MODULES = [rffkern, rffkern.kernels, rffkern.datasets, rffkern.plot, rffkern.onnx]
+try:  # the optional extra: checked where torch is installed
+    import rffkern.torch  # noqa: E402
+
+    PUBLIC_MODULES.append(rffkern.torch)
+except ImportError:
+    pass
 
 
 def _is_public_member(cls: type, name: str) -> bool:

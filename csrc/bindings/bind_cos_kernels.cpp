@@ -112,7 +112,8 @@ Loss parse_loss(const std::string& name) {
     if (name == "squared") return Loss::squared;
     if (name == "logistic") return Loss::logistic;
     if (name == "softmax") return Loss::softmax;
-    throw std::invalid_argument("loss must be 'squared', 'logistic' or 'softmax', got '" + name + "'");
+    if (name == "linear") return Loss::linear;
+    throw std::invalid_argument("loss must be 'squared', 'logistic', 'softmax' or 'linear', got '" + name + "'");
 }
 
 void features(const py::object& X_, const py::object& W_, const py::object& b_, const py::object& th_,

@@ -80,6 +80,7 @@ T train_epoch(const EpochBatches<T>& data, const FourierFeatureMap<T>& map, Loss
     n_threads = checked_threads(n_threads);
     check_map(map);
     if (map.pair) throw std::invalid_argument("train_epoch trains the cos-only map (pair = false)");
+    if (loss == Loss::linear) throw std::invalid_argument("train_epoch cannot train on the linear loss (no minimum)");
     if (map.theta && map.theta != state.theta)
         throw std::invalid_argument("train_epoch trains state.theta: map.theta must be null or state.theta");
     if (data.batch_size == 0) throw std::invalid_argument("batch_size must be >= 1");

@@ -25,7 +25,9 @@ struct FourierFeatureMap {
     std::size_t n_out() const { return pair ? 2 * s : s; }
 };
 
-enum class Loss : int { squared = 0, logistic = 1, softmax = 2 };
+// linear is no training loss: its gradient in f is Y itself, which makes loss_and_grad the backward
+// pass of f = Z coef for any upstream gradient Y (rffkern.torch); train_epoch refuses it.
+enum class Loss : int { squared = 0, logistic = 1, softmax = 2, linear = 3 };
 
 // Rows of X held as X = 1 center^T + S with S sparse (CSR): inputs that mostly take one value per
 // column (one-hot and bag-of-words columns, pixels, standardized). The kernels given such rows
@@ -64,6 +66,7 @@ void streamed_gram(const T* X, std::size_t n, const FourierFeatureMap<T>& map, c
 //   squared   l = 1/2 sum_o (f_o - y_o)^2
 //   logistic  l = sum_o log(1 + exp(f_o)) - y_o f_o          (y in {0, 1}, m independent outputs)
 //   softmax   l = -sum_o y_o log softmax(f)_o                  (y one-hot or probabilities)
+//   linear    l = sum_o y_o f_o                                (dl/df = y: any upstream gradient)
 // Bitwise reproducible for any n_threads.
 template <class T>
 T loss_and_grad(const T* X, const T* Y, std::size_t n, const FourierFeatureMap<T>& map,

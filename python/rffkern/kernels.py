@@ -29,6 +29,10 @@ MNIST) can be passed as well as :class:`CenteredRows` (``rows=``): ``features``,
 ``gram``, ``loss_and_grad`` and ``train_epoch`` then compute ``U`` from the stored entries only, in
 O(nnz s + d s) per block of rows instead of O(n d s), with the same result up to rounding.
 
+Host arrays of other libraries exposing ``__dlpack__`` (PyTorch CPU tensors, JAX arrays) are taken
+without a copy, and the results come back as arrays of the first argument's kind (``_dlpack.py``);
+the kernels are not differentiable (``rffkern.torch`` is).
+
 Pure-NumPy equivalents of every function, written for clarity, are the test oracle (``tests/reference.py``); the package never imports them.
 """
 from __future__ import annotations
@@ -41,7 +45,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 from typing import Any
 
-from rffkern import _core
+from rffkern import _core, _dlpack
 from rffkern._sampling import default_scale
 from rffkern._losses import logistic_loss_grad_unchecked, softmax_loss_grad_unchecked
 from rffkern._validation import (
@@ -509,6 +513,8 @@ def features(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike
     >>> kernels.features(X, W, b, pair=True).shape
     (3, 6)
     """
+    if _dlpack.any_foreign(X, weights, offsets, theta, out):
+        return _dlpack.call(features, "X", **locals())  # the parameters as passed
     if _on_device(X, weights, offsets, theta, out):
         return _cuda_backend().features(X, weights, offsets, theta=theta, scale=scale, pair=pair, out=out)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
@@ -571,6 +577,8 @@ def predict(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike 
     >>> kernels.predict(X, W, b, np.ones(3)).round(3)
     array([ 0.361, -0.551, -0.605])
     """
+    if _dlpack.any_foreign(X, weights, offsets, coef, theta, out):
+        return _dlpack.call(predict, "X", **locals())  # the parameters as passed
     if _on_device(X, weights, offsets, coef, theta, out):
         return _cuda_backend().predict(X, weights, offsets, coef, theta=theta, scale=scale, pair=pair,
                                        out=out)
@@ -657,6 +665,8 @@ def gram(X: ArrayLike | CenteredRows, weights: ArrayLike, offsets: ArrayLike | N
     >>> bool(np.allclose(G, kernels.features(X, W, b).T @ kernels.features(X, W, b)))
     True
     """
+    if _dlpack.any_foreign(X, weights, offsets, Y, theta, out, out_zty):
+        return _dlpack.call(gram, "X", **locals())  # the parameters as passed
     if _on_device(X, weights, offsets, Y, theta, out, out_zty):
         return _cuda_backend().gram(X, weights, offsets, Y, theta=theta, scale=scale, pair=pair, out=out,
                                     out_zty=out_zty, accumulate=accumulate)
@@ -710,9 +720,14 @@ def _check_targets(Y, n, loss, dtype, n_outputs=None):
     return Yc
 
 
-def _check_loss(loss):
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+#: loss_and_grad's losses: the training losses and "linear" (``y . f``, whose gradient in ``f`` is
+#: ``y``: the backward pass of ``f = Z @ coef`` for any upstream gradient ``y``; rffkern.torch).
+_GRADIENT_LOSSES = LOSSES + ("linear",)
+
+
+def _check_loss(loss, allowed=LOSSES):
+    if loss not in allowed:
+        raise ValueError(f"loss must be one of {allowed}, got {loss!r}")
     return loss
 
 
@@ -726,14 +741,18 @@ def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: Array
 
     Losses per sample (``f`` and ``y`` rows of n_outputs values):
     ``squared`` 1/2 sum (f - y)^2; ``logistic`` sum log(1 + e^f) - y f with y in {0, 1};
-    ``softmax`` -sum y log softmax(f) with one-hot y.
+    ``softmax`` -sum y log softmax(f) with one-hot y; ``linear`` sum y f with any finite y, whose
+    gradient in ``f`` is ``y``: with ``Y`` an upstream gradient ``dL/df``, ``n`` times the returned
+    gradients are ``dL/dcoef`` and ``dL/dtheta`` (the backward pass of :func:`predict`, as
+    :mod:`rffkern.torch` uses it).
 
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
         Input rows. float32 stays float32; other dtypes become float64.
     Y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-        Targets: real values (squared), 0/1 (logistic) or one-hot rows (softmax).
+        Targets: real values (squared), 0/1 (logistic), one-hot rows (softmax), or the upstream
+        gradient (linear).
     weights : array-like of shape (n_features, n_components)
         The frequencies ``W`` (one column per feature).
     offsets : array-like of shape (n_components,) or None
@@ -742,7 +761,7 @@ def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: Array
         Coefficients, one row per feature.
     theta : array-like of shape (n_features,), default=None
         ARD scales multiplying each input feature; None means all ones.
-    loss : {"squared", "logistic", "softmax"}, default="squared"
+    loss : {"squared", "logistic", "softmax", "linear"}, default="squared"
         The loss (see above).
     scale : float, default=None
         ``c``; None gives ``sqrt(2/s)`` (or ``sqrt(1/s)`` with ``pair=True``).
@@ -782,7 +801,9 @@ def loss_and_grad(X: ArrayLike, Y: ArrayLike, weights: ArrayLike, offsets: Array
     >>> round(loss, 3), grad_coef.round(3), grad_theta
     (0.5, array([-0.658,  0.41 ,  0.513]), array([0., 0.]))
     """
-    _check_loss(loss)
+    if _dlpack.any_foreign(X, Y, weights, offsets, coef, theta, out_coef, out_theta):
+        return _dlpack.call(loss_and_grad, "X", **locals())  # the parameters as passed
+    _check_loss(loss, _GRADIENT_LOSSES)
     X, W, b, th, scale, pair = _prepare_map(X, weights, offsets, theta, scale, pair)
     n_out = W.shape[1] * (2 if pair else 1)
     coef_arr = np.asarray(refuse_sparse(coef, "coef"))
@@ -847,6 +868,8 @@ def logistic_loss_grad(Z: ArrayLike, y: ArrayLike, coef: ArrayLike, sample_weigh
     >>> round(loss, 4), grad
     (2.0794, array([-1. ,  0.5]))
     """
+    if _dlpack.any_foreign(Z, y, coef, sample_weight):
+        return _dlpack.call(logistic_loss_grad, "Z", **locals())  # the parameters as passed
     Zc = check_array_2d(Z, "Z")
     n, s = Zc.shape
     yc = check_vector(y, "y", n, np.float64)
@@ -902,6 +925,8 @@ def softmax_loss_grad(Z: ArrayLike, Y: ArrayLike, coef: ArrayLike, sample_weight
     (1.3863, array([[-0.5,  0.5],
            [ 1. , -1. ]]))
     """
+    if _dlpack.any_foreign(Z, Y, coef, sample_weight):
+        return _dlpack.call(softmax_loss_grad, "Z", **locals())  # the parameters as passed
     Zc = check_array_2d(Z, "Z")
     n, s = Zc.shape
     Yc = check_matrix(Y, "Y", (n, None), np.float64)
@@ -994,6 +1019,8 @@ def adam_prox_step(param: NDArray[np.floating], grad: ArrayLike, m: NDArray[np.f
     >>> adam_prox_step(p, np.array([1.0, -1.0, 0.0]), m, v, 1, learning_rate=0.1).round(3)
     array([0.9, 1.1, 1. ])
     """
+    if _dlpack.any_foreign(param, grad, m, v):
+        return _dlpack.call(adam_prox_step, "param", **locals())  # the parameters as passed
     _check_inplace(param, "param")
     for name, a in (("m", m), ("v", v)):
         _check_inplace(a, name, param.dtype, param.shape)
@@ -1041,6 +1068,8 @@ def sgd_prox_step(param: NDArray[np.floating], grad: ArrayLike, *, learning_rate
     >>> sgd_prox_step(np.ones(3), np.array([1.0, -1.0, 0.0]), learning_rate=0.5, l1=0.2)
     array([0.4, 1.4, 0.9])
     """
+    if _dlpack.any_foreign(param, grad):
+        return _dlpack.call(sgd_prox_step, "param", **locals())  # the parameters as passed
     _check_inplace(param, "param")
     g = check_matrix(np.asarray(refuse_sparse(grad, "grad")).reshape(1, -1), "grad", (1, param.size), param.dtype)
     if np.shape(grad) != param.shape:
@@ -1138,7 +1167,7 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
         Adam moments and step counter, updated in place (SGD only advances the counter).
     batch_size : int, default=32
         Rows per mini-batch.
-    loss : {"squared", "logistic", "softmax"}, default="squared"
+    loss : {"squared", "logistic", "softmax", "linear"}, default="squared"
         The loss, as in :func:`loss_and_grad`.
     solver : {"adam", "sgd"}, default="adam"
         The step rule.
@@ -1201,6 +1230,8 @@ def train_epoch(X: NDArray[np.floating], Y: NDArray[np.floating], order: ArrayLi
     >>> state.step, bool(np.isfinite(loss))
     (4, True)
     """
+    if _dlpack.any_foreign(X, Y, order, weights, offsets, theta, coef):
+        return _dlpack.call(train_epoch, "X", **locals())  # the parameters as passed
     _check_loss(loss)
     if solver not in ("adam", "sgd"):
         raise ValueError(f"solver must be 'adam' or 'sgd', got {solver!r}")
@@ -1326,6 +1357,8 @@ def fwht(x: ArrayLike, normalized: bool = False, out: NDArray[np.floating] | Non
     >>> fwht([1.0, 1.0], normalized=True).round(4)
     array([1.4142, 0.    ])
     """
+    if _dlpack.any_foreign(x, out):
+        return _dlpack.call(fwht, "x", **locals())  # the parameters as passed
     arr = np.asarray(refuse_sparse(x, "x"))
     if arr.dtype.kind == "c":
         raise TypeError(f"x is complex ({arr.dtype}); fwht needs real-valued input")
@@ -1449,6 +1482,8 @@ def fastfood_features(X: ArrayLike, signs: ArrayLike, permutation: ArrayLike, ga
     >>> Z.shape
     (5, 8)
     """
+    if _dlpack.any_foreign(X, signs, permutation, gaussian, scaling, offsets, theta, out):
+        return _dlpack.call(fastfood_features, "X", **locals())  # the parameters as passed
     sg = np.asarray(refuse_sparse(signs, "signs"))
     if sg.ndim != 2 or not _is_power_of_two(sg.shape[1]):
         raise ValueError(f"signs must have shape (n_blocks, p) with p a power of two, got {sg.shape}")
@@ -1541,6 +1576,8 @@ def sorf_features(X: ArrayLike, diagonals: ArrayLike, offsets: ArrayLike | None 
     ...                     kernels.sorf_features(X, diagonals)))
     True
     """
+    if _dlpack.any_foreign(X, diagonals, offsets, theta, out, radial):
+        return _dlpack.call(sorf_features, "X", **locals())  # the parameters as passed
     D = np.asarray(refuse_sparse(diagonals, "diagonals"))
     if D.ndim != 3 or D.shape[1] != 3 or not _is_power_of_two(D.shape[2]):
         raise ValueError(

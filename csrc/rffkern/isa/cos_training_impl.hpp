@@ -172,6 +172,11 @@ struct LossGradEngine {
                         l += log1pexp(f) - y[o] * f;
                         gr[o] = T(1) / (T(1) + std::exp(-f)) - y[o];
                     }
+                } else if (loss == Loss::linear) {
+                    for (std::size_t o = 0; o < m; ++o) {
+                        l += y[o] * gr[o];
+                        gr[o] = y[o];
+                    }
                 } else {
                     T fmax = gr[0];
                     for (std::size_t o = 1; o < m; ++o) fmax = std::max(fmax, gr[o]);
