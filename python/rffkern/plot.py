@@ -423,6 +423,7 @@ def interval_band(model, X, y=None, *, feature: int = 0, coverage: float = 0.9, 
     Returns
     -------
     matplotlib.axes.Axes
+        The Axes drawn into.
 
     Examples
     --------
