@@ -12,9 +12,11 @@ faster); the first step's outputs and gradients of the two layers are compared (
     python bench/bench_torch.py --reps 5 --inner 20
     python bench/bench_torch.py --floor   # also the rffkern layer with its two kernel calls made no-ops
 
-``--floor`` adds a column: the rffkern layer's step with ``predict`` and ``loss_and_grad`` replaced
-by functions that return at once (outputs left uninitialised): the cost of everything around the
-kernels (the module call, autograd, the loss, the bias), which no kernel speed-up removes.
+``--floor`` adds a column: the rffkern layer's step with its compiled calls (``predict`` and
+``loss_and_grad``, or ``features`` on the pair path of batches >= rffkern.torch._PAIR_MIN_ROWS)
+replaced by functions that return at once (outputs left uninitialised): the cost of everything
+around the kernels (the module call, autograd, the loss, the bias), which no kernel speed-up
+removes. On the pair path that includes the PyTorch (BLAS) products on the pair features.
 
 Writes bench/results/bench_torch.json. torch is an optional dependency (pip install "rffkern[torch]").
 """
@@ -112,6 +114,9 @@ def floor_time(step, args):
     import rffkern.torch as rt
 
     class NoKernels:
+        def features(self, *args):
+            pass
+
         def predict(self, *args):
             pass
 

@@ -32,9 +32,22 @@ def test_import_rffkern_does_not_import_torch():
 
 
 # ---- autograd -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("wrt", ["theta_coef", "all"], ids=["compiled_backward", "every_input"])
-def test_gradcheck_predict(wrt):
-    """theta and coef only: the compiled backward (loss_and_grad linear); all: X, W, b as well."""
+@pytest.fixture(params=["pair", "compiled"])
+def route(request, monkeypatch):
+    """The two CPU routes of fourier_predict: the pair features kept by the forward pass, BLAS
+    products on them in both passes; or (_PAIR_MAX_VALUES = 0, as for a batch past it) the compiled
+    predict forward and loss_and_grad backward."""
+    import rffkern.torch as rt
+
+    if request.param == "compiled":
+        monkeypatch.setattr(rt, "_PAIR_MAX_VALUES", 0)
+    return request.param
+
+
+@pytest.mark.parametrize("wrt", ["theta_coef", "all"], ids=["theta_coef", "every_input"])
+def test_gradcheck_predict(wrt, route):
+    """theta and coef only: the route's own backward; all: X, W, b as well (PyTorch ops from U on the
+    compiled route)."""
     X, theta, coef, W, b = _problem()
     for t in (theta, coef) if wrt == "theta_coef" else (X, theta, coef, W, b):
         t.requires_grad_(True)
@@ -42,7 +55,7 @@ def test_gradcheck_predict(wrt):
                                     (X, theta, coef, W, b))
 
 
-def test_gradcheck_predict_one_output_and_no_theta_or_offsets():
+def test_gradcheck_predict_one_output_and_no_theta_or_offsets(route):
     X, _, coef, W, _ = _problem(m=1)
     coef = coef[:, 0].clone().requires_grad_(True)
     X.requires_grad_(True)
@@ -56,26 +69,66 @@ def test_gradcheck_features():
     assert torch.autograd.gradcheck(lambda *a: fourier_features(a[0], a[2], a[3], a[1], n_threads=1), (X, theta, W, b))
 
 
-def test_compiled_backward_equals_pytorch_ops():
-    X, theta, coef, W, b = _problem(n=300, d=6, s=40, m=3)
-    G = torch.randn(300, 3, dtype=torch.float64)
+@pytest.mark.parametrize("m", [1, 3])
+def test_backward_routes_agree(m, monkeypatch):
+    """The pair route, the compiled route (loss_and_grad) and PyTorch ops from U (X requiring grad on
+    the compiled route) give the same gradients to theta and coef."""
+    import rffkern.torch as rt
+
+    X, theta, coef, W, b = _problem(n=300, d=6, s=40, m=m)
+    G = torch.randn(300, m, dtype=torch.float64)
     grads = []
-    for x_grad in (False, True):  # X requiring grad sends the whole backward pass to PyTorch ops
+    for limit, x_grad in ((1 << 25, False), (1 << 25, True), (0, False), (0, True)):
+        monkeypatch.setattr(rt, "_PAIR_MAX_VALUES", limit)
         t, c, x = theta.clone().requires_grad_(), coef.clone().requires_grad_(), X.clone().requires_grad_(x_grad)
         (fourier_predict(x, W, b, c, t) * G).sum().backward()
-        grads.append((t.grad, c.grad))
-    for compiled, plain in zip(*grads):
-        torch.testing.assert_close(compiled, plain, rtol=1e-10, atol=1e-12)
+        grads.append((t.grad, c.grad) + ((x.grad,) if x_grad else ()))
+    for other in grads[1:]:
+        for got, want in zip(other, grads[0]):
+            torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(grads[1][2], grads[3][2], rtol=1e-10, atol=1e-12)  # dL/dX of both routes
+
+
+def test_pair_route_only_where_a_backward_pass_follows():
+    """The pair features are kept for a CPU pass to be differentiated, within _PAIR_MAX_VALUES; a
+    pass under no_grad, or without an input requiring grad, runs predict (O(tile) memory)."""
+    import rffkern.torch as rt
+
+    X, theta, coef, W, b = _problem(n=50, s=30)
+    assert not rt._keep_pair(X, 30, theta, coef, W, b)
+    theta.requires_grad_()
+    assert rt._keep_pair(X, 30, theta, coef, W, b)
+    assert not rt._keep_pair(X[:0], 30, theta, coef, W, b)
+    assert not rt._keep_pair(X[:1].expand(1 << 20, 3), 30, theta, coef, W, b)  # past the memory limit
+    with torch.no_grad():
+        assert not rt._keep_pair(X, 30, theta, coef, W, b)
+        F = fourier_predict(X, W, b, coef, theta)
+    np.testing.assert_array_equal(F.numpy(), kernels.predict(X.numpy(), W.numpy(), b.numpy(), coef.numpy(),
+                                                             theta=theta.detach().numpy()))
+
+
+def test_double_backward_to_x():
+    """create_graph=True: the backward pass to X is PyTorch ops from U, differentiable again."""
+    X, theta, coef, W, b = _problem()
+    X.requires_grad_(True)
+    assert torch.autograd.gradgradcheck(lambda X: fourier_predict(X, W, b, coef, theta, n_threads=1), (X,))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
-def test_forward_equals_the_kernels(dtype):
+def test_forward_equals_the_kernels(dtype, route):
+    """The compiled route is the predict kernel itself; the pair route is torch.mm on the pair
+    features (another summation order): equal to rounding."""
     X, theta, coef, W, b = _problem(n=50, d=4, s=30, dtype=dtype)
     args = [t.numpy() for t in (X, W, b)]
     F = fourier_predict(X, W, b, coef, theta.requires_grad_())
     assert F.dtype == dtype
     th = theta.detach().numpy()
-    np.testing.assert_array_equal(F.detach().numpy(), kernels.predict(*args, coef.numpy(), theta=th))
+    want = kernels.predict(*args, coef.numpy(), theta=th)
+    if route == "compiled":
+        np.testing.assert_array_equal(F.detach().numpy(), want)
+    else:
+        tol = 1e-5 if dtype == torch.float32 else 1e-13
+        np.testing.assert_allclose(F.detach().numpy(), want, rtol=tol, atol=tol * np.abs(want).max())
     Z = fourier_features(X, W, b, theta)
     np.testing.assert_array_equal(Z.detach().numpy(), kernels.features(*args, theta=th))
 

@@ -5,14 +5,19 @@
 With ``U = (X * theta) @ weights + offsets`` and ``Z = scale * cos(U)`` (the package's map,
 :func:`rffkern.kernels.features`):
 
-* :func:`fourier_predict` is ``Z @ coef`` computed by the compiled ``predict`` kernel, which never
-  stores ``Z``. Its backward pass to ``coef`` and ``theta`` is one compiled
-  ``loss_and_grad(loss="linear")`` call on the upstream gradient, again without ``Z``.
+* :func:`fourier_predict` is ``Z @ coef``. A CPU forward pass that a backward pass will follow
+  (grad mode, an input requiring grad) runs the compiled ``features(pair=True)`` kernel, one pass
+  for ``[Z, scale * sin U]``, keeps that pair (2 n s values, as a plain PyTorch layer keeps O(n s))
+  and forms ``Z @ coef`` and every gradient from it by PyTorch's BLAS, without recomputing ``U``.
+  Any other forward pass (no_grad, inference, a pair of more than 2^25 values) runs the compiled
+  ``predict`` kernel, which never stores ``Z``; its backward pass to ``coef`` and ``theta`` is one
+  compiled ``loss_and_grad(loss="linear")`` call on the upstream gradient, again without ``Z``.
 * :func:`fourier_features` is ``Z`` itself, from the compiled ``features`` kernel.
 * Gradients to ``X``, ``weights`` and ``offsets`` (asked for only where those require grad, e.g.
   :class:`RandomFourierLayer` with ``learn_frequencies=True`` or a layer placed after another),
-  and every gradient of :func:`fourier_features`, are formed with PyTorch operations from ``U``
-  (O(n s) memory, as a plain PyTorch layer).
+  when :func:`fourier_predict` kept no pair or the backward pass builds a graph
+  (``create_graph=True``), and every gradient of :func:`fourier_features`, are formed with PyTorch
+  operations from ``U`` (O(n s) memory, as a plain PyTorch layer).
 
 CPU tensors are shared with the kernels without a copy (``tensor.numpy()``, the memory that
 ``np.from_dlpack`` would share; non-contiguous tensors are made contiguous first), float32 or
@@ -82,16 +87,71 @@ def _backward_with_torch(X, theta, coef, weights, offsets, scale, grad_z, needs)
     return grad_x, grad_theta, grad_coef, grad_w, grad_b
 
 
+def _backward_from_pair(X, theta, coef, weights, pair, grad_out, needs):
+    """Gradients (X, theta, coef, weights, offsets) of ``F = Z @ coef`` from the forward pass's
+    ``pair = [scale cos U, scale sin U]`` (n x 2s), by PyTorch's BLAS: no phase is recomputed.
+
+    ``dL/dU = H = -scale sin U * (grad_out @ coef.T)``. With one output and only ``theta`` to reach
+    (the layer's usual case), ``H @ W.T = -grad_out * (scale sin U @ (W * coef.T).T)``: the one
+    n x s x d product, and no pass over an n x s matrix besides it and ``dL/dcoef``."""
+    need_x, need_theta, need_coef, need_w, need_b = needs
+    s = weights.shape[1]
+    cos_u, sin_u = pair[:, :s], pair[:, s:]
+    grad_coef = cos_u.T @ grad_out if need_coef else None
+    grad_x = grad_theta = grad_w = grad_b = None
+    need_hw = need_x or (need_theta and theta is not None)
+    if coef.shape[1] == 1 and not (need_w or need_b):
+        if need_hw:
+            HW = torch.mm(sin_u, (weights * coef.T).T)
+            HW *= grad_out
+            HW.neg_()
+            grad_x = (HW if theta is None else HW * theta) if need_x else None
+            if need_theta and theta is not None:
+                grad_theta = (HW * X).sum(0)
+    else:
+        H = sin_u * (grad_out @ coef.T)
+        H.neg_()
+        HW = H @ weights.T if need_hw else None
+        grad_x = (HW if theta is None else HW * theta) if need_x else None
+        grad_theta = (HW * X).sum(0) if need_theta and theta is not None else None
+        grad_w = (X if theta is None else X * theta).T @ H if need_w else None
+        grad_b = H.sum(0) if need_b else None
+    return grad_x, grad_theta, grad_coef, grad_w, grad_b
+
+
+# A CPU forward pass of fourier_predict (or of the layer) that will be differentiated keeps the pair
+# features [scale cos U, scale sin U] (one compiled ``features(pair=True)`` call: the phase product
+# and a vectorised sincos), and its output and backward pass are PyTorch (BLAS) products on them:
+# two n x d x s products per step, as plain PyTorch, instead of three (``predict``, then
+# ``loss_and_grad``, which recomputes U). Measured against the two compiled calls on the layer's
+# step (float32, 1 thread, s 300 and 1000, batch 8 to 512; docs/user_guide/torch.rst): faster or
+# level at every size with d 10 to 100 (up to 1.4x at batch 512, d 100), and within the machine's
+# noise either way at d 2 and 5, so no size rule. It holds 2 n s values until the backward pass
+# (O(n s), as plain PyTorch); past this many the two compiled calls run instead, in O(tile) memory.
+_PAIR_MAX_VALUES = 1 << 25  # 128 MiB in float32
+
+
 class _FusedPredict(torch.autograd.Function):
-    """``F = scale cos((X * theta) @ W + b) @ coef`` (coef 2-D), forward and backward compiled."""
+    """``F = scale cos((X * theta) @ W + b) @ coef`` (coef 2-D), forward and backward compiled.
+
+    ``keep_pair`` (:func:`_keep_pair`): the forward pass keeps the pair features and both passes
+    run on them (:func:`_backward_from_pair`); otherwise ``predict`` and ``loss_and_grad``."""
 
     @staticmethod
-    def forward(ctx, X, theta, coef, weights, offsets, scale, n_threads):
-        ctx.save_for_backward(X, theta, coef, weights, offsets)
+    def forward(ctx, X, theta, coef, weights, offsets, scale, n_threads, keep_pair=False):
         ctx.scale, ctx.n_threads = scale, n_threads
         if X.is_cuda:
+            ctx.save_for_backward(X, theta, coef, weights, offsets, None)
             return _cuda_kernels().predict(X.detach(), weights.detach(), _detach(offsets), coef.detach(),
                                            theta=_detach(theta), scale=scale)
+        if keep_pair and X.shape[0]:
+            s = weights.shape[1]
+            pair = torch.empty((X.shape[0], 2 * s), dtype=X.dtype)
+            _core.features(_host(X), _host(weights), _host_or_none(offsets), _host_or_none(theta), scale, True,
+                           pair.numpy(), n_threads, None)
+            ctx.save_for_backward(X, theta, coef, weights, offsets, pair)  # freed with the graph
+            return torch.mm(pair[:, :s], coef.detach())
+        ctx.save_for_backward(X, theta, coef, weights, offsets, None)
         C = _host(coef)
         out = np.empty((X.shape[0], C.shape[1]), C.dtype)
         if X.shape[0]:
@@ -101,11 +161,15 @@ class _FusedPredict(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
-        X, theta, coef, weights, offsets = ctx.saved_tensors
+        X, theta, coef, weights, offsets, pair = ctx.saved_tensors
         needs = ctx.needs_input_grad[:5]
+        # create_graph (grad mode on here): the routes below, whose PyTorch-op gradients (X, weights,
+        # offsets) are themselves differentiable; the pair features are a constant to autograd
+        if pair is not None and not torch.is_grad_enabled():
+            return (*_backward_from_pair(X, theta, coef, weights, pair, grad_out, needs), None, None, None)
         if X.is_cuda or needs[0] or needs[3] or needs[4] or X.shape[0] == 0:
             return (*_backward_with_torch(X, theta, coef, weights, offsets, ctx.scale, grad_out, needs),
-                    None, None)
+                    None, None, None)
         C = _host(coef)
         grad_coef = np.empty_like(C)
         grad_theta = np.empty(X.shape[1], C.dtype) if needs[1] and theta is not None else None
@@ -119,7 +183,14 @@ class _FusedPredict(torch.autograd.Function):
         if grad_theta is not None:
             grad_theta *= n
         return (None, None if grad_theta is None else torch.from_numpy(grad_theta),
-                torch.from_numpy(grad_coef) if needs[2] else None, None, None, None, None)
+                torch.from_numpy(grad_coef) if needs[2] else None, None, None, None, None, None)
+
+
+def _keep_pair(X: torch.Tensor, s: int, *tensors) -> bool:
+    """Whether a forward pass keeps the pair features: on the CPU, with rows, at most
+    ``_PAIR_MAX_VALUES`` of them, and a backward pass to come (grad mode, an input requiring grad)."""
+    return (0 < 2 * X.shape[0] * s <= _PAIR_MAX_VALUES and not X.is_cuda and torch.is_grad_enabled()
+            and any(t is not None and t.requires_grad for t in (X, *tensors)))
 
 
 class _FusedFeatures(torch.autograd.Function):
@@ -254,7 +325,11 @@ def fourier_features(X: torch.Tensor, weights: Any, offsets: Any = None, theta: 
 
 def fourier_predict(X: torch.Tensor, weights: Any, offsets: Any, coef: Any, theta: Any = None, *,
                     scale: float | None = None, n_threads: int | None = None) -> torch.Tensor:
-    """Differentiable ``fourier_features(X, ...) @ coef`` without storing the features.
+    """Differentiable ``fourier_features(X, ...) @ coef``.
+
+    A CPU pass to be differentiated keeps ``[Z, scale * sin U]`` (2 n_samples n_components values)
+    for its backward pass, as a plain PyTorch layer keeps O(n s); under ``torch.no_grad``, with no
+    input requiring grad, or past 2^25 such values, the features are never stored.
 
     Parameters
     ----------
@@ -278,7 +353,7 @@ def fourier_predict(X: torch.Tensor, weights: Any, offsets: Any, coef: Any, thet
     -------
     torch.Tensor of shape (n_samples,) or (n_samples, n_outputs)
         ``Z @ coef``, 1-D when ``coef`` is; differentiable in every tensor argument that requires
-        grad (``coef`` and ``theta`` by the compiled backward kernel).
+        grad.
 
     Examples
     --------
@@ -302,7 +377,8 @@ def fourier_predict(X: torch.Tensor, weights: Any, offsets: Any, coef: Any, thet
     ravel = len(C.shape) == 1
     C = _like_x(C, "coef", X, (s,) if ravel else (s, C.shape[1]))
     scale, n_threads = _scale_and_threads(X, s, scale, n_threads)
-    F = _FusedPredict.apply(X, th, C.unsqueeze(1) if ravel else C, W, b, scale, n_threads)
+    C = C.unsqueeze(1) if ravel else C
+    F = _FusedPredict.apply(X, th, C, W, b, scale, n_threads, _keep_pair(X, s, th, C, W, b))
     return F.squeeze(1) if ravel else F
 
 
@@ -427,7 +503,9 @@ class RandomFourierLayer(torch.nn.Module):
         n_threads = _useful_threads(resolve_n_threads(self.n_threads), X, self.n_components)
         if self.out_features is None:
             return _FusedFeatures.apply(X, self.relevances, self.weights, self.offsets, scale, n_threads)
-        F = _FusedPredict.apply(X, self.relevances, self.coef, self.weights, self.offsets, scale, n_threads)
+        F = _FusedPredict.apply(X, self.relevances, self.coef, self.weights, self.offsets, scale, n_threads,
+                                _keep_pair(X, self.n_components, self.relevances, self.coef, self.weights,
+                                           self.offsets))
         return F if self.bias is None else F + self.bias
 
     def extra_repr(self) -> str:
