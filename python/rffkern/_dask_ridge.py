@@ -153,8 +153,23 @@ def calibration_sample(X, y, rows):
         (w,) = dask.compute(rows.w)
         w = np.asarray(w, np.float64) / rows.weight_unit
     idx = calibration_rows(rows.n, w)
-    X_rows, y_rows = dask.compute(X[idx], y[idx])
-    return np.asarray(X_rows), np.asarray(y_rows), None if w is None else w[idx]
+    # one task per chunk that holds some of them, returning those rows only: a chunk's memory at a
+    # time per thread, as the fit's passes (a fancy index of the collection held several chunks)
+    starts = np.cumsum((0,) + rows.chunks)
+    take = dask.delayed(_take_rows, pure=True)
+    parts = []
+    for i, (xb, yb) in enumerate(zip(rows.x_blocks, rows.y_blocks)):
+        local = idx[(idx >= starts[i]) & (idx < starts[i + 1])] - starts[i]
+        if local.size:
+            parts.append(take(xb, yb, local))
+    gathered = rows.compute(*parts)
+    X_rows = np.concatenate([np.asarray(g[0]) for g in gathered])
+    y_rows = np.concatenate([np.asarray(g[1]) for g in gathered])
+    return X_rows, y_rows, None if w is None else w[idx]
+
+
+def _take_rows(X_block, y_block, local):
+    return np.asarray(X_block)[local], np.asarray(y_block)[local]
 
 
 def _relative_sample(sample, rows):
