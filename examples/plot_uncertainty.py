@@ -1,6 +1,6 @@
 """
 Uncertainty: predictive bands, conformal intervals and posterior function draws
-==============================================================================
+===============================================================================
 
 A ridge on random Fourier features is the posterior mean of a Bayesian linear model, and its
 exact leave-one-out residuals come in closed form (see :doc:`/user_guide/uncertainty`). Here a
