@@ -178,7 +178,6 @@ class PosteriorRegressorMixin:
     if TYPE_CHECKING:  # the hooks and attributes of the estimator classes (see above)
         predict: Callable[..., Any]
         _ridge_state: Callable[[], tuple]
-        _ridge_solution: Callable[[], tuple]
         _features: Callable[[Any], np.ndarray]
         _decision: Callable[[Any], np.ndarray]
 
@@ -215,6 +214,12 @@ class PosteriorRegressorMixin:
             self._posterior_cache = cached = (key, RidgePosterior(stats, alpha, fit_intercept))
         with np.errstate(over="ignore"):  # (targets near 1e300: a variance beyond the floats is inf)
             return cached[1], cached[1].noise * np.asarray(unit, np.float64) ** 2
+
+    def _ridge_solution(self):
+        """``(coef (s, m), intercept (m,))`` in y's units: ``coef_`` and ``intercept_`` as they are
+        (the estimators whose fitted attributes are not the ridge's own define their own)."""
+        coef = np.asarray(self.coef_, np.float64)  # type: ignore[attr-defined]  # (the estimator's)
+        return coef.reshape(coef.shape[0], -1), np.atleast_1d(np.asarray(self.intercept_, np.float64))  # type: ignore[attr-defined]
 
     def _single_output(self):
         """Whether the predictions are 1-D (a model fitted on 1-D y)."""

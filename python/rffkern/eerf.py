@@ -430,10 +430,6 @@ class EERFRegressor(PosteriorRegressorMixin, RegressorMixin, _EERFBase):
             raise ValueError("EERFRegressor's uncertainty needs the statistics of an in-memory fit")
         return stats, self.alpha_, True, self.y_scale_
 
-    def _ridge_solution(self):
-        coef = np.asarray(self.coef_, np.float64).reshape(self.coef_.shape[0], -1)
-        return coef, np.atleast_1d(np.asarray(self.intercept_, np.float64))
-
     def _features(self, X):
         """The features of X as ``predict`` maps them."""
         check_is_fitted(self)

@@ -867,10 +867,6 @@ class RFFRidge(PosteriorRegressorMixin, RegressorMixin, _RFFRidgeBase):
     def _ridge_state(self):
         return self._stats, self.alpha_, self.fit_intercept, self._target_scaler.scale_
 
-    def _ridge_solution(self):
-        coef = np.asarray(self.coef_, np.float64).reshape(self.coef_.shape[0], -1)
-        return coef, np.atleast_1d(np.asarray(self.intercept_, np.float64))
-
     def _features(self, X):
         """The features of X as ``predict`` maps them."""
         check_is_fitted(self)
